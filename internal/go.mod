@@ -1,0 +1,13 @@
+module leasekit.dev/internal
+
+go 1.26.0
+
+require (
+	leasekit.dev/lease v0.0.0-00010101000000-000000000000
+	leasekit.dev/slot v0.0.0-00010101000000-000000000000
+)
+
+replace (
+	leasekit.dev/lease => ../lease
+	leasekit.dev/slot => ../slot
+)

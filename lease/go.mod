@@ -1,0 +1,5 @@
+module leasekit.dev/lease
+
+go 1.26.0
+
+require pgregory.net/rapid v1.3.0
