@@ -1,0 +1,37 @@
+// Package dirlife manages the on-disk lifecycle of one directory per ID
+// under a root directory that it owns: staged, atomic and durable writes,
+// atomic replacement, listing, pruning to a keep set and reset at boot.
+//
+// A [Layout] names its root and a [Codec] that turns IDs into directory
+// names. [Layout.Write] stages files beside the target and renames them into
+// place, so a reader sees an ID's directory either absent or complete, also
+// after the writer is killed at any instant; rewriting an ID swaps the new
+// directory in with no instant where the path is missing. By default a
+// Write's directory survives power loss once Write returns. [Layout.Prune]
+// removes everything but the directories to keep; [Layout.Reset] empties
+// the root. Every write and removal goes through an [os.Root], so a symbolic
+// link planted under the root never leads the layout outside it, and Prune
+// and Reset refuse a root the layout did not create (see [ErrNotOwned]).
+//
+// Layout values are safe for concurrent use by multiple goroutines and by
+// several processes sharing one root: Write, Prune, Reset and IDs may run at
+// once without corrupting one another, and Prune never removes a directory
+// that a live Write is still filling. The coordination is an advisory file
+// lock in the root, honoured by every Layout on that root.
+//
+// # Limits
+//
+// A lease, a keep set or any other protection against Prune does not
+// protect a directory from a rewrite of the same ID: IDs should be
+// immutable, one per published version. Atomic replacement needs
+// renameat2(RENAME_EXCHANGE) (Linux 3.15 or later; ext4, xfs, btrfs, tmpfs
+// and most local filesystems have it). Where the filesystem refuses it, and
+// on every other operating system, a rewrite moves the old directory aside
+// and renames the new one into place: the directory is then missing for the
+// instant between the two renames, and a crash in that instant leaves it
+// moved aside (removed by the next Prune or Reset) rather than in place.
+// Durability relies on fsync reaching stable storage; network filesystems
+// and disks that lie about their caches do not guarantee it. The lock is
+// flock(2) on Unix and LockFileEx on Windows; it does not work across
+// machines sharing a network filesystem.
+package dirlife

@@ -1,0 +1,97 @@
+package dirlife
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// tb is what the helpers need of a *testing.T, *testing.B or *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+func genLayout(t testing.TB) Layout[int64] {
+	t.Helper()
+	return Layout[int64]{Root: filepath.Join(t.TempDir(), "root"), Codec: IntCodec[int64]{Prefix: "gen-"}}
+}
+
+// readTree returns the regular files under dir as Files, and fails on
+// anything else (a symbolic link, a device).
+func readTree(t tb, dir string) Files {
+	t.Helper()
+	files := Files{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		data, err := os.ReadFile(p)
+		files[filepath.ToSlash(rel)] = data
+		return err
+	})
+	if err != nil {
+		t.Fatalf("reading %s: %v", dir, err)
+	}
+	return files
+}
+
+func sameFiles(a, b Files) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// rootEntries lists the names in root, sorted.
+func rootEntries(t tb, root string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	return names
+}
+
+// leftovers lists the staging and moved-aside entries in root.
+func leftovers(t tb, root string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range rootEntries(t, root) {
+		if strings.HasPrefix(n, stagePrefix) || strings.HasPrefix(n, asidePrefix) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func mustWrite(t tb, l Layout[int64], id int64, files Files) {
+	t.Helper()
+	if _, err := l.Write(id, files); err != nil {
+		t.Fatalf("Write(%d): %v", id, err)
+	}
+}

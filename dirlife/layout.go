@@ -1,0 +1,94 @@
+package dirlife
+
+import (
+	"cmp"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Files maps slash-separated relative paths to file contents: the files of
+// one ID's directory. Directories are implied by the paths.
+type Files map[string][]byte
+
+// A Layout keeps one directory per ID under Root, which it owns
+// exclusively: nothing but the layout should create or remove entries in
+// Root. The zero value of every option field is the safe default.
+//
+// A Layout is a plain value; copies of it, in one process or several, that
+// share a Root coordinate through a lock file in Root. Its methods are safe
+// for concurrent use by multiple goroutines.
+//
+// On Linux a rewrite of an ID is atomic (renameat2 with RENAME_EXCHANGE). On
+// other systems, and on Linux filesystems that refuse the exchange, it moves
+// the old directory aside first: see the package documentation's limits.
+type Layout[ID cmp.Ordered] struct {
+	// Root is the directory the layout owns. Write and Reset create it,
+	// with its parents, when it is missing.
+	Root string
+
+	// Codec names each ID's directory.
+	Codec Codec[ID]
+
+	// NoSync turns durability off: Write no longer syncs files and
+	// directories, so a directory may be lost or incomplete after power
+	// loss (never after a process crash). For roots on disks that are
+	// wiped at boot anyway.
+	NoSync bool
+
+	faults   faultFunc // test seam; nil in production
+	syncMode syncMode  // test and benchmark seam; syncDefault in production
+}
+
+// Dir returns the directory of id under Root, whether or not it exists.
+func (l Layout[ID]) Dir(id ID) string {
+	return filepath.Join(l.Root, l.Codec.Format(id))
+}
+
+// name returns the directory name of id, checked.
+func (l Layout[ID]) name(id ID) (string, error) {
+	name := l.Codec.Format(id)
+	if err := checkElement(name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// IDs returns the IDs whose directories exist complete under Root, in
+// ascending order of ID (not of name: gen-9 before gen-10). Names the codec
+// does not parse, entries that are not directories (a symbolic link
+// included), and the layout's own staging and moved-aside entries are
+// ignored. A missing Root holds no IDs and is not an error.
+func (l Layout[ID]) IDs() ([]ID, error) {
+	d, err := os.Open(l.Root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	entries, err := d.ReadDir(-1) // unsorted: IDs are sorted below
+	d.Close()
+	if err != nil {
+		return nil, err
+	}
+	var ids []ID
+	for _, e := range entries {
+		if id, ok := l.parse(e); ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// parse returns the ID e is the directory of, if it is one.
+func (l Layout[ID]) parse(e fs.DirEntry) (ID, bool) {
+	if !e.IsDir() || checkElement(e.Name()) != nil {
+		var zero ID
+		return zero, false
+	}
+	return l.Codec.Parse(e.Name())
+}

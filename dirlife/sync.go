@@ -1,0 +1,158 @@
+package dirlife
+
+import (
+	"os"
+	"sync"
+)
+
+// A syncMode says how a durable Write makes its staging tree durable.
+type syncMode int
+
+const (
+	// syncDefault is syncFS where the system has syncfs(2), else
+	// syncFiles.
+	syncDefault syncMode = iota
+	// syncFiles fsyncs every file as it is written, several at once, then
+	// every staging directory, deepest first.
+	syncFiles
+	// syncFS closes the files unsynced and calls syncfs(2) once on the
+	// root's filesystem: one journal commit for the whole tree, at the
+	// price of also flushing whatever else is dirty on that filesystem.
+	syncFS
+)
+
+// syncWorkers bounds the files a Write fsyncs at once under syncFiles:
+// concurrent fsyncs on one filesystem share journal commits. Otherwise one
+// worker writes the files in turn; more gained nothing measurable.
+const syncWorkers = 8
+
+// A filePool creates, writes, syncs (under syncFiles) and closes the files
+// of one staging tree, on workers of its own.
+type filePool struct {
+	fault  faultFunc
+	dir    *os.File // the root, for syncfs
+	mode   syncMode
+	noSync bool
+	stage  string
+	jobs   chan fileJob
+	wg     sync.WaitGroup
+
+	mu  sync.Mutex
+	err error // the first failure; later jobs are skipped
+
+	// syncedAll reports, after wait, that the whole staging tree,
+	// directories included, is durable.
+	syncedAll bool
+}
+
+type fileJob struct {
+	dir  *os.Root // the file's directory in the staging tree
+	base string   // the file's name in dir
+	name string   // its root-relative name, for errors and the fault seam
+	data []byte
+}
+
+func (l Layout[ID]) newFilePool(dir *os.File, stage string) *filePool {
+	mode := l.syncMode
+	if mode == syncDefault {
+		mode = syncFiles
+		if haveSyncfs {
+			mode = syncFS
+		}
+	}
+	return &filePool{fault: l.fault, dir: dir, mode: mode, noSync: l.NoSync, stage: stage}
+}
+
+// add queues one file. It blocks while every worker is busy.
+func (p *filePool) add(j fileJob) {
+	if p.jobs == nil {
+		p.jobs = make(chan fileJob)
+		workers := 1
+		if p.mode == syncFiles && !p.noSync {
+			workers = syncWorkers
+		}
+		for range workers {
+			p.wg.Add(1)
+			go p.work()
+		}
+	}
+	p.jobs <- j
+}
+
+func (p *filePool) work() {
+	defer p.wg.Done()
+	for j := range p.jobs {
+		if p.failed() {
+			continue
+		}
+		p.record(p.writeFile(j))
+	}
+}
+
+func (p *filePool) writeFile(j fileJob) error {
+	if err := p.fault(stepCreate, j.name); err != nil {
+		return &os.PathError{Op: "create", Path: j.name, Err: err}
+	}
+	f, err := j.dir.OpenFile(j.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	err = p.fault(stepWrite, j.name)
+	if err != nil {
+		err = &os.PathError{Op: "write", Path: j.name, Err: err}
+	} else {
+		_, err = f.Write(j.data)
+	}
+	if err == nil && !p.noSync && p.mode == syncFiles {
+		if err = p.fault(stepSync, j.name); err != nil {
+			err = &os.PathError{Op: "sync", Path: j.name, Err: err}
+		} else {
+			err = f.Sync()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (p *filePool) failed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err != nil
+}
+
+func (p *filePool) record(err error) {
+	if err == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+}
+
+// wait waits until every queued file is done and returns the first
+// failure. Under syncFS it then syncs the filesystem.
+func (p *filePool) wait() error {
+	if p.jobs != nil {
+		close(p.jobs)
+		p.wg.Wait()
+		p.jobs = nil
+	}
+	p.mu.Lock()
+	err := p.err
+	p.mu.Unlock()
+	if err != nil || p.noSync || p.mode != syncFS {
+		return err
+	}
+	if err := p.fault(stepSync, p.stage); err != nil {
+		return &os.PathError{Op: "syncfs", Path: p.stage, Err: err}
+	}
+	if err := syncfs(p.dir); err != nil {
+		return &os.PathError{Op: "syncfs", Path: p.stage, Err: err}
+	}
+	p.syncedAll = true
+	return nil
+}

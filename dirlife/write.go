@@ -1,0 +1,197 @@
+package dirlife
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+)
+
+// Write materialises files as id's directory and returns its path,
+// [Layout.Dir](id).
+//
+// Every name is validated before anything is written (see [NameError]).
+// The files are written into a staging directory beside the target and
+// renamed into place, so no reader ever observes a partial directory, also
+// if the process is killed at any instant. When id's directory exists
+// already, the new one is swapped in atomically and the old one removed:
+// the path never goes missing (but see the package limits). Unless
+// [Layout.NoSync] is set, the directory survives power loss once Write
+// returns: files and staging directories are synced before the rename and
+// Root after it.
+//
+// On failure Write returns an error and leaves id's directory exactly as it
+// was, absent or complete with its old contents; a staging directory left
+// behind by a failure it could not clean up is removed by the next Prune or
+// Reset. Root is created when missing, and claimed when empty; a non-empty
+// Root the layout does not own is refused with [ErrNotOwned].
+//
+// Write holds Root's lock shared: Writes run alongside one another, and a
+// Prune or Reset waits for them. Concurrent Writes of one ID each publish a
+// complete directory; the last to publish wins.
+func (l Layout[ID]) Write(id ID, files Files) (string, error) {
+	name, err := l.name(id)
+	if err != nil {
+		return "", err
+	}
+	p, err := planFiles(files)
+	if err != nil {
+		return "", l.writeErr(id, err)
+	}
+	if err := l.write(name, p, func(i int) []byte { return files[p.from[i]] }); err != nil {
+		return "", l.writeErr(id, err)
+	}
+	return l.Dir(id), nil
+}
+
+// WriteFS is [Layout.Write] with the regular files of fsys (an [embed.FS],
+// an [os.DirFS] tree) as its files, under the same rules. Empty directories
+// of fsys are not reproduced; a symbolic link or other irregular file in
+// fsys is refused with a [NameError], and nothing is written.
+func (l Layout[ID]) WriteFS(id ID, fsys fs.FS) (string, error) {
+	files := Files{}
+	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			return &NameError{name, fmt.Sprintf("is not a regular file (%v)", d.Type())}
+		}
+		data, err := fs.ReadFile(fsys, name)
+		files[name] = data
+		return err
+	})
+	if err != nil {
+		return "", l.writeErr(id, err)
+	}
+	return l.Write(id, files)
+}
+
+func (l Layout[ID]) writeErr(id ID, err error) error {
+	var ne *NameError
+	if errors.As(err, &ne) {
+		return err // names the file and the rule already
+	}
+	return fmt.Errorf("dirlife: write %s: %w", l.Dir(id), err)
+}
+
+// write stages p under a fresh staging directory and publishes it as name.
+func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err error) {
+	r, release, err := l.openRoot("write", true, shared)
+	if err != nil {
+		return err
+	}
+	defer release()
+	dir, err := r.Open(".")
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+
+	stage := tempName(stagePrefix)
+	if err := l.mkdir(r, stage); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil && l.fault(stepRemove, stage) == nil {
+			r.RemoveAll(stage) // else Prune or Reset removes it
+		}
+	}()
+	if err := l.stage(r, dir, stage, p, content); err != nil {
+		return err
+	}
+	old, undo, err := l.publish(r, dir, stage, name)
+	if err != nil {
+		return err
+	}
+	if !l.NoSync {
+		if err = l.syncDir(r, "."); err != nil {
+			// Not durable: put the previous state back before failing.
+			if uerr := undo(); uerr != nil {
+				return fmt.Errorf("%w; and undoing the publication failed: %w", err, uerr)
+			}
+			return err
+		}
+	}
+	if old != "" && l.fault(stepRemove, old) == nil {
+		r.RemoveAll(old) // else Prune or Reset removes it
+	}
+	return nil
+}
+
+// stage fills the staging directory and, unless NoSync, makes it durable.
+func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, content func(int) []byte) error {
+	// Each file is created by a single-element openat in its own directory:
+	// the staging tree is the layout's own fresh directory, opened as a
+	// Root of its own so nothing in it can lead outside.
+	sr, err := r.OpenRoot(stage)
+	if err != nil {
+		return err
+	}
+	defer sr.Close()
+	dirs := map[string]*os.Root{".": sr}
+	defer func() {
+		for d, dr := range dirs {
+			if d != "." {
+				dr.Close()
+			}
+		}
+	}()
+	for _, d := range p.dirs {
+		if err := l.mkdir(r, path.Join(stage, d)); err != nil {
+			return err
+		}
+		dr, err := dirs[path.Dir(d)].OpenRoot(path.Base(d))
+		if err != nil {
+			return err
+		}
+		dirs[d] = dr
+	}
+	files := l.newFilePool(dir, stage)
+	for i, name := range p.names {
+		files.add(fileJob{dirs[path.Dir(name)], path.Base(name), path.Join(stage, name), content(i)})
+	}
+	if err := files.wait(); err != nil {
+		return err
+	}
+	if l.NoSync || files.syncedAll {
+		return nil
+	}
+	// Directories after their files, deepest first, the staging directory
+	// last: each entry is durable before the directory that names it.
+	for i := len(p.dirs) - 1; i >= 0; i-- {
+		if err := l.syncDir(r, path.Join(stage, p.dirs[i])); err != nil {
+			return err
+		}
+	}
+	return l.syncDir(r, stage)
+}
+
+func (l Layout[ID]) mkdir(r *os.Root, name string) error {
+	if err := l.fault(stepMkdir, name); err != nil {
+		return &os.PathError{Op: "mkdir", Path: name, Err: err}
+	}
+	return r.Mkdir(name, 0o755)
+}
+
+func (l Layout[ID]) syncDir(r *os.Root, name string) error {
+	if err := l.fault(stepSyncDir, name); err != nil {
+		return &os.PathError{Op: "sync", Path: name, Err: err}
+	}
+	return syncDir(r, name)
+}
+
+func syncDir(r *os.Root, name string) error {
+	d, err := r.Open(name)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

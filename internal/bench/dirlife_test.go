@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"leasekit.dev/dirlife"
+	"leasekit.dev/internal/baseline"
+)
+
+// moduleFiles is a module-sized write: 32 files of 4 KiB in 4 directories.
+func moduleFiles() map[string][]byte {
+	files := map[string][]byte{}
+	for i := range 32 {
+		data := make([]byte, 4096)
+		for j := range data {
+			data[j] = byte(i*31 + j)
+		}
+		files[fmt.Sprintf("pkg%d/file%02d.cue", i%4, i)] = data
+	}
+	return files
+}
+
+func newLayout(b *testing.B, noSync bool) dirlife.Layout[int64] {
+	return dirlife.Layout[int64]{
+		Root:   filepath.Join(b.TempDir(), "root"),
+		Codec:  dirlife.IntCodec[int64]{Prefix: "gen-"},
+		NoSync: noSync,
+	}
+}
+
+func newBaseline(b *testing.B) baseline.DirLayout {
+	return baseline.DirLayout{Root: filepath.Join(b.TempDir(), "root"), Prefix: "gen-"}
+}
+
+// Write of 32 files x 4 KiB, new IDs and rewrites of existing ones in turn.
+func BenchmarkWrite32x4K(b *testing.B) {
+	files := moduleFiles()
+	for _, noSync := range []bool{false, true} {
+		name := "impl=leasekit/durable"
+		if noSync {
+			name = "impl=leasekit/nosync"
+		}
+		b.Run(name, func(b *testing.B) {
+			l := newLayout(b, noSync)
+			b.ReportAllocs()
+			var id int64
+			for b.Loop() {
+				id++
+				if _, err := l.Write(id%8, dirlife.Files(files)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("impl=baseline", func(b *testing.B) {
+		l := newBaseline(b)
+		b.ReportAllocs()
+		var id int64
+		for b.Loop() {
+			id++
+			if _, err := l.Write(id%8, files); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+const manyDirs = 1000
+
+// IDs over 1,000 directories.
+func BenchmarkIDs1000(b *testing.B) {
+	one := map[string][]byte{"f": []byte("x")}
+	b.Run("impl=leasekit", func(b *testing.B) {
+		l := newLayout(b, true)
+		for id := range int64(manyDirs) {
+			if _, err := l.Write(id, one); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if ids, err := l.IDs(); err != nil || len(ids) != manyDirs {
+				b.Fatal(len(ids), err)
+			}
+		}
+	})
+	b.Run("impl=baseline", func(b *testing.B) {
+		l := newBaseline(b)
+		for id := range int64(manyDirs) {
+			if _, err := l.Write(id, one); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if ids, err := l.IDs(); err != nil || len(ids) != manyDirs {
+				b.Fatal(len(ids), err)
+			}
+		}
+	})
+}
+
+// Prune of 1,000 one-file directories down to one; the directories are
+// recreated outside the timer.
+func BenchmarkPrune1000(b *testing.B) {
+	one := map[string][]byte{"f": []byte("x")}
+	b.Run("impl=leasekit", func(b *testing.B) {
+		l := newLayout(b, false)
+		lf := dirlife.Layout[int64]{Root: l.Root, Codec: l.Codec, NoSync: true}
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			for id := range int64(manyDirs) {
+				if _, err := lf.Write(id, one); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+			if err := l.Prune(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=baseline", func(b *testing.B) {
+		l := newBaseline(b)
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			for id := range int64(manyDirs) {
+				if _, err := l.Write(id, one); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+			if err := l.Prune(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
