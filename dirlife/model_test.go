@@ -102,6 +102,9 @@ func TestLayoutModel(t *testing.T) {
 						t.Skip("that ID has a real directory")
 					}
 					name = l.Codec.Format(id)
+					if junk[name] {
+						t.Skip("already planted")
+					}
 					if kind == "idlink" {
 						err = os.Symlink(outside, filepath.Join(l.Root, name))
 					} else {

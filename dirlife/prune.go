@@ -7,7 +7,9 @@ import (
 
 // Prune removes every entry under Root except the directories of the IDs in
 // keep: superseded IDs, staging leftovers of failed or killed Writes,
-// moved-aside copies and anything else. The layout's marker and lock files
+// moved-aside copies and anything else. An ID's directory is renamed out of
+// its path before it is removed, so a reader finds it complete or absent,
+// never half removed. The layout's marker and lock files
 // stay. A missing Root is not an error; an ID in keep without a directory is
 // ignored.
 //
@@ -66,9 +68,22 @@ func (l Layout[ID]) removeAllBut(r *os.Root, op string, kept func(os.DirEntry) b
 		if e.Name() == markerName || e.Name() == lockName || kept(e) {
 			continue
 		}
+		name := e.Name()
+		if _, isID := l.parse(e); isID {
+			// Out of the ID's path first, atomically, so that a reader
+			// never finds it half removed.
+			aside := tempName(asidePrefix)
+			if err := r.Rename(name, aside); err != nil {
+				if first == nil {
+					first = fmt.Errorf("dirlife: %s: %w", op, err)
+				}
+				continue
+			}
+			name = aside
+		}
 		// RemoveAll through the Root removes a symbolic link itself, never
 		// what it points to.
-		if err := r.RemoveAll(e.Name()); err != nil && first == nil {
+		if err := r.RemoveAll(name); err != nil && first == nil {
 			first = fmt.Errorf("dirlife: %s: %w", op, err)
 		}
 		removed = true

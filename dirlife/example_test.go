@@ -1,0 +1,89 @@
+package dirlife_test
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"leasekit.dev/dirlife"
+)
+
+// A reconciler writes each generation's module, then prunes to the current
+// generation and the ones readers still hold.
+func ExampleLayout() {
+	tmp, err := os.MkdirTemp("", "dirlife-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+
+	modules := dirlife.Layout[int64]{
+		Root:  filepath.Join(tmp, "platform"),
+		Codec: dirlife.IntCodec[int64]{Prefix: "gen-"},
+	}
+	if err := modules.Reset(); err != nil { // at boot: disk state is rebuilt from the source of truth
+		log.Fatal(err)
+	}
+	for gen := int64(8); gen <= 10; gen++ {
+		files := dirlife.Files{
+			"cue.mod/module.cue": []byte(`module: "example.com/platform@v0"` + "\n"),
+			"platform.cue":       fmt.Appendf(nil, "generation: %d\n", gen),
+		}
+		if _, err := modules.Write(gen, files); err != nil {
+			log.Fatal(err)
+		}
+	}
+	ids, _ := modules.IDs()
+	fmt.Println("written:", ids)
+
+	current, leased := int64(10), []int64{8} // a reader still holds generation 8
+	if err := modules.Prune(append(leased, current)...); err != nil {
+		log.Fatal(err)
+	}
+	ids, _ = modules.IDs()
+	fmt.Println("kept:", ids)
+	data, _ := os.ReadFile(filepath.Join(modules.Dir(10), "platform.cue"))
+	fmt.Print(string(data))
+	// Output:
+	// written: [8 9 10]
+	// kept: [8 10]
+	// generation: 10
+}
+
+// Names are checked before anything is written.
+func ExampleNameError() {
+	modules := dirlife.Layout[int64]{Root: os.TempDir() + "/never-written", Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}}
+	_, err := modules.Write(1, dirlife.Files{"a/../../etc/passwd": nil})
+	fmt.Println(err)
+	// Output: dirlife: name "a/../../etc/passwd": escapes the directory
+}
+
+// Prune refuses a directory the layout did not create.
+func ExampleErrNotOwned() {
+	home, _ := os.MkdirTemp("", "home")
+	defer os.RemoveAll(home)
+	os.WriteFile(filepath.Join(home, ".bashrc"), nil, 0o644)
+
+	mistaken := dirlife.Layout[int64]{Root: home, Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}}
+	err := mistaken.Prune()
+	fmt.Println(err != nil, errors.Is(err, dirlife.ErrNotOwned))
+	// Output: true true
+}
+
+func ExampleStringCodec() {
+	c := dirlife.StringCodec{Prefix: "tenant-"}
+	name := c.Format("acme/prod")
+	id, _ := c.Parse(name)
+	fmt.Println(name, id)
+	// Output: tenant-acme%2Fprod acme/prod
+}
+
+func ExampleIntCodec() {
+	c := dirlife.IntCodec[int64]{Prefix: "gen-"}
+	_, ok := c.Parse("gen-010") // only the canonical form is an ID
+	id, _ := c.Parse("gen-10")
+	fmt.Println(c.Format(10), id, ok)
+	// Output: gen-10 10 false
+}

@@ -1,0 +1,305 @@
+//go:build linux
+
+package dirlife
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+var errInjected = errors.New("injected fault")
+
+// recorder is a fault seam that records every step and fails the n-th call
+// of one step.
+type recorder struct {
+	mu     sync.Mutex
+	events []string // "step name"
+	counts map[string]int
+	fail   map[string]map[int]error // step -> occurrence (1-based) -> error
+}
+
+func newRecorder() *recorder {
+	return &recorder{counts: map[string]int{}, fail: map[string]map[int]error{}}
+}
+
+func (r *recorder) failAt(step string, n int, err error) *recorder {
+	if r.fail[step] == nil {
+		r.fail[step] = map[int]error{}
+	}
+	r.fail[step][n] = err
+	return r
+}
+
+func (r *recorder) hook(step, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts[step]++
+	r.events = append(r.events, step+" "+name)
+	return r.fail[step][r.counts[step]]
+}
+
+var (
+	oldFiles = Files{"m/a.cue": []byte("old a"), "m/n/b.cue": []byte("old b"), "top": []byte("old")}
+	newFiles = Files{"m/a.cue": []byte("new a"), "x/y/c.cue": []byte("new c"), "top": []byte("new"), "z": nil}
+)
+
+type scenario struct {
+	name    string
+	rewrite bool // an old directory exists
+	noSync  bool
+	mode    syncMode
+}
+
+func scenarios() []scenario {
+	var out []scenario
+	for _, rewrite := range []bool{false, true} {
+		for _, c := range []struct {
+			name   string
+			noSync bool
+			mode   syncMode
+		}{{"nosync", true, syncDefault}, {"syncfs", false, syncFS}, {"syncfiles", false, syncFiles}} {
+			n := "new/" + c.name
+			if rewrite {
+				n = "rewrite/" + c.name
+			}
+			out = append(out, scenario{n, rewrite, c.noSync, c.mode})
+		}
+	}
+	return out
+}
+
+func (s scenario) layout(t *testing.T, rec *recorder) Layout[int64] {
+	t.Helper()
+	l := genLayout(t)
+	l.NoSync, l.syncMode = s.noSync, s.mode
+	if s.rewrite {
+		mustWrite(t, l, 7, oldFiles)
+	}
+	if rec != nil {
+		l.faults = rec.hook
+	}
+	return l
+}
+
+// checkState checks that ID 7 is as before a failed Write (absent, or
+// complete with the old files) or as after a successful one, that nothing
+// partial is listed, and that Prune leaves only kept directories.
+func checkState(t *testing.T, l Layout[int64], want Files) {
+	t.Helper()
+	ids, err := l.IDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want == nil {
+		if len(ids) != 0 {
+			t.Fatalf("IDs() = %v, want none", ids)
+		}
+	} else {
+		if !slices.Equal(ids, []int64{7}) {
+			t.Fatalf("IDs() = %v, want [7]", ids)
+		}
+		if got := readTree(t, l.Dir(7)); !sameFiles(got, want) {
+			t.Fatalf("Dir(7) = %v, want %v", got, want)
+		}
+	}
+	l.faults = nil
+	if err := l.Prune(7); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(t, l.Root); len(left) != 0 {
+		t.Fatalf("Prune left %v", left)
+	}
+}
+
+// TestWriteFaults fails each step of a Write, at each of its occurrences,
+// in new and rewrite scenarios under every sync mode: the Write returns the
+// error, no partial directory appears, and an existing one is intact. A
+// failure to remove the replaced copy, after publication, is the exception:
+// the Write has succeeded, and the copy is left for Prune.
+func TestWriteFaults(t *testing.T) {
+	for _, s := range scenarios() {
+		t.Run(s.name, func(t *testing.T) {
+			rec := newRecorder()
+			l := s.layout(t, rec)
+			mustWrite(t, l, 7, newFiles)
+			counts := rec.counts
+
+			var before Files
+			if s.rewrite {
+				before = oldFiles
+			}
+			steps := []string{stepMkdir, stepCreate, stepWrite, stepSync, stepSyncDir, stepExchange, stepRename, stepRemove}
+			for _, step := range steps {
+				for n := 1; n <= counts[step]; n++ {
+					t.Run(fmt.Sprintf("%s#%d", step, n), func(t *testing.T) {
+						rec := newRecorder().failAt(step, n, errInjected)
+						l := s.layout(t, rec)
+						_, err := l.Write(7, newFiles)
+						if step == stepRemove {
+							if err != nil {
+								t.Fatalf("Write with a failed removal of the old copy = %v, want success", err)
+							}
+							if len(leftovers(t, l.Root)) != 1 {
+								t.Fatalf("want the replaced copy left behind, have %v", leftovers(t, l.Root))
+							}
+							checkState(t, l, newFiles)
+							return
+						}
+						if !errors.Is(err, errInjected) {
+							t.Fatalf("Write = %v, want the injected fault", err)
+						}
+						if !strings.Contains(err.Error(), l.Dir(7)) {
+							t.Fatalf("error %q does not name the directory", err)
+						}
+						checkState(t, l, before)
+					})
+				}
+			}
+			if s.rewrite && counts[stepExchange] == 0 {
+				t.Fatal("a rewrite did not use the exchange")
+			}
+		})
+	}
+}
+
+// TestExchangeFallback: where the filesystem refuses RENAME_EXCHANGE, a
+// rewrite moves the old directory aside, and every step of that path,
+// rollback included, is checked.
+func TestExchangeFallback(t *testing.T) {
+	for _, errno := range []error{unix.EINVAL, unix.ENOSYS, unix.EOPNOTSUPP} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			rec := newRecorder().failAt(stepExchange, 1, errno)
+			l := scenario{rewrite: true}.layout(t, rec)
+			mustWrite(t, l, 7, newFiles)
+			if !slices.ContainsFunc(rec.events, func(e string) bool { return strings.HasPrefix(e, stepRename+" "+asidePrefix) }) {
+				t.Fatalf("no move-aside rename among %v", rec.events)
+			}
+			checkState(t, l, newFiles)
+		})
+	}
+
+	// Rename calls on the fallback path: 1 publication (refused: exists),
+	// 2 target -> aside, 3 staging -> target, 4 aside -> target (rollback).
+	t.Run("rename into place fails", func(t *testing.T) {
+		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL).failAt(stepRename, 3, errInjected)
+		l := scenario{rewrite: true}.layout(t, rec)
+		if _, err := l.Write(7, newFiles); !errors.Is(err, errInjected) {
+			t.Fatalf("Write = %v, want the injected fault", err)
+		}
+		checkState(t, l, oldFiles)
+	})
+	t.Run("move aside fails", func(t *testing.T) {
+		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL).failAt(stepRename, 2, errInjected)
+		l := scenario{rewrite: true}.layout(t, rec)
+		if _, err := l.Write(7, newFiles); !errors.Is(err, errInjected) {
+			t.Fatalf("Write = %v, want the injected fault", err)
+		}
+		checkState(t, l, oldFiles)
+	})
+	t.Run("rollback fails", func(t *testing.T) {
+		rollback := errors.New("rollback fault")
+		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL).failAt(stepRename, 3, errInjected).failAt(stepRename, 4, rollback)
+		l := scenario{rewrite: true}.layout(t, rec)
+		_, err := l.Write(7, newFiles)
+		if !errors.Is(err, errInjected) || !errors.Is(err, rollback) || !strings.Contains(err.Error(), asidePrefix) {
+			t.Fatalf("Write = %v, want both faults and the aside name", err)
+		}
+		// The old directory is intact, under its aside name, and no partial
+		// directory is listed.
+		left := leftovers(t, l.Root)
+		if len(left) != 1 || !strings.HasPrefix(left[0], asidePrefix) {
+			t.Fatalf("leftovers = %v, want the one aside copy", left)
+		}
+		if got := readTree(t, l.Root+"/"+left[0]); !sameFiles(got, oldFiles) {
+			t.Fatalf("aside copy = %v, want the old files", got)
+		}
+		checkState(t, l, nil)
+	})
+	t.Run("root sync fails after the fallback", func(t *testing.T) {
+		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL)
+		l := scenario{rewrite: true, mode: syncFS}.layout(t, rec)
+		// syncdir calls: the staging tree is synced by syncfs, so the first
+		// is the root after publication.
+		rec.failAt(stepSyncDir, 1, errInjected)
+		if _, err := l.Write(7, newFiles); !errors.Is(err, errInjected) {
+			t.Fatalf("Write = %v, want the injected fault", err)
+		}
+		checkState(t, l, oldFiles)
+	})
+}
+
+// TestSyncOrder: every file and staging directory is synced before the
+// rename that publishes it, and the root after.
+func TestSyncOrder(t *testing.T) {
+	for _, s := range scenarios() {
+		if s.noSync {
+			continue
+		}
+		t.Run(s.name, func(t *testing.T) {
+			rec := newRecorder()
+			l := s.layout(t, rec)
+			mustWrite(t, l, 7, newFiles)
+			publish := slices.IndexFunc(rec.events, func(e string) bool {
+				return e == stepExchange+" gen-7" || (!s.rewrite && e == stepRename+" gen-7")
+			})
+			if publish < 0 {
+				t.Fatalf("no publication among %v", rec.events)
+			}
+			var syncs, creates int
+			for i, e := range rec.events {
+				step, name, _ := strings.Cut(e, " ")
+				switch {
+				case step == stepCreate:
+					creates++
+				case step == stepSync:
+					syncs++
+					if i > publish {
+						t.Fatalf("%q after the publication: %v", e, rec.events)
+					}
+				case step == stepSyncDir && name != ".":
+					if i > publish {
+						t.Fatalf("%q after the publication: %v", e, rec.events)
+					}
+				case step == stepSyncDir && name == ".":
+					if i < publish {
+						t.Fatalf("root synced before the publication: %v", rec.events)
+					}
+				}
+			}
+			if last := rec.events[len(rec.events)-1]; s.rewrite && last != stepRemove+" "+strings.Fields(rec.events[publish])[0] && !strings.HasPrefix(last, stepRemove) {
+				t.Fatalf("last step %q, want the removal of the old copy", last)
+			}
+			if !slices.Contains(rec.events, stepSyncDir+" .") {
+				t.Fatalf("root never synced: %v", rec.events)
+			}
+			switch s.mode {
+			case syncFiles:
+				if syncs != creates {
+					t.Fatalf("%d file syncs for %d files", syncs, creates)
+				}
+			case syncFS:
+				if syncs != 1 {
+					t.Fatalf("%d syncfs calls, want 1", syncs)
+				}
+			}
+		})
+	}
+}
+
+// TestNoSyncSyncsNothing: with NoSync, no step syncs.
+func TestNoSyncSyncsNothing(t *testing.T) {
+	rec := newRecorder()
+	l := scenario{rewrite: true, noSync: true}.layout(t, rec)
+	mustWrite(t, l, 7, newFiles)
+	for _, e := range rec.events {
+		if strings.HasPrefix(e, "sync") {
+			t.Fatalf("NoSync Write synced: %v", rec.events)
+		}
+	}
+}

@@ -1,0 +1,307 @@
+//go:build unix
+
+package dirlife
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Child processes: the test binary re-executed with one of these set.
+const (
+	envCrashChild  = "DIRLIFE_TEST_CRASH_CHILD"  // root; writes and rewrites until killed
+	envStressChild = "DIRLIFE_TEST_STRESS_CHILD" // root; writes, prunes and checks, then exits
+	envSeed        = "DIRLIFE_TEST_SEED"
+	envNoSync      = "DIRLIFE_TEST_NOSYNC"
+
+	childReady = "ready\n" // the crash child's word after its first Write
+)
+
+func childLayout(root string) Layout[int64] {
+	return Layout[int64]{Root: root, Codec: IntCodec[int64]{Prefix: "gen-"}, NoSync: os.Getenv(envNoSync) != ""}
+}
+
+// versionFiles is version v of ID id: a manifest naming every file, and a
+// number of files that depends on v, so that a partial directory shows.
+func versionFiles(id int64, v int) Files {
+	files := Files{}
+	var names []string
+	for i := range 2 + v%9 {
+		name := fmt.Sprintf("d%d/f%d", i%3, i)
+		files[name] = bytes.Repeat([]byte(fmt.Sprintf("%d/%d/%s;", id, v, name)), 1+i*50)
+		names = append(names, name)
+	}
+	files["MANIFEST"] = []byte(fmt.Sprintf("%d %d %s", id, v, strings.Join(names, ",")))
+	return files
+}
+
+// checkComplete fails unless dir holds exactly one complete version of id.
+func checkComplete(t tb, dir string, id int64) {
+	t.Helper()
+	got := readTree(t, dir)
+	m := strings.Fields(string(got["MANIFEST"]))
+	if len(m) != 3 {
+		t.Fatalf("%s: no valid manifest (files %v)", dir, keys(got))
+	}
+	v, _ := strconv.Atoi(m[1])
+	if m[0] != strconv.FormatInt(id, 10) || !sameFiles(got, versionFiles(id, v)) {
+		t.Fatalf("%s: partial or mixed directory: files %v, manifest %q", dir, keys(got), got["MANIFEST"])
+	}
+}
+
+func keys(f Files) []string {
+	var k []string
+	for n := range f {
+		k = append(k, n)
+	}
+	slices.Sort(k)
+	return k
+}
+
+// TestCrashChild is the child of TestCrash: it writes and rewrites IDs
+// until it is killed.
+func TestCrashChild(t *testing.T) {
+	root := os.Getenv(envCrashChild)
+	if root == "" {
+		t.Skip("run by TestCrash")
+	}
+	seed, _ := strconv.ParseUint(os.Getenv(envSeed), 10, 64)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	l := childLayout(root)
+	for v := 0; ; v++ {
+		id := rng.Int64N(4)
+		if _, err := l.Write(id, versionFiles(id, v)); err != nil {
+			t.Fatal(err)
+		}
+		if v == 0 {
+			os.Stdout.WriteString(childReady)
+		}
+		if v%7 == 6 {
+			if err := l.Prune(rng.Int64N(4), rng.Int64N(4)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestCrash kills a writing child process with SIGKILL at random instants,
+// 100 times: after each kill every listed directory is complete, and Prune
+// leaves only the kept directories and the layout's own files.
+func TestCrash(t *testing.T) {
+	kills := 100
+	if testing.Short() {
+		kills = 20
+	}
+	l := genLayout(t)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	var withIDs, midWrite int // kills after the first Write; kills that left staging behind
+	defer func() {
+		t.Logf("%d kills: %d after the first Write, %d in the middle of one", kills, withIDs, midWrite)
+		if withIDs == 0 {
+			t.Error("the child never got to write before it was killed")
+		}
+	}()
+	for i := range kills {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), envCrashChild+"="+l.Root, envSeed+"="+strconv.Itoa(i))
+		if i%2 == 1 {
+			cmd.Env = append(cmd.Env, envNoSync+"=1")
+		}
+		var out bytes.Buffer
+		cmd.Stderr = &out
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Wait for the first Write, then kill at a random instant of the
+		// ones that follow.
+		ready := make([]byte, len(childReady))
+		if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != childReady {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("kill %d: child not ready (%q, %v):\n%s", i, ready, err, out.String())
+		}
+		time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		err = cmd.Wait()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("kill %d: child ended with %v before the kill:\n%s", i, err, out.String())
+		}
+
+		ids, err := l.IDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			checkComplete(t, l.Dir(id), id)
+		}
+		if len(ids) > 0 {
+			withIDs++
+			if len(leftovers(t, l.Root)) > 0 {
+				midWrite++
+			}
+		}
+		keep := ids
+		if len(keep) > 1 {
+			keep = keep[:len(keep)/2]
+		}
+		if err := l.Prune(keep...); err != nil {
+			t.Fatalf("kill %d: Prune: %v", i, err)
+		}
+		want := []string{lockName, markerName}
+		for _, id := range keep {
+			want = append(want, l.Codec.Format(id))
+		}
+		slices.Sort(want)
+		if _, err := os.Stat(l.Root); os.IsNotExist(err) {
+			continue // killed before its first Write
+		}
+		if got := rootEntries(t, l.Root); !slices.Equal(got, want) {
+			t.Fatalf("kill %d: root after Prune(%v) = %v, want %v", i, keep, got, want)
+		}
+	}
+}
+
+// TestStressChild is the child of TestTwoProcesses: it writes, prunes and
+// lists on a root another process uses at once. Each ID always gets the
+// same files (IDs are immutable), so any directory it reads must be
+// complete; one that vanishes mid-read was pruned by the other process.
+func TestStressChild(t *testing.T) {
+	root := os.Getenv(envStressChild)
+	if root == "" {
+		t.Skip("run by TestTwoProcesses")
+	}
+	seed, _ := strconv.ParseUint(os.Getenv(envSeed), 10, 64)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	l := childLayout(root)
+	for range 150 {
+		switch id := rng.Int64N(8); rng.IntN(4) {
+		case 0, 1:
+			if _, err := l.Write(id, versionFiles(id, int(id))); err != nil {
+				t.Fatal(err)
+			}
+		case 2:
+			if err := l.Prune(id, rng.Int64N(8)); err != nil {
+				t.Fatal(err)
+			}
+		case 3:
+			ids, err := l.IDs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range ids {
+				if files, err := readTreeErr(l.Dir(id)); err == nil {
+					if !sameFiles(files, versionFiles(id, int(id))) {
+						t.Fatalf("gen-%d is partial: %v", id, keys(files))
+					}
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+func readTreeErr(dir string) (Files, error) {
+	files := Files{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		data, err := os.ReadFile(p)
+		files[filepath.ToSlash(rel)] = data
+		return err
+	})
+	return files, err
+}
+
+// TestTwoProcesses runs two processes writing, pruning and listing one
+// root at once: neither fails, none deadlocks, and no partial directory is
+// ever read.
+func TestTwoProcesses(t *testing.T) {
+	l := genLayout(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	outs := make([]bytes.Buffer, 2)
+	for i := range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStressChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), envStressChild+"="+l.Root, envSeed+"="+strconv.Itoa(i))
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		wg.Go(func() { errs[i] = cmd.Run() })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("process %d: %v\n%s", i, err, outs[i].String())
+		}
+	}
+	ids, err := l.IDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		checkComplete(t, l.Dir(id), id)
+	}
+	if err := l.Prune(); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(t, l.Root); len(left) != 0 {
+		t.Fatalf("leftovers after both processes and a Prune: %v", left)
+	}
+}
+
+// TestReplaceNeverMissing: a reader that stats an ID while it is rewritten
+// 300 times never finds it missing.
+func TestReplaceNeverMissing(t *testing.T) {
+	l := genLayout(t)
+	l.NoSync = true // the property is atomicity; syncing only slows the loop
+	mustWrite(t, l, 1, versionFiles(1, 0))
+	done := make(chan struct{})
+	var misses, stats int
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			fi, err := os.Lstat(l.Dir(1))
+			stats++
+			if err != nil || !fi.IsDir() {
+				misses++
+			}
+		}
+	})
+	for v := 1; v <= 300; v++ {
+		mustWrite(t, l, 1, versionFiles(1, v))
+	}
+	close(done)
+	wg.Wait()
+	if misses > 0 {
+		t.Fatalf("gen-1 was missing or not a directory in %d of %d stats", misses, stats)
+	}
+	checkComplete(t, l.Dir(1), 1)
+	if left := leftovers(t, l.Root); len(left) != 0 {
+		t.Fatalf("leftovers after 300 rewrites: %v", left)
+	}
+}

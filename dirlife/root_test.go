@@ -1,0 +1,192 @@
+package dirlife
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestRootGuard: Prune, Reset and Write refuse unsafe and foreign roots
+// with a clear error and delete nothing there.
+func TestRootGuard(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("secret"), 0o600)
+	os.WriteFile(filepath.Join(home, "gen-1"), []byte("looks like an ID"), 0o644)
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(home, link); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(base, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+
+	cases := []struct {
+		root string
+		want error
+	}{
+		{"", ErrUnsafeRoot},
+		{"/", ErrUnsafeRoot},
+		{"//", ErrUnsafeRoot},
+		{"/./", ErrUnsafeRoot},
+		{link, ErrUnsafeRoot},
+		{file, ErrUnsafeRoot},
+		{home, ErrNotOwned},
+	}
+	for _, c := range cases {
+		l := Layout[int64]{Root: c.root, Codec: IntCodec[int64]{Prefix: "gen-"}}
+		ops := map[string]func() error{
+			"prune": func() error { return l.Prune() },
+			"reset": l.Reset,
+			"write": func() error { _, err := l.Write(2, Files{"f": nil}); return err },
+		}
+		for op, call := range ops {
+			err := call()
+			var re *RootError
+			if !errors.Is(err, c.want) || !errors.As(err, &re) || re.Root != c.root || re.Op != op || re.Rule == "" {
+				t.Fatalf("%s(%q) = %v, want a RootError wrapping %v", op, c.root, err, c.want)
+			}
+		}
+	}
+	if got := readTree(t, home); len(got) != 2 || string(got[".ssh/id_ed25519"]) != "secret" {
+		t.Fatalf("the foreign root changed: %v", got)
+	}
+	if names := rootEntries(t, home); slices.Contains(names, lockName) || slices.Contains(names, markerName) {
+		t.Fatalf("a refused call left the layout's files in a foreign root: %v", names)
+	}
+}
+
+func TestMissingRoot(t *testing.T) {
+	l := genLayout(t)
+	if err := l.Prune(1); err != nil {
+		t.Fatalf("Prune on a missing root = %v, want nil", err)
+	}
+	if ids, err := l.IDs(); err != nil || ids != nil {
+		t.Fatalf("IDs on a missing root = %v, %v", ids, err)
+	}
+	if _, err := os.Stat(l.Root); !os.IsNotExist(err) {
+		t.Fatalf("Prune created the root: %v", err)
+	}
+	if err := l.Reset(); err != nil {
+		t.Fatalf("Reset on a missing root = %v", err)
+	}
+	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{lockName, markerName}) {
+		t.Fatalf("Reset left %v, want only the marker and lock", got)
+	}
+}
+
+// TestEmptyRootIsClaimed: an existing empty directory becomes the layout's,
+// and its marker and lock survive Prune and Reset.
+func TestEmptyRootIsClaimed(t *testing.T) {
+	l := genLayout(t)
+	if err := os.Mkdir(l.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, l, 3, Files{"f": []byte("x")})
+	if err := l.Prune(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{markerName, lockName}
+	slices.Sort(want)
+	if got := rootEntries(t, l.Root); !slices.Equal(got, want) {
+		t.Fatalf("root after Prune and Reset = %v, want %v", got, want)
+	}
+	data, err := os.ReadFile(filepath.Join(l.Root, markerName))
+	if err != nil || string(data) != markerText {
+		t.Fatalf("marker = %q, %v", data, err)
+	}
+}
+
+// TestPlantedSymlinks: symbolic links planted under Root, as an ID's
+// directory, as a staging directory or inside a published tree, never lead
+// a write or a delete outside Root.
+func TestPlantedSymlinks(t *testing.T) {
+	base := t.TempDir()
+	outside := filepath.Join(base, "outside")
+	os.MkdirAll(filepath.Join(outside, "sub"), 0o755)
+	os.WriteFile(filepath.Join(outside, "sub", "precious"), []byte("keep"), 0o644)
+	want := Files{"sub/precious": []byte("keep")}
+
+	l := Layout[int64]{Root: filepath.Join(base, "root"), Codec: IntCodec[int64]{Prefix: "gen-"}}
+	mustWrite(t, l, 1, Files{"m/f": []byte("one")})
+
+	// An ID's directory replaced by a link to outside.
+	os.Symlink(outside, filepath.Join(l.Root, "gen-2"))
+	if ids, _ := l.IDs(); !slices.Equal(ids, []int64{1}) {
+		t.Fatalf("IDs() = %v, want [1]: a link is not a directory", ids)
+	}
+	mustWrite(t, l, 2, Files{"sub/precious": []byte("overwritten?")})
+	if got := readTree(t, outside); !sameFiles(got, want) {
+		t.Fatalf("Write through a planted ID link changed outside: %v", got)
+	}
+	if fi, err := os.Lstat(l.Dir(2)); err != nil || !fi.IsDir() {
+		t.Fatalf("gen-2 after Write is %v, %v; want a real directory", fi, err)
+	}
+
+	// Links inside a published tree, and in place of a staging directory.
+	os.Symlink(outside, filepath.Join(l.Dir(1), "m", "escape"))
+	os.Symlink(filepath.Join(outside, "sub"), filepath.Join(l.Root, stagePrefix+"planted"))
+	os.Symlink(outside, filepath.Join(l.Root, "gen-3"))
+	mustWrite(t, l, 1, Files{"m/escape/sub/precious": []byte("through the link?")})
+	if got := readTree(t, outside); !sameFiles(got, want) {
+		t.Fatalf("Write over a tree holding a link changed outside: %v", got)
+	}
+	if err := l.Prune(1); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, outside); !sameFiles(got, want) {
+		t.Fatalf("Prune followed a planted link: outside is %v", got)
+	}
+	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{lockName, markerName, "gen-1"}) {
+		t.Fatalf("root after Prune(1) = %v", got)
+	}
+	if err := l.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, outside); !sameFiles(got, want) {
+		t.Fatalf("Reset followed a planted link: outside is %v", got)
+	}
+
+	// A Root whose marker is a link is not owned.
+	l2 := Layout[int64]{Root: filepath.Join(base, "root2"), Codec: l.Codec}
+	os.MkdirAll(l2.Root, 0o755)
+	os.Symlink(filepath.Join(l.Root, markerName), filepath.Join(l2.Root, markerName))
+	if err := l2.Prune(); !errors.Is(err, ErrNotOwned) {
+		t.Fatalf("Prune with a linked marker = %v, want ErrNotOwned", err)
+	}
+}
+
+func TestWriteFS(t *testing.T) {
+	l := genLayout(t)
+	src := t.TempDir()
+	os.MkdirAll(filepath.Join(src, "a", "b"), 0o755)
+	os.MkdirAll(filepath.Join(src, "empty"), 0o755)
+	os.WriteFile(filepath.Join(src, "top.cue"), []byte("top"), 0o644)
+	os.WriteFile(filepath.Join(src, "a", "b", "deep.cue"), []byte("deep"), 0o644)
+	if _, err := l.WriteFS(5, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, l.Dir(5)); !sameFiles(got, Files{"top.cue": []byte("top"), "a/b/deep.cue": []byte("deep")}) {
+		t.Fatalf("WriteFS wrote %v", got)
+	}
+
+	os.Symlink("/etc/passwd", filepath.Join(src, "a", "link"))
+	_, err := l.WriteFS(5, os.DirFS(src))
+	var ne *NameError
+	if !errors.As(err, &ne) || ne.Name != "a/link" {
+		t.Fatalf("WriteFS with a symlink = %v, want a NameError naming a/link", err)
+	}
+	if got := readTree(t, l.Dir(5)); len(got) != 2 {
+		t.Fatalf("a refused WriteFS changed the directory: %v", got)
+	}
+	if _, err := l.WriteFS(6, os.DirFS(t.TempDir())); !errors.Is(err, ErrNoFiles) {
+		t.Fatalf("WriteFS of an empty tree = %v, want ErrNoFiles", err)
+	}
+}
