@@ -1,0 +1,17 @@
+// Package kernel is a small, real CUE kernel: it builds a platform from a
+// platform module on disk and renders instances against it.
+//
+// [Kernel.BuildPlatform] is a shape-gated loader: it loads the module with
+// no registry and no network, unifies it with the kernel's embedded
+// #Platform schema and validates it concretely; every problem comes back in
+// one [*Error], each with its file positions. [Kernel.Render] loads the
+// platform's directory and an instance module, checks the catalog versions
+// the instance requires against those the platform carries (the catalog
+// skew, governed by a [SkewPolicy]) and evaluates the render: one resource
+// per component, in a stable order.
+//
+// A Kernel is safe for concurrent use by multiple goroutines with no
+// mutex: every call builds in a [cue.Context] of its own and retains
+// nothing, so memory does not grow with the number of calls. A cancelled
+// context stops a call at the next step.
+package kernel

@@ -1,0 +1,216 @@
+package kernel
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/cuecontext"
+	"cuelang.org/go/cue/load"
+	"leasekit.dev/platform/internal/catalog"
+)
+
+//go:embed schema.cue
+var schemaSource []byte
+
+const schemaFile = "leasekit.dev/platform/kernel/schema.cue"
+
+// A Kernel builds platforms and renders instances. The zero value is ready
+// to use, and so is the result of [New]. A Kernel holds no state: it is
+// safe for concurrent use by multiple goroutines, with no mutex.
+type Kernel struct{}
+
+// New returns a Kernel.
+func New() *Kernel { return &Kernel{} }
+
+// A Platform is what BuildPlatform decoded from a platform module.
+type Platform struct {
+	Name     string            // the platform's name, a DNS label
+	Type     string            // its type; "standard" unless the module says otherwise
+	Module   string            // the module path of its cue.mod/module.cue
+	Labels   map[string]string // labels added to every rendered resource
+	Catalogs []Catalog         // the catalogs it carries, ordered by path
+
+	// Dir is the absolute directory the platform was built from: its
+	// source, which every Render loads again.
+	Dir string
+}
+
+// A Catalog is one component catalog a platform carries.
+type Catalog struct {
+	Path    string   // CUE module path with major version
+	Version string   // canonical semantic version
+	Enabled bool     // whether instances may use it
+	Kinds   []string // the component kinds it provides, sorted
+}
+
+// Catalog returns the catalog of p with the given path, and whether p
+// carries one.
+func (p *Platform) Catalog(path string) (Catalog, bool) {
+	i, ok := slices.BinarySearchFunc(p.Catalogs, path, func(c Catalog, path string) int {
+		switch {
+		case c.Path < path:
+			return -1
+		case c.Path > path:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return Catalog{}, false
+	}
+	return p.Catalogs[i], true
+}
+
+// BuildPlatform loads the platform module at dir and returns the platform
+// it describes. The module is loaded with no registry (CUE_REGISTRY=none)
+// and no process environment, so a build never touches the network; a
+// module that declares dependencies is refused. The platform package is
+// unified with the kernel's #Platform schema and validated concretely,
+// definitions included. Every problem is reported in one *Error with its
+// file positions.
+func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Platform, error) { return nil, asError("build", abs, err) }
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	module, err := checkModuleDir(abs)
+	if err != nil {
+		return fail(err)
+	}
+	cc := cuecontext.New()
+	v, err := loadPackage(ctx, cc, &load.Config{Dir: abs})
+	if err != nil {
+		return fail(err)
+	}
+	schema, err := compileSchema(cc)
+	if err != nil {
+		return nil, err
+	}
+	p, err := decodePlatform(ctx, schema, v)
+	if err != nil {
+		return fail(err)
+	}
+	p.Module, p.Dir = module, abs
+	return p, nil
+}
+
+// checkModuleDir checks that dir is a directory holding a CUE module with
+// no dependencies, and returns the module path.
+func checkModuleDir(dir string) (string, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", &fs.PathError{Op: "build", Path: dir, Err: fmt.Errorf("not a directory")}
+	}
+	return checkModuleFile(os.DirFS(dir), filepath.Join(dir, moduleFile))
+}
+
+// loadPackage loads the single package at cfg.Dir (or the root of cfg.FS)
+// into cc, with no registry and no environment.
+func loadPackage(ctx context.Context, cc *cue.Context, cfg *load.Config) (cue.Value, error) {
+	cfg.Env = []string{"CUE_REGISTRY=none"}
+	insts := load.Instances([]string{"."}, cfg)
+	if err := ctx.Err(); err != nil {
+		return cue.Value{}, err
+	}
+	if len(insts) != 1 {
+		return cue.Value{}, fmt.Errorf("expected one package, found %d", len(insts))
+	}
+	if err := insts[0].Err; err != nil {
+		return cue.Value{}, err
+	}
+	v := cc.BuildInstance(insts[0])
+	if err := ctx.Err(); err != nil {
+		return cue.Value{}, err
+	}
+	return v, v.Err()
+}
+
+// compileSchema compiles the kernel's vocabulary into cc.
+func compileSchema(cc *cue.Context) (cue.Value, error) {
+	schema := cc.CompileBytes(schemaSource, cue.Filename(schemaFile))
+	if err := schema.Err(); err != nil {
+		return cue.Value{}, fmt.Errorf("kernel: the embedded schema does not compile: %w", err)
+	}
+	return schema, nil
+}
+
+// validate validates v concretely, and each of its definitions too: a
+// top-level Validate skips definitions.
+func validate(v cue.Value) error {
+	err := v.Validate(cue.Concrete(true), cue.Final())
+	iter, ierr := v.Fields(cue.Definitions(true))
+	if ierr != nil {
+		return joinCUE(err, ierr)
+	}
+	for iter.Next() {
+		if iter.Selector().IsDefinition() {
+			err = joinCUE(err, iter.Value().Validate(cue.Concrete(true), cue.Final()))
+		}
+	}
+	return err
+}
+
+type platformData struct {
+	Name     string            `json:"name"`
+	Type     string            `json:"type"`
+	Labels   map[string]string `json:"labels"`
+	Catalogs map[string]struct {
+		Version string   `json:"version"`
+		Enabled bool     `json:"enabled"`
+		Kinds   []string `json:"kinds"`
+	} `json:"catalogs"`
+}
+
+// decodePlatform gates v on the #Platform shape and decodes it.
+func decodePlatform(ctx context.Context, schema, v cue.Value) (*Platform, error) {
+	u := schema.LookupPath(cue.ParsePath("#Platform")).Unify(v)
+	if err := validate(u); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var d platformData
+	if err := u.Decode(&d); err != nil {
+		return nil, err
+	}
+	p := &Platform{Name: d.Name, Type: d.Type, Labels: d.Labels}
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	var problems error
+	for path, c := range d.Catalogs {
+		if field, rule := catalog.Check(path, c.Version); rule != "" {
+			problems = joinCUE(problems, fieldError(u, []string{"catalogs", path, field}, "%s", rule))
+			continue
+		}
+		kinds := slices.Sorted(slices.Values(c.Kinds))
+		p.Catalogs = append(p.Catalogs, Catalog{Path: path, Version: c.Version, Enabled: c.Enabled, Kinds: slices.Compact(kinds)})
+	}
+	if problems != nil {
+		return nil, problems
+	}
+	slices.SortFunc(p.Catalogs, func(a, b Catalog) int {
+		switch {
+		case a.Path < b.Path:
+			return -1
+		case a.Path > b.Path:
+			return 1
+		}
+		return 0
+	})
+	return p, nil
+}

@@ -1,0 +1,12 @@
+// Package platformmodule generates the CUE module of a platform: a
+// self-contained module (cue.mod/module.cue and the platform package) that
+// [leasekit.dev/platform/kernel.Kernel.BuildPlatform] accepts.
+//
+// [Generate] is pure and deterministic: the same [Input] gives
+// byte-identical files, whatever the order of its catalogs. Source is built
+// as CUE syntax and printed by the CUE formatter, never pasted from
+// strings, so no input value can inject CUE. Invalid input is refused with
+// an [*InputError] naming the field.
+//
+// Generate is safe for concurrent use.
+package platformmodule
