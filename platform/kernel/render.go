@@ -281,4 +281,3 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 		}
 	}
 }
-
