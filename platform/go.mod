@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	cuelang.org/go v0.17.1
 	leasekit.dev/dirlife v0.0.0-00010101000000-000000000000
+	pgregory.net/rapid v1.3.0
 )
 
 require (

@@ -65,20 +65,41 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
+// A source is a value loaded from a module's files, reached in the
+// kernel's evaluation under prefix: where to look up the user's position of
+// a problem that the schema's positions alone would hide.
+type source struct {
+	prefix []string // such as ["#Render", "instance"]
+	v      cue.Value
+}
+
 // asError turns err into an *Error listing each of its problems; a context
 // error, or an error that is an *Error, a *SkewError or a *CatalogError
-// already, is returned as it is.
-func asError(op, dir string, err error) error {
-	var ke *Error
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ke) {
+// already, is returned as it is. For a problem at a path under one of the
+// sources, the position of that path in the source is added.
+func asError(op, dir string, err error, sources ...source) error {
+	var (
+		ke *Error
+		se *SkewError
+		ce *CatalogError
+	)
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &ke) || errors.As(err, &se) || errors.As(err, &ce) {
 		return err
 	}
 	e := &Error{Op: op, Dir: dir, Err: err}
+	var cueErr cueerrors.Error
+	if !errors.As(err, &cueErr) {
+		e.Problems = []Problem{{Message: err.Error()}}
+		return e
+	}
 	for _, ce := range cueerrors.Errors(err) {
 		format, args := ce.Msg()
-		p := Problem{Message: fmt.Sprintf(format, args...), Path: strings.Join(ce.Path(), ".")}
+		path := ce.Path()
+		p := Problem{Message: fmt.Sprintf(format, args...), Path: strings.Join(path, ".")}
 		seen := map[string]bool{}
-		for _, pos := range append([]token.Pos{ce.Position()}, ce.InputPositions()...) {
+		positions := []token.Pos{sourcePos(path, sources), ce.Position()}
+		for _, pos := range append(positions, ce.InputPositions()...) {
 			if s := posString(pos); s != "" && !seen[s] {
 				seen[s] = true
 				p.Positions = append(p.Positions, s)
@@ -95,6 +116,24 @@ func asError(op, dir string, err error) error {
 		e.Problems = []Problem{{Message: err.Error()}}
 	}
 	return e
+}
+
+// sourcePos returns the position of path in the source it falls under, if
+// any.
+func sourcePos(path []string, sources []source) token.Pos {
+	for _, s := range sources {
+		if len(path) < len(s.prefix) || !slices.Equal(path[:len(s.prefix)], s.prefix) {
+			continue
+		}
+		p := cue.ParsePath(strings.Join(path[len(s.prefix):], "."))
+		if p.Err() != nil {
+			continue
+		}
+		if v := s.v.LookupPath(p); v.Exists() {
+			return v.Pos()
+		}
+	}
+	return token.NoPos
 }
 
 func btoi(b bool) int {
@@ -126,17 +165,15 @@ func joinCUE(a, b error) error {
 	return cueerrors.Append(cueerrors.Promote(a, ""), cueerrors.Promote(b, ""))
 }
 
-// fieldError is a CUE error at the value at path under v.
+// fieldError is a CUE error about the field at path (string labels) under
+// v, at its position.
 func fieldError(v cue.Value, path []string, format string, args ...any) error {
 	sels := make([]cue.Selector, len(path))
 	for i, p := range path {
 		sels[i] = cue.Str(p)
 	}
-	at := v.LookupPath(cue.MakePath(sels...))
-	if !at.Exists() {
-		at = v
-	}
-	return &pathError{pos: at.Pos(), path: path, msg: cueerrors.NewMessagef(format, args...)}
+	cp := cue.MakePath(sels...)
+	return &pathError{pos: v.LookupPath(cp).Pos(), path: []string{cp.String()}, msg: cueerrors.NewMessagef(format, args...)}
 }
 
 // pathError is a CUE error at a position, about a path.

@@ -98,7 +98,7 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	}
 	p, err := decodePlatform(ctx, schema, v)
 	if err != nil {
-		return fail(err)
+		return nil, asError("build", abs, err, source{[]string{"#Platform"}, v})
 	}
 	p.Module, p.Dir = module, abs
 	return p, nil
@@ -194,7 +194,13 @@ func decodePlatform(ctx context.Context, schema, v cue.Value) (*Platform, error)
 	var problems error
 	for path, c := range d.Catalogs {
 		if field, rule := catalog.Check(path, c.Version); rule != "" {
-			problems = joinCUE(problems, fieldError(u, []string{"catalogs", path, field}, "%s", rule))
+			at := []string{"catalogs", path}
+			if field == "version" {
+				at = append(at, "version")
+			} else {
+				rule = "catalog path " + rule
+			}
+			problems = joinCUE(problems, fieldError(v, at, "%s", rule))
 			continue
 		}
 		kinds := slices.Sorted(slices.Values(c.Kinds))

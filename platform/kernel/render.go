@@ -87,15 +87,19 @@ func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, erro
 
 	dir, iv, err := loadInstance(ctx, cc, in.Instance)
 	if err != nil {
+		if dir == "" { // misuse, not a problem in a module
+			return RenderOutput{}, err
+		}
 		return RenderOutput{}, asError("render", dir, err)
 	}
+	isrc := source{[]string{"#Instance"}, iv}
 	inst := schema.LookupPath(cue.ParsePath("#Instance")).Unify(iv)
 	if err := validate(inst); err != nil {
-		return RenderOutput{}, asError("render", dir, err)
+		return RenderOutput{}, asError("render", dir, err, isrc)
 	}
 	var out RenderOutput
-	if out.Diagnostics, err = checkCatalogs(inst, in.Platform, in.Skew); err != nil {
-		return RenderOutput{}, asError("render", dir, err)
+	if out.Diagnostics, err = checkCatalogs(inst, iv, in.Platform, in.Skew); err != nil {
+		return RenderOutput{}, asError("render", dir, err, isrc)
 	}
 	if err := ctx.Err(); err != nil {
 		return RenderOutput{}, err
@@ -109,7 +113,8 @@ func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, erro
 		FillPath(cue.ParsePath("platform"), pv).
 		FillPath(cue.ParsePath("instance"), iv)
 	if err := validate(render); err != nil {
-		return RenderOutput{}, asError("render", dir, err)
+		return RenderOutput{}, asError("render", dir, err,
+			source{[]string{"#Render", "instance"}, iv}, source{[]string{"#Render", "platform"}, pv})
 	}
 	if err := ctx.Err(); err != nil {
 		return RenderOutput{}, err
@@ -171,7 +176,7 @@ type instanceData struct {
 
 // checkCatalogs checks what the instance requires and uses against what
 // the platform carries, and returns the skew diagnostics under SkewWarn.
-func checkCatalogs(inst cue.Value, p *Platform, policy SkewPolicy) ([]Diagnostic, error) {
+func checkCatalogs(inst, iv cue.Value, p *Platform, policy SkewPolicy) ([]Diagnostic, error) {
 	var d instanceData
 	if err := inst.Decode(&d); err != nil {
 		return nil, err
@@ -185,7 +190,7 @@ func checkCatalogs(inst cue.Value, p *Platform, policy SkewPolicy) ([]Diagnostic
 			if field == "path" {
 				rule = "catalog path " + rule
 			}
-			shape = append(shape, fieldError(inst, at, "%s", rule))
+			shape = append(shape, fieldError(iv, at, "%s", rule))
 			continue
 		}
 		c, ok := p.Catalog(path)
@@ -212,7 +217,7 @@ func checkCatalogs(inst cue.Value, p *Platform, policy SkewPolicy) ([]Diagnostic
 	for _, name := range slices.Sorted(mapKeys(d.Components)) {
 		comp := d.Components[name]
 		if _, required := d.Requires[comp.Catalog]; !required {
-			shape = append(shape, fieldError(inst, []string{"components", name, "catalog"},
+			shape = append(shape, fieldError(iv, []string{"components", name, "catalog"},
 				"catalog %s is not in the instance's requires", comp.Catalog))
 			continue
 		}

@@ -1,0 +1,163 @@
+package platformmodule_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/platformmodule"
+	"pgregory.net/rapid"
+)
+
+func genInput() *rapid.Generator[platformmodule.Input] {
+	return rapid.Custom(func(t *rapid.T) platformmodule.Input {
+		label := rapid.StringMatching(`[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?`)
+		n := rapid.IntRange(0, 6).Draw(t, "catalogs")
+		var cats []platformmodule.Catalog
+		seen := map[string]bool{}
+		for i := range n {
+			major := rapid.IntRange(0, 3).Draw(t, "major")
+			path := fmt.Sprintf("%s.example.com/%s@v%d", label.Draw(t, "host"), label.Draw(t, "name"), major)
+			if seen[path] {
+				continue
+			}
+			seen[path] = true
+			kinds := rapid.SliceOfNDistinct(rapid.StringMatching(`[A-Z][a-zA-Z0-9]{0,10}`), 1, 4, rapid.ID[string]).Draw(t, "kinds")
+			cats = append(cats, platformmodule.Catalog{
+				Path:     path,
+				Version:  fmt.Sprintf("v%d.%d.%d", major, rapid.IntRange(0, 20).Draw(t, "minor"), i),
+				Kinds:    kinds,
+				Disabled: rapid.Bool().Draw(t, "disabled"),
+			})
+		}
+		return platformmodule.Input{
+			Name:     label.Draw(t, "name"),
+			Type:     rapid.SampledFrom([]string{"", "standard", "edge"}).Draw(t, "type"),
+			Labels:   rapid.MapOfN(rapid.StringMatching(`([a-z]{1,8}\.io/)?[a-z][a-z0-9]{0,8}`), rapid.StringMatching(`([a-zA-Z0-9]([-a-zA-Z0-9_.]{0,10}[a-zA-Z0-9])?)?`), 0, 4).Draw(t, "labels"),
+			Catalogs: cats,
+		}
+	})
+}
+
+// TestGenerateProperty: for any valid input, Generate is deterministic
+// under reordering of the catalogs, and the kernel builds its output into a
+// platform with the same name, type, labels and catalogs.
+func TestGenerateProperty(t *testing.T) {
+	tmp := t.TempDir()
+	k := kernel.New()
+	rapid.Check(t, func(t *rapid.T) {
+		in := genInput().Draw(t, "input")
+		files, err := platformmodule.Generate(in)
+		if err != nil {
+			t.Fatalf("Generate(%+v): %v", in, err)
+		}
+		shuffled := in
+		shuffled.Catalogs = rapid.Permutation(in.Catalogs).Draw(t, "order")
+		again, err := platformmodule.Generate(shuffled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, data := range files {
+			if !bytes.Equal(data, again[name]) {
+				t.Fatalf("%s differs when the catalogs are reordered", name)
+			}
+		}
+
+		dir, err := os.MkdirTemp(tmp, "module")
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFiles(t, dir, files)
+		p, err := k.BuildPlatform(context.Background(), dir)
+		if err != nil {
+			t.Fatalf("BuildPlatform of the generated module: %v", err)
+		}
+		wantType := in.Type
+		if wantType == "" {
+			wantType = "standard"
+		}
+		if p.Name != in.Name || p.Type != wantType || len(p.Labels) != len(in.Labels) {
+			t.Fatalf("built %s/%s with labels %v from %+v", p.Name, p.Type, p.Labels, in)
+		}
+		for k, v := range in.Labels {
+			if p.Labels[k] != v {
+				t.Fatalf("label %s = %q, want %q", k, p.Labels[k], v)
+			}
+		}
+		if len(p.Catalogs) != len(in.Catalogs) {
+			t.Fatalf("built %d catalogs, want %d", len(p.Catalogs), len(in.Catalogs))
+		}
+		for _, c := range in.Catalogs {
+			got, ok := p.Catalog(c.Path)
+			if !ok || got.Version != c.Version || got.Enabled == c.Disabled || !slices.Equal(got.Kinds, slices.Sorted(slices.Values(c.Kinds))) {
+				t.Fatalf("catalog %s built as %+v (found %v), want %+v", c.Path, got, ok, c)
+			}
+		}
+	})
+}
+
+// TestHostileStringsStayData: strings built to break out of a CUE string
+// literal are refused with an InputError, or, where a field accepts them,
+// come back from the kernel exactly as given: data, never CUE.
+func TestHostileStringsStayData(t *testing.T) {
+	tmp := t.TempDir()
+	k := kernel.New()
+	hostile := rapid.SampledFrom([]string{
+		`"`, `\`, `\(`, "\n", `"} evil: {"`, "\"\nevil: 1\n\"", `\(1+1)`, "#", "//", "\x00", "'", `"""`, "\u2028", "-", ".x",
+	})
+	rapid.Check(t, func(t *rapid.T) {
+		pick := func(label, plain string) string {
+			if rapid.Bool().Draw(t, label+" hostile") {
+				return plain + hostile.Draw(t, label)
+			}
+			return plain
+		}
+		in := platformmodule.Input{
+			Name:     pick("name", "ok"),
+			Type:     pick("type", "edge"),
+			Labels:   map[string]string{pick("key", "k"): pick("value", "v")},
+			Catalogs: []platformmodule.Catalog{{Path: pick("path", "example.com/c") + "@v1", Version: pick("version", "v1.0.0"), Kinds: []string{pick("kind", "K")}}},
+		}
+		files, err := platformmodule.Generate(in)
+		if err != nil {
+			var ie *platformmodule.InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("Generate = %v, want an *InputError", err)
+			}
+			return
+		}
+		dir, err := os.MkdirTemp(tmp, "module")
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFiles(t, dir, files)
+		p, err := k.BuildPlatform(context.Background(), dir)
+		if err != nil {
+			t.Fatalf("BuildPlatform of accepted input %+v: %v", in, err)
+		}
+		c := in.Catalogs[0]
+		if p.Name != in.Name || p.Type != in.Type || !maps.Equal(p.Labels, in.Labels) ||
+			len(p.Catalogs) != 1 || p.Catalogs[0].Path != c.Path || p.Catalogs[0].Version != c.Version || !slices.Equal(p.Catalogs[0].Kinds, c.Kinds) {
+			t.Fatalf("input %+v came back as %+v", in, p)
+		}
+	})
+}
+
+func writeFiles(t interface{ Fatal(...any) }, dir string, files platformmodule.Files) {
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
