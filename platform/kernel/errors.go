@@ -97,6 +97,9 @@ func asError(op, dir string, err error, sources ...source) error {
 		format, args := ce.Msg()
 		path := ce.Path()
 		p := Problem{Message: fmt.Sprintf(format, args...), Path: strings.Join(path, ".")}
+		if p.Message == "" {
+			p.Message = ce.Error()
+		}
 		seen := map[string]bool{}
 		positions := []token.Pos{sourcePos(path, sources), ce.Position()}
 		for _, pos := range append(positions, ce.InputPositions()...) {
@@ -108,7 +111,7 @@ func asError(op, dir string, err error, sources ...source) error {
 		// The user's files first: the schema's positions only say which
 		// rule applied.
 		slices.SortStableFunc(p.Positions, func(a, b string) int {
-			return cmp.Compare(btoi(strings.HasPrefix(a, schemaFile)), btoi(strings.HasPrefix(b, schemaFile)))
+			return cmp.Compare(btoi(isKernelFile(a)), btoi(isKernelFile(b)))
 		})
 		e.Problems = append(e.Problems, p)
 	}
@@ -134,6 +137,10 @@ func sourcePos(path []string, sources []source) token.Pos {
 		}
 	}
 	return token.NoPos
+}
+
+func isKernelFile(pos string) bool {
+	return strings.HasPrefix(pos, schemaFile) || strings.HasPrefix(pos, renderFile)
 }
 
 func btoi(b bool) int {
@@ -168,12 +175,12 @@ func joinCUE(a, b error) error {
 // fieldError is a CUE error about the field at path (string labels) under
 // v, at its position.
 func fieldError(v cue.Value, path []string, format string, args ...any) error {
-	sels := make([]cue.Selector, len(path))
-	for i, p := range path {
-		sels[i] = cue.Str(p)
-	}
-	cp := cue.MakePath(sels...)
-	return &pathError{pos: v.LookupPath(cp).Pos(), path: []string{cp.String()}, msg: cueerrors.NewMessagef(format, args...)}
+	cp := cue.MakePath(strSels(path)...)
+	return &pathError{pos: v.LookupPath(cp).Pos(), path: []string{cp.String()}, msg: messagef(format, args...)}
+}
+
+func messagef(format string, args ...any) cueerrors.Message {
+	return cueerrors.NewMessagef(format, args...)
 }
 
 // pathError is a CUE error at a position, about a path.

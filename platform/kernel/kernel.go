@@ -3,22 +3,35 @@ package kernel
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/load"
-	"leasekit.dev/platform/internal/catalog"
 )
 
-//go:embed schema.cue
-var schemaSource []byte
+// The kernel's vocabulary: schema.cue holds the platform's shape, which
+// BuildPlatform needs; render.cue the instance's shape and the render,
+// which Render needs as well. Every call compiles the source into a
+// cue.Context of its own: compiling writes to the syntax tree, so not even
+// a parsed tree can be shared between calls.
+var (
+	//go:embed schema.cue
+	schemaSource []byte
+	//go:embed render.cue
+	renderSource []byte
+)
 
-const schemaFile = "leasekit.dev/platform/kernel/schema.cue"
+const (
+	schemaFile = "leasekit.dev/platform/kernel/schema.cue"
+	renderFile = "leasekit.dev/platform/kernel/render.cue"
+)
 
 // A Kernel builds platforms and renders instances. The zero value is ready
 // to use, and so is the result of [New]. A Kernel holds no state: it is
@@ -53,13 +66,7 @@ type Catalog struct {
 // carries one.
 func (p *Platform) Catalog(path string) (Catalog, bool) {
 	i, ok := slices.BinarySearchFunc(p.Catalogs, path, func(c Catalog, path string) int {
-		switch {
-		case c.Path < path:
-			return -1
-		case c.Path > path:
-			return 1
-		}
-		return 0
+		return strings.Compare(c.Path, path)
 	})
 	if !ok {
 		return Catalog{}, false
@@ -92,7 +99,7 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err != nil {
 		return fail(err)
 	}
-	schema, err := compileSchema(cc)
+	schema, err := compileSchema(cc, false)
 	if err != nil {
 		return nil, err
 	}
@@ -138,9 +145,13 @@ func loadPackage(ctx context.Context, cc *cue.Context, cfg *load.Config) (cue.Va
 	return v, v.Err()
 }
 
-// compileSchema compiles the kernel's vocabulary into cc.
-func compileSchema(cc *cue.Context) (cue.Value, error) {
+// compileSchema compiles the platform schema into cc, and the render
+// vocabulary too when render is set.
+func compileSchema(cc *cue.Context, render bool) (cue.Value, error) {
 	schema := cc.CompileBytes(schemaSource, cue.Filename(schemaFile))
+	if render {
+		schema = schema.Unify(cc.CompileBytes(renderSource, cue.Filename(renderFile), cue.Scope(schema)))
+	}
 	if err := schema.Err(); err != nil {
 		return cue.Value{}, fmt.Errorf("kernel: the embedded schema does not compile: %w", err)
 	}
@@ -174,49 +185,32 @@ type platformData struct {
 	} `json:"catalogs"`
 }
 
-// decodePlatform gates v on the #Platform shape and decodes it.
+// decodePlatform gates v on the #Platform shape, checks its values and
+// decodes it.
 func decodePlatform(ctx context.Context, schema, v cue.Value) (*Platform, error) {
 	u := schema.LookupPath(cue.ParsePath("#Platform")).Unify(v)
-	if err := validate(u); err != nil {
+	if err := joinCUE(validate(u), checkPlatformValues(v)); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
 	var d platformData
-	if err := u.Decode(&d); err != nil {
+	if err := json.Unmarshal(data, &d); err != nil {
 		return nil, err
 	}
 	p := &Platform{Name: d.Name, Type: d.Type, Labels: d.Labels}
 	if p.Labels == nil {
 		p.Labels = map[string]string{}
 	}
-	var problems error
 	for path, c := range d.Catalogs {
-		if field, rule := catalog.Check(path, c.Version); rule != "" {
-			at := []string{"catalogs", path}
-			if field == "version" {
-				at = append(at, "version")
-			} else {
-				rule = "catalog path " + rule
-			}
-			problems = joinCUE(problems, fieldError(v, at, "%s", rule))
-			continue
-		}
-		kinds := slices.Sorted(slices.Values(c.Kinds))
-		p.Catalogs = append(p.Catalogs, Catalog{Path: path, Version: c.Version, Enabled: c.Enabled, Kinds: slices.Compact(kinds)})
+		kinds := slices.Compact(slices.Sorted(slices.Values(c.Kinds)))
+		p.Catalogs = append(p.Catalogs, Catalog{Path: path, Version: c.Version, Enabled: c.Enabled, Kinds: kinds})
 	}
-	if problems != nil {
-		return nil, problems
-	}
-	slices.SortFunc(p.Catalogs, func(a, b Catalog) int {
-		switch {
-		case a.Path < b.Path:
-			return -1
-		case a.Path > b.Path:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(p.Catalogs, func(a, b Catalog) int { return strings.Compare(a.Path, b.Path) })
 	return p, nil
 }

@@ -4,19 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 
 	"cuelang.org/go/cue/ast"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/parser"
-	"cuelang.org/go/mod/modfile"
 )
 
 const moduleFile = "cue.mod/module.cue"
 
-// checkModuleFile reads and validates the module file of the module at the
-// root of fsys, shown in errors as name, and returns the module path. A
-// module that declares dependencies is refused: the kernel loads no
-// registry, so each platform and instance module must stand alone.
+// checkModuleFile reads the module file of the module at the root of fsys,
+// shown in errors as name, refuses a module that declares dependencies and
+// returns the module path. The kernel loads no registry, so each platform
+// and instance module must stand alone. The loader validates the rest of
+// the file.
 func checkModuleFile(fsys fs.FS, name string) (string, error) {
 	data, err := fs.ReadFile(fsys, moduleFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -25,30 +26,24 @@ func checkModuleFile(fsys fs.FS, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	mf, err := modfile.Parse(data, name)
+	f, err := parser.ParseFile(name, data)
 	if err != nil {
 		return "", err
 	}
-	if len(mf.Deps) > 0 {
-		pos := modulePos(data, name, "deps").Pos()
-		return "", cueerrors.Newf(pos, "the module declares dependencies (%d); platform and instance modules must be self-contained, and the kernel uses no registry", len(mf.Deps))
-	}
-	return mf.Module, nil
-}
-
-// modulePos returns the position of the top-level field label in the
-// module file, for errors.
-func modulePos(data []byte, name, label string) ast.Node {
-	f, err := parser.ParseFile(name, data)
-	if err != nil {
-		return &ast.File{}
-	}
+	module := ""
 	for _, d := range f.Decls {
-		if fd, ok := d.(*ast.Field); ok {
-			if l, _, _ := ast.LabelName(fd.Label); l == label {
-				return fd
+		fd, ok := d.(*ast.Field)
+		if !ok {
+			continue
+		}
+		switch label, _, _ := ast.LabelName(fd.Label); label {
+		case "deps":
+			return "", cueerrors.Newf(fd.Pos(), "the module declares dependencies; platform and instance modules must be self-contained, and the kernel uses no registry")
+		case "module":
+			if lit, ok := fd.Value.(*ast.BasicLit); ok {
+				module, _ = strconv.Unquote(lit.Value)
 			}
 		}
 	}
-	return f
+	return module, nil
 }

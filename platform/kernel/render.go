@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,7 +14,7 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/load"
-	"leasekit.dev/platform/internal/catalog"
+	"leasekit.dev/platform/internal/rules"
 )
 
 // RenderInput is what Render renders.
@@ -80,7 +81,7 @@ func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, erro
 		return RenderOutput{}, errors.New("kernel: render: no platform")
 	}
 	cc := cuecontext.New()
-	schema, err := compileSchema(cc)
+	schema, err := compileSchema(cc, true)
 	if err != nil {
 		return RenderOutput{}, err
 	}
@@ -92,14 +93,14 @@ func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, erro
 		}
 		return RenderOutput{}, asError("render", dir, err)
 	}
-	isrc := source{[]string{"#Instance"}, iv}
-	inst := schema.LookupPath(cue.ParsePath("#Instance")).Unify(iv)
-	if err := validate(inst); err != nil {
-		return RenderOutput{}, asError("render", dir, err, isrc)
-	}
+	// The catalogs first, from the instance as written: a refusal comes
+	// before any evaluation against the schema or the platform.
 	var out RenderOutput
-	if out.Diagnostics, err = checkCatalogs(inst, iv, in.Platform, in.Skew); err != nil {
-		return RenderOutput{}, asError("render", dir, err, isrc)
+	if err := checkInstanceValues(iv); err != nil {
+		return RenderOutput{}, asError("render", dir, err, source{nil, iv})
+	}
+	if out.Diagnostics, err = checkCatalogs(iv, in.Platform, in.Skew); err != nil {
+		return RenderOutput{}, asError("render", dir, err, source{nil, iv})
 	}
 	if err := ctx.Err(); err != nil {
 		return RenderOutput{}, err
@@ -119,7 +120,7 @@ func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, erro
 	if err := ctx.Err(); err != nil {
 		return RenderOutput{}, err
 	}
-	if out.Instance, err = inst.LookupPath(cue.ParsePath("name")).String(); err != nil {
+	if out.Instance, err = render.LookupPath(cue.ParsePath("instance.name")).String(); err != nil {
 		return RenderOutput{}, asError("render", dir, err)
 	}
 	out.Resources, err = decodeResources(render.LookupPath(cue.ParsePath("resources")))
@@ -166,31 +167,22 @@ func loadInstance(ctx context.Context, cc *cue.Context, in Instance) (string, cu
 	return "", cue.Value{}, errors.New("kernel: render: no instance (set Dir or Files)")
 }
 
-type instanceData struct {
-	Requires   map[string]string `json:"requires"`
-	Components map[string]struct {
-		Kind    string `json:"kind"`
-		Catalog string `json:"catalog"`
-	} `json:"components"`
-}
-
-// checkCatalogs checks what the instance requires and uses against what
-// the platform carries, and returns the skew diagnostics under SkewWarn.
-func checkCatalogs(inst, iv cue.Value, p *Platform, policy SkewPolicy) ([]Diagnostic, error) {
-	var d instanceData
-	if err := inst.Decode(&d); err != nil {
-		return nil, err
-	}
+// checkCatalogs checks the catalogs the instance iv requires and its
+// components use against those the platform carries, and returns the skew
+// diagnostics under SkewWarn. It reads iv as written, before any
+// evaluation against the schema: a value that is not a concrete string
+// here is left for the schema to report.
+func checkCatalogs(iv cue.Value, p *Platform, policy SkewPolicy) ([]Diagnostic, error) {
+	requires := stringFields(iv.LookupPath(cue.ParsePath("requires")))
 	var shape, unusable, skews []error
 	var diags []Diagnostic
-	for _, path := range slices.Sorted(mapKeys(d.Requires)) {
-		want := d.Requires[path]
-		if field, rule := catalog.Check(path, want); rule != "" {
-			at := []string{"requires", path}
+	for _, path := range slices.Sorted(mapKeys(requires)) {
+		want := requires[path]
+		if field, rule := rules.Catalog(path, want); rule != "" {
 			if field == "path" {
 				rule = "catalog path " + rule
 			}
-			shape = append(shape, fieldError(iv, at, "%s", rule))
+			shape = append(shape, fieldError(iv, []string{"requires", path}, "%s", rule))
 			continue
 		}
 		c, ok := p.Catalog(path)
@@ -199,7 +191,7 @@ func checkCatalogs(inst, iv cue.Value, p *Platform, policy SkewPolicy) ([]Diagno
 			unusable = append(unusable, &CatalogError{Path: path, Rule: fmt.Sprintf("is not carried by platform %s", p.Name)})
 		case !c.Enabled:
 			unusable = append(unusable, &CatalogError{Path: path, Rule: fmt.Sprintf("is disabled on platform %s", p.Name)})
-		case catalog.Newer(want, c.Version):
+		case rules.Newer(want, c.Version):
 			if policy == SkewRefuse {
 				skews = append(skews, &SkewError{Path: path, InstanceVersion: want, PlatformVersion: c.Version})
 				continue
@@ -214,20 +206,25 @@ func checkCatalogs(inst, iv cue.Value, p *Platform, policy SkewPolicy) ([]Diagno
 			})
 		}
 	}
-	for _, name := range slices.Sorted(mapKeys(d.Components)) {
-		comp := d.Components[name]
-		if _, required := d.Requires[comp.Catalog]; !required {
+	comps := iv.LookupPath(cue.ParsePath("components"))
+	for _, name := range slices.Sorted(mapKeys(structFields(comps))) {
+		comp := stringFields(comps.LookupPath(cue.MakePath(cue.Str(name))))
+		path, kind := comp["catalog"], comp["kind"]
+		if path == "" {
+			continue // left for the schema
+		}
+		if _, required := requires[path]; !required {
 			shape = append(shape, fieldError(iv, []string{"components", name, "catalog"},
-				"catalog %s is not in the instance's requires", comp.Catalog))
+				"catalog %s is not in the instance's requires", path))
 			continue
 		}
-		c, ok := p.Catalog(comp.Catalog)
-		if !ok || !c.Enabled {
-			continue // reported for requires
+		c, ok := p.Catalog(path)
+		if !ok || !c.Enabled || kind == "" {
+			continue // reported for requires, or left for the schema
 		}
-		if _, found := slices.BinarySearch(c.Kinds, comp.Kind); !found {
-			unusable = append(unusable, &CatalogError{Path: comp.Catalog, Component: name,
-				Rule: fmt.Sprintf("does not provide kind %s (it provides %v)", comp.Kind, c.Kinds)})
+		if _, found := slices.BinarySearch(c.Kinds, kind); !found {
+			unusable = append(unusable, &CatalogError{Path: path, Component: name,
+				Rule: fmt.Sprintf("does not provide kind %s (it provides %v)", kind, c.Kinds)})
 		}
 	}
 	if len(shape) > 0 {
@@ -246,34 +243,51 @@ func checkCatalogs(inst, iv cue.Value, p *Platform, policy SkewPolicy) ([]Diagno
 	return diags, nil
 }
 
+// structFields returns the regular fields of v by label, or nil when v is
+// not a struct.
+func structFields(v cue.Value) map[string]cue.Value {
+	iter, err := v.Fields()
+	if err != nil {
+		return nil
+	}
+	m := map[string]cue.Value{}
+	for iter.Next() {
+		m[iter.Selector().Unquoted()] = iter.Value()
+	}
+	return m
+}
+
+// stringFields returns the fields of v that are concrete strings.
+func stringFields(v cue.Value) map[string]string {
+	m := map[string]string{}
+	for label, f := range structFields(v) {
+		if s, err := f.String(); err == nil {
+			m[label] = s
+		}
+	}
+	return m
+}
+
 // decodeResources decodes the rendered resources, ordered by component.
 func decodeResources(v cue.Value) ([]Resource, error) {
-	iter, err := v.Fields()
+	data, err := v.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	var out []Resource
-	for iter.Next() {
-		var obj map[string]any
-		if err := iter.Value().Decode(&obj); err != nil {
-			return nil, err
-		}
-		r := Resource{Component: iter.Selector().Unquoted(), Object: obj}
+	var objs map[string]map[string]any
+	if err := json.Unmarshal(data, &objs); err != nil {
+		return nil, err
+	}
+	out := make([]Resource, 0, len(objs))
+	for _, name := range slices.Sorted(mapKeys(objs)) {
+		obj := objs[name]
+		r := Resource{Component: name, Object: obj}
 		r.Kind, _ = obj["kind"].(string)
 		if md, ok := obj["metadata"].(map[string]any); ok {
 			r.Name, _ = md["name"].(string)
 		}
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b Resource) int {
-		switch {
-		case a.Component < b.Component:
-			return -1
-		case a.Component > b.Component:
-			return 1
-		}
-		return 0
-	})
 	return out, nil
 }
 

@@ -2,12 +2,11 @@ package platformmodule
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	"leasekit.dev/dirlife"
-	"leasekit.dev/platform/internal/catalog"
+	"leasekit.dev/platform/internal/rules"
 )
 
 // Files maps slash-separated relative paths to contents: the generated
@@ -65,54 +64,13 @@ func (e *InputError) Error() string {
 
 const defaultType = "standard"
 
-var (
-	dnsLabel   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	kindName   = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
-	labelName  = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
-	labelValue = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`)
-)
-
-// CheckDNSLabel returns a rule description if s is not a DNS label, else "".
-func checkDNSLabel(s string) string {
-	if len(s) > 63 {
-		return "must be at most 63 bytes"
-	}
-	if !dnsLabel.MatchString(s) {
-		return "must be a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit"
-	}
-	return ""
-}
-
-// checkLabelKey returns a rule description if k is not a Kubernetes label
-// key ([prefix/]name), else "".
-func checkLabelKey(k string) string {
-	prefix, name, hasPrefix := strings.Cut(k, "/")
-	if !hasPrefix {
-		name, prefix = prefix, ""
-	}
-	if hasPrefix {
-		if prefix == "" || len(prefix) > 253 || strings.Contains(name, "/") {
-			return "must be a label key: an optional DNS subdomain prefix and '/', then a name"
-		}
-		for _, part := range strings.Split(prefix, ".") {
-			if checkDNSLabel(part) != "" {
-				return "must be a label key: its prefix must be a DNS subdomain"
-			}
-		}
-	}
-	if name == "" || len(name) > 63 || !labelName.MatchString(name) {
-		return "must be a label key: the name is 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-	}
-	return ""
-}
-
 // check validates in and returns its catalogs sorted by path.
 func (in Input) check() ([]Catalog, error) {
-	if rule := checkDNSLabel(in.Name); rule != "" {
+	if rule := rules.DNSLabel(in.Name); rule != "" {
 		return nil, &InputError{"Name", in.Name, rule}
 	}
 	if in.Type != "" {
-		if rule := checkDNSLabel(in.Type); rule != "" {
+		if rule := rules.DNSLabel(in.Type); rule != "" {
 			return nil, &InputError{"Type", in.Type, rule}
 		}
 	}
@@ -122,16 +80,16 @@ func (in Input) check() ([]Catalog, error) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if rule := checkLabelKey(k); rule != "" {
+		if rule := rules.LabelKey(k); rule != "" {
 			return nil, &InputError{"Labels", k, rule}
 		}
-		if v := in.Labels[k]; len(v) > 63 || !labelValue.MatchString(v) {
-			return nil, &InputError{fmt.Sprintf("Labels[%q]", k), v, "must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"}
+		if v := in.Labels[k]; rules.LabelValue(v) != "" {
+			return nil, &InputError{fmt.Sprintf("Labels[%q]", k), v, rules.LabelValue(v)}
 		}
 	}
 	seen := map[string]int{}
 	for i, c := range in.Catalogs {
-		if field, rule := catalog.Check(c.Path, c.Version); rule != "" {
+		if field, rule := rules.Catalog(c.Path, c.Version); rule != "" {
 			if field == "path" {
 				return nil, &InputError{fmt.Sprintf("Catalogs[%d].Path", i), c.Path, rule}
 			}
@@ -146,8 +104,8 @@ func (in Input) check() ([]Catalog, error) {
 		}
 		kinds := map[string]bool{}
 		for j, k := range c.Kinds {
-			if !kindName.MatchString(k) {
-				return nil, &InputError{fmt.Sprintf("Catalogs[%d].Kinds[%d]", i, j), k, "must be an identifier starting with an upper-case letter"}
+			if rule := rules.Kind(k); rule != "" {
+				return nil, &InputError{fmt.Sprintf("Catalogs[%d].Kinds[%d]", i, j), k, rule}
 			}
 			if kinds[k] {
 				return nil, &InputError{fmt.Sprintf("Catalogs[%d].Kinds[%d]", i, j), k, "is listed twice"}

@@ -1,0 +1,110 @@
+package kernel
+
+import (
+	"fmt"
+	"slices"
+
+	"cuelang.org/go/cue"
+	"leasekit.dev/platform/internal/rules"
+)
+
+// A checker collects value-rule problems of one module, each a CUE error
+// at the position of the offending field in v, the value as written.
+type checker struct {
+	v    cue.Value
+	errs error
+}
+
+func (c *checker) fail(path []string, format string, args ...any) {
+	c.errs = joinCUE(c.errs, fieldError(c.v, path, format, args...))
+}
+
+// str checks the concrete string at path with rule, if there is one there;
+// a missing or non-string value is left for the schema to report.
+func (c *checker) str(path []string, rule func(string) string) {
+	s, err := lookup(c.v, path).String()
+	if err != nil {
+		return
+	}
+	if r := rule(s); r != "" {
+		c.fail(path, "%q %s", s, r)
+	}
+}
+
+// labels checks the keys and values of the label map at path.
+func (c *checker) labels(path []string) {
+	for _, k := range slices.Sorted(mapKeys(structFields(lookup(c.v, path)))) {
+		at := append(slices.Clone(path), k)
+		if r := rules.LabelKey(k); r != "" {
+			c.fail(at, "label key %q %s", k, r)
+			continue
+		}
+		c.str(at, rules.LabelValue)
+	}
+}
+
+// kinds checks the list of kinds at path.
+func (c *checker) kinds(path []string) {
+	iter, err := lookup(c.v, path).List()
+	if err != nil {
+		return
+	}
+	for i := 0; iter.Next(); i++ {
+		if s, err := iter.Value().String(); err == nil {
+			if r := rules.Kind(s); r != "" {
+				c.errs = joinCUE(c.errs, &pathError{pos: iter.Value().Pos(), path: []string{cue.MakePath(strSels(path)...).String() + fmt.Sprintf("[%d]", i)},
+					msg: messagef("kind %q %s", s, r)})
+			}
+		}
+	}
+}
+
+// checkPlatformValues checks the value rules of a platform as written.
+func checkPlatformValues(v cue.Value) error {
+	c := &checker{v: v}
+	c.str([]string{"name"}, rules.DNSLabel)
+	c.str([]string{"type"}, rules.DNSLabel)
+	c.labels([]string{"labels"})
+	for _, path := range slices.Sorted(mapKeys(structFields(lookup(v, []string{"catalogs"})))) {
+		at := []string{"catalogs", path}
+		version, _ := lookup(v, append(at, "version")).String()
+		if field, rule := rules.Catalog(path, version); rule != "" {
+			if field == "version" {
+				c.fail(append(at, "version"), "%s", rule)
+			} else {
+				c.fail(at, "catalog path %s", rule)
+			}
+		}
+		c.kinds(append(at, "kinds"))
+	}
+	return c.errs
+}
+
+// checkInstanceValues checks the value rules of an instance as written.
+func checkInstanceValues(v cue.Value) error {
+	c := &checker{v: v}
+	c.str([]string{"name"}, rules.DNSLabel)
+	c.str([]string{"namespace"}, rules.DNSLabel)
+	c.labels([]string{"labels"})
+	for _, name := range slices.Sorted(mapKeys(structFields(lookup(v, []string{"components"})))) {
+		at := []string{"components", name}
+		if r := rules.DNSLabel(name); r != "" {
+			c.fail(at, "component name %q %s", name, r)
+		}
+		c.str(append(at, "kind"), rules.Kind)
+		c.labels(append(at, "labels"))
+	}
+	return c.errs
+}
+
+func strSels(path []string) []cue.Selector {
+	sels := make([]cue.Selector, len(path))
+	for i, p := range path {
+		sels[i] = cue.Str(p)
+	}
+	return sels
+}
+
+func lookup(v cue.Value, path []string) cue.Value {
+	return v.LookupPath(cue.MakePath(strSels(path)...))
+}
