@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,29 +181,38 @@ func TestCrash(t *testing.T) {
 	}
 }
 
-// TestStressChild is the child of TestTwoProcesses: it writes, prunes and
-// lists on a root another process uses at once. Each ID always gets the
-// same files (IDs are immutable), so any directory it reads must be
-// complete; one that vanishes mid-read was pruned by the other process.
+// TestStressChild is the child of TestTwoProcesses: it writes, prunes,
+// resets and lists on a root another process uses at once.
 func TestStressChild(t *testing.T) {
 	root := os.Getenv(envStressChild)
 	if root == "" {
 		t.Skip("run by TestTwoProcesses")
 	}
 	seed, _ := strconv.ParseUint(os.Getenv(envSeed), 10, 64)
+	stress(t, childLayout(root), seed, 150)
+}
+
+// stress writes, prunes, resets and lists l at random for ops steps. Each
+// ID always gets the same files (IDs are immutable), so any directory it
+// reads must be complete; one that vanishes mid-read was pruned by another
+// process or goroutine.
+func stress(t tb, l Layout[int64], seed uint64, ops int) {
 	rng := rand.New(rand.NewPCG(seed, 3))
-	l := childLayout(root)
-	for range 150 {
-		switch id := rng.Int64N(8); rng.IntN(4) {
-		case 0, 1:
+	for range ops {
+		switch id := rng.Int64N(8); rng.IntN(9) {
+		case 0, 1, 2, 3:
 			if _, err := l.Write(id, versionFiles(id, int(id))); err != nil {
 				t.Fatal(err)
 			}
-		case 2:
+		case 4, 5:
 			if err := l.Prune(id, rng.Int64N(8)); err != nil {
 				t.Fatal(err)
 			}
-		case 3:
+		case 6:
+			if err := l.Reset(); err != nil {
+				t.Fatal(err)
+			}
+		default:
 			ids, err := l.IDs()
 			if err != nil {
 				t.Fatal(err)
@@ -266,6 +276,54 @@ func TestTwoProcesses(t *testing.T) {
 	}
 	if left := leftovers(t, l.Root); len(left) != 0 {
 		t.Fatalf("leftovers after both processes and a Prune: %v", left)
+	}
+}
+
+// goroutineTB fails the test from a goroutine other than the test's own:
+// it records the failure and ends that goroutine.
+type goroutineTB struct{ t *testing.T }
+
+func (g goroutineTB) Helper()                   { g.t.Helper() }
+func (g goroutineTB) Fatal(args ...any)         { g.t.Error(args...); runtime.Goexit() }
+func (g goroutineTB) Fatalf(f string, a ...any) { g.t.Errorf(f, a...); runtime.Goexit() }
+
+// TestGoroutines runs Write, Prune, Reset and IDs from four goroutines on
+// one root at once.
+func TestGoroutines(t *testing.T) {
+	l := genLayout(t)
+	l.NoSync = true
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() { stress(goroutineTB{t}, l, uint64(i), 200) })
+	}
+	wg.Wait()
+	if err := l.Prune(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{lockName, markerName}) {
+		t.Fatalf("root after the goroutines and a Prune: %v", got)
+	}
+}
+
+// TestConcurrentCreate: writers racing to create one new ID each publish a
+// complete directory, none clobbers another mid-way, and no staging or
+// moved-aside copy is left behind.
+func TestConcurrentCreate(t *testing.T) {
+	for round := range 20 {
+		l := genLayout(t)
+		l.NoSync = true
+		var wg sync.WaitGroup
+		for v := range 6 {
+			wg.Go(func() { mustWrite(goroutineTB{t}, l, 3, versionFiles(3, v)) })
+		}
+		wg.Wait()
+		if ids, _ := l.IDs(); !slices.Equal(ids, []int64{3}) {
+			t.Fatalf("round %d: IDs() = %v", round, ids)
+		}
+		checkComplete(t, l.Dir(3), 3)
+		if left := leftovers(t, l.Root); len(left) != 0 {
+			t.Fatalf("round %d: leftovers %v", round, left)
+		}
 	}
 }
 

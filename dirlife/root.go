@@ -100,14 +100,11 @@ func (l Layout[ID]) openRoot(op string, create bool, mode lockMode) (r *os.Root,
 // owned reports whether r carries the marker. It returns false and no error
 // for a root that is empty but for the layout's own files, and a RootError
 // wrapping ErrNotOwned for any other root.
+//
+// The listing comes before the look at the marker: a layout writes the
+// marker before anything else and never removes it, so an entry of a
+// concurrent claimant's in the listing implies the marker is seen after.
 func (l Layout[ID]) owned(op string, r *os.Root) (bool, error) {
-	fi, err := r.Lstat(markerName)
-	if err == nil && fi.Mode().IsRegular() {
-		return true, nil
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("dirlife: %s: %w", op, err)
-	}
 	d, err := r.Open(".")
 	if err != nil {
 		return false, fmt.Errorf("dirlife: %s: %w", op, err)
@@ -117,8 +114,19 @@ func (l Layout[ID]) owned(op string, r *os.Root) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("dirlife: %s: %w", op, err)
 	}
+	fi, err := r.Lstat(markerName)
+	if err == nil && fi.Mode().IsRegular() {
+		return true, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("dirlife: %s: %w", op, err)
+	}
 	for _, n := range names {
-		if n != lockName && !strings.HasPrefix(n, markerTemp) {
+		// A marker that is not a regular file (a planted link) is foreign
+		// too; one listed but not found by Lstat is not possible, as
+		// markers are never removed.
+		ownFile := n == lockName || strings.HasPrefix(n, markerTemp) || (n == markerName && err != nil)
+		if !ownFile {
 			return false, &RootError{Op: op, Root: l.Root,
 				Rule: fmt.Sprintf("it is not empty and has no %s marker (it holds %q)", markerName, n),
 				Err:  ErrNotOwned}

@@ -3,6 +3,8 @@ package lease_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"time"
 
 	"leasekit.dev/lease"
 )
@@ -49,4 +51,27 @@ func ExampleLease_Release() {
 	l.Release()
 	fmt.Println(c.Count("v1"))
 	// Output: 0
+}
+
+// Leak reporting finds a lease that was dropped without Release. The
+// report comes from the garbage collector, so a real program logs it; here
+// the example collects until the report arrives.
+func ExampleCounter_ReportLeaks() {
+	var c lease.Counter[string]
+	leaks := make(chan lease.Leak[string], 1)
+	c.ReportLeaks(func(l lease.Leak[string]) { leaks <- l })
+
+	func() {
+		c.Acquire("gen-3") // a render that forgot its deferred Release
+	}()
+	for {
+		runtime.GC()
+		select {
+		case l := <-leaks:
+			fmt.Println("leaked:", l.Key, "still leased:", c.Count(l.Key))
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
+	// Output: leaked: gen-3 still leased: 1
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/mod/module"
 	"golang.org/x/mod/semver"
 )
@@ -80,7 +81,7 @@ func LabelValue(v string) string {
 // path is a CUE module path with a major version, the version a canonical
 // semantic version of that major version.
 func Catalog(path, version string) (field, rule string) {
-	if _, major, ok := module.SplitPathVersion(path); !ok || major == "" {
+	if _, major, ok := ast.SplitPackageVersion(path); !ok || major == "" {
 		return "path", "must be a CUE module path with a major version, such as example.com/catalogs/web@v1"
 	}
 	if err := module.CheckPath(path); err != nil {
@@ -93,7 +94,7 @@ func Catalog(path, version string) (field, rule string) {
 	if !semver.IsValid(version) || semver.Canonical(version) != version {
 		return "version", "must be a canonical semantic version such as v1.2.3"
 	}
-	if _, major, _ := module.SplitPathVersion(path); semver.Major(version) != major {
+	if _, major, _ := ast.SplitPackageVersion(path); semver.Major(version) != major {
 		return "version", fmt.Sprintf("must have the major version of the path, %s", major)
 	}
 	return "", ""
