@@ -12,8 +12,10 @@ import (
 	"strings"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/load"
+	"cuelang.org/go/cue/parser"
 )
 
 // The kernel's vocabulary: schema.cue holds the platform's shape, which
@@ -146,12 +148,23 @@ func loadPackage(ctx context.Context, cc *cue.Context, cfg *load.Config) (cue.Va
 }
 
 // compileSchema compiles the platform schema into cc, and the render
-// vocabulary too when render is set.
+// vocabulary too when render is set, as one instance.
 func compileSchema(cc *cue.Context, render bool) (cue.Value, error) {
-	schema := cc.CompileBytes(schemaSource, cue.Filename(schemaFile))
+	bi := build.NewContext().NewInstance("", nil)
+	files := [][2]any{{schemaFile, schemaSource}}
 	if render {
-		schema = schema.Unify(cc.CompileBytes(renderSource, cue.Filename(renderFile), cue.Scope(schema)))
+		files = append(files, [2]any{renderFile, renderSource})
 	}
+	for _, f := range files {
+		syntax, err := parser.ParseFile(f[0].(string), f[1])
+		if err == nil {
+			err = bi.AddSyntax(syntax)
+		}
+		if err != nil {
+			return cue.Value{}, fmt.Errorf("kernel: the embedded schema does not parse: %w", err)
+		}
+	}
+	schema := cc.BuildInstance(bi)
 	if err := schema.Err(); err != nil {
 		return cue.Value{}, fmt.Errorf("kernel: the embedded schema does not compile: %w", err)
 	}
