@@ -30,6 +30,7 @@ type NameError struct {
 	Rule string // the rule it breaks, such as "escapes the directory"
 }
 
+// Error returns "dirlife: name <name>: <rule>".
 func (e *NameError) Error() string {
 	return fmt.Sprintf("dirlife: name %q: %s", e.Name, e.Rule)
 }
@@ -46,6 +47,7 @@ type RootError struct {
 	Err  error  // ErrUnsafeRoot or ErrNotOwned
 }
 
+// Error returns the operation, the root and the rule it breaks.
 func (e *RootError) Error() string {
 	return fmt.Sprintf("dirlife: %s %q: refusing root: %s", e.Op, e.Root, e.Rule)
 }

@@ -29,6 +29,8 @@ type Problem struct {
 	Positions []string // file:line:column of each source position involved
 }
 
+// String returns the problem as "file:line:column: path: message",
+// followed by its other positions.
 func (p Problem) String() string {
 	var b strings.Builder
 	if len(p.Positions) > 0 {
@@ -47,6 +49,7 @@ func (p Problem) String() string {
 	return b.String()
 }
 
+// Error lists every problem, each with its positions.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kernel: %s %s: ", e.Op, e.Dir)

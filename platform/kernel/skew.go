@@ -51,6 +51,7 @@ type SkewError struct {
 	PlatformVersion string // the version the platform carries
 }
 
+// Error names the catalog and both versions.
 func (e *SkewError) Error() string {
 	return fmt.Sprintf("kernel: catalog %s: the instance requires %s, newer than the platform's %s (skew policy Refuse)",
 		e.Path, e.InstanceVersion, e.PlatformVersion)
@@ -64,6 +65,7 @@ type CatalogError struct {
 	Rule      string // what is wrong: "is not carried by the platform", ...
 }
 
+// Error names the catalog, the component if any, and the rule.
 func (e *CatalogError) Error() string {
 	if e.Component != "" {
 		return fmt.Sprintf("kernel: component %s: catalog %s %s", e.Component, e.Path, e.Rule)

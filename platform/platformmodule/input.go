@@ -58,6 +58,7 @@ type InputError struct {
 	Rule  string
 }
 
+// Error names the field, its value and the rule.
 func (e *InputError) Error() string {
 	return fmt.Sprintf("platformmodule: %s %q: %s", e.Field, e.Value, e.Rule)
 }

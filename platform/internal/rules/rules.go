@@ -1,8 +1,3 @@
-// Package rules holds the value rules that the generator and the kernel
-// share: DNS labels, label keys and values, kinds, catalog paths and
-// versions. Each check returns the rule broken, or "" for a valid value.
-// They run in Go rather than as CUE regular expressions, which a fresh
-// cue.Context compiles again on every evaluation.
 package rules
 
 import (
