@@ -9,7 +9,8 @@
 // released, or gets the new key. Replacing or clearing the value never
 // cancels a lease; the reader finishes against the value it started with.
 // Keys of replaced values that are still leased are counted by a
-// [lease.Counter].
+// [lease.Counter]. [Slot.ReportLeaks] reports leases dropped without
+// Release, as the Counter's does.
 //
 // A Slot is safe for concurrent use by multiple goroutines without
 // additional locking or coordination. Leasing and releasing the current

@@ -2,6 +2,7 @@ package slot
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,8 @@ type Slot[K cmp.Ordered, V any] struct {
 	mu      sync.Mutex       // serialises Set, SetIfNewer, Clear, Leased and the end of a retired key's last lease
 	retired lease.Counter[K] // one lease per replaced value that still had leases
 	changed chan struct{}    // closed and replaced by every store; nil until a waiter asks
+
+	leakFn atomic.Pointer[func(lease.Leak[K])] // nil: leak reporting off
 }
 
 // retiredBit marks a held value that has been replaced or cleared: its
@@ -134,6 +137,7 @@ func (s *Slot[K, V]) retire(h *held[K, V]) {
 type Lease[K cmp.Ordered, V any] struct {
 	h        *held[K, V]
 	released atomic.Bool
+	cleanup  runtime.Cleanup // registered when leak reporting is on
 }
 
 // Lease returns a lease on the held value and true, or nil and false when
@@ -159,7 +163,11 @@ func (s *Slot[K, V]) Lease() (*Lease[K, V], bool) {
 			continue
 		}
 		if h.leases.CompareAndSwap(n, n+1) {
-			return &Lease[K, V]{h: h}, true
+			l := &Lease[K, V]{h: h}
+			if s.leakFn.Load() != nil {
+				s.track(l)
+			}
+			return l, true
 		}
 	}
 }
@@ -176,6 +184,7 @@ func (l *Lease[K, V]) Release() {
 	if l == nil || !l.released.CompareAndSwap(false, true) {
 		return
 	}
+	l.cleanup.Stop() // a no-op when none was registered
 	h := l.h
 	for {
 		n := h.leases.Load()
