@@ -53,22 +53,22 @@ type scenario struct {
 	name    string
 	rewrite bool // an old directory exists
 	noSync  bool
-	mode    syncMode
+	perFile bool
 }
 
 func scenarios() []scenario {
 	var out []scenario
 	for _, rewrite := range []bool{false, true} {
 		for _, c := range []struct {
-			name   string
-			noSync bool
-			mode   syncMode
-		}{{"nosync", true, syncDefault}, {"syncfs", false, syncFS}, {"syncfiles", false, syncFiles}} {
+			name    string
+			noSync  bool
+			perFile bool
+		}{{"nosync", true, false}, {"syncfs", false, false}, {"syncfiles", false, true}} {
 			n := "new/" + c.name
 			if rewrite {
 				n = "rewrite/" + c.name
 			}
-			out = append(out, scenario{n, rewrite, c.noSync, c.mode})
+			out = append(out, scenario{n, rewrite, c.noSync, c.perFile})
 		}
 	}
 	return out
@@ -77,7 +77,7 @@ func scenarios() []scenario {
 func (s scenario) layout(t *testing.T, rec *recorder) Layout[int64] {
 	t.Helper()
 	l := genLayout(t)
-	l.NoSync, l.syncMode = s.noSync, s.mode
+	l.NoSync, l.PerFileSync = s.noSync, s.perFile
 	if s.rewrite {
 		mustWrite(t, l, 7, oldFiles)
 	}
@@ -223,7 +223,7 @@ func TestExchangeFallback(t *testing.T) {
 	})
 	t.Run("root sync fails after the fallback", func(t *testing.T) {
 		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL)
-		l := scenario{rewrite: true, mode: syncFS}.layout(t, rec)
+		l := scenario{rewrite: true}.layout(t, rec)
 		// syncdir calls: the staging tree is synced by syncfs, so the first
 		// is the root after publication.
 		rec.failAt(stepSyncDir, 1, errInjected)
@@ -278,12 +278,12 @@ func TestSyncOrder(t *testing.T) {
 			if !slices.Contains(rec.events, stepSyncDir+" .") {
 				t.Fatalf("root never synced: %v", rec.events)
 			}
-			switch s.mode {
-			case syncFiles:
+			switch {
+			case s.perFile:
 				if syncs != creates {
 					t.Fatalf("%d file syncs for %d files", syncs, creates)
 				}
-			case syncFS:
+			default:
 				if syncs != 1 {
 					t.Fatalf("%d syncfs calls, want 1", syncs)
 				}

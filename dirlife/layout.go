@@ -38,8 +38,16 @@ type Layout[ID cmp.Ordered] struct {
 	// wiped at boot anyway.
 	NoSync bool
 
-	faults   faultFunc // test seam; nil in production
-	syncMode syncMode  // test and benchmark seam; syncDefault in production
+	// PerFileSync makes a durable Write fsync each of its files, several
+	// at once, and then each of its directories, instead of calling
+	// syncfs(2) once for the filesystem that holds Root. syncfs costs
+	// about one journal commit, but it also flushes whatever else is dirty
+	// on that filesystem: set PerFileSync when Root shares a filesystem
+	// with heavy writers. Systems without syncfs (all but Linux) always
+	// sync per file.
+	PerFileSync bool
+
+	faults faultFunc // test seam; nil in production
 }
 
 // Dir returns the directory of id under Root, whether or not it exists.

@@ -9,25 +9,24 @@ import (
 type syncMode int
 
 const (
-	// syncDefault is syncFS where the system has syncfs(2), else
-	// syncFiles.
-	syncDefault syncMode = iota
-	// syncFiles fsyncs every file as it is written, several at once, then
-	// every staging directory, deepest first.
-	syncFiles
 	// syncFS closes the files unsynced and calls syncfs(2) once on the
 	// root's filesystem: one journal commit for the whole tree, at the
 	// price of also flushing whatever else is dirty on that filesystem.
-	syncFS
+	// The default where the system has syncfs.
+	syncFS syncMode = iota
+	// syncFiles fsyncs every file as it is written, several at once, then
+	// every staging directory, deepest first. Layout.PerFileSync.
+	syncFiles
 )
 
 // syncWorkers bounds the files a Write fsyncs at once under syncFiles:
-// concurrent fsyncs on one filesystem share journal commits. Otherwise one
-// worker writes the files in turn; more gained nothing measurable.
+// concurrent fsyncs on one filesystem share journal commits. Otherwise the
+// files are written in turn by the calling goroutine: more writers gained
+// nothing measurable.
 const syncWorkers = 8
 
 // A filePool creates, writes, syncs (under syncFiles) and closes the files
-// of one staging tree, on workers of its own.
+// of one staging tree: in turn, or under syncFiles on workers of its own.
 type filePool struct {
 	fault  faultFunc
 	dir    *os.File // the root, for syncfs
@@ -53,25 +52,25 @@ type fileJob struct {
 }
 
 func (l Layout[ID]) newFilePool(dir *os.File, stage string) *filePool {
-	mode := l.syncMode
-	if mode == syncDefault {
+	mode := syncFS
+	if l.PerFileSync || !haveSyncfs {
 		mode = syncFiles
-		if haveSyncfs {
-			mode = syncFS
-		}
 	}
 	return &filePool{fault: l.fault, dir: dir, mode: mode, noSync: l.NoSync, stage: stage}
 }
 
-// add queues one file. It blocks while every worker is busy.
+// add writes one file, or under syncFiles queues it for a worker,
+// blocking while every worker is busy.
 func (p *filePool) add(j fileJob) {
+	if p.noSync || p.mode != syncFiles {
+		if !p.failed() {
+			p.record(p.writeFile(j))
+		}
+		return
+	}
 	if p.jobs == nil {
 		p.jobs = make(chan fileJob)
-		workers := 1
-		if p.mode == syncFiles && !p.noSync {
-			workers = syncWorkers
-		}
-		for range workers {
+		for range syncWorkers {
 			p.wg.Add(1)
 			go p.work()
 		}

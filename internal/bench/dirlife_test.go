@@ -34,37 +34,50 @@ func newBaseline(b *testing.B) baseline.DirLayout {
 	return baseline.DirLayout{Root: filepath.Join(b.TempDir(), "root"), Prefix: "gen-"}
 }
 
-// Write of 32 files x 4 KiB, new IDs and rewrites of existing ones in turn.
+// Write of 32 files x 4 KiB, as a new ID each time (the common path: one
+// directory per generation) and as a rewrite of one existing ID (the rare
+// path: a re-reconcile of the same generation), which also removes the
+// replaced copy.
 func BenchmarkWrite32x4K(b *testing.B) {
 	files := moduleFiles()
-	for _, noSync := range []bool{false, true} {
-		name := "impl=leasekit/durable"
-		if noSync {
-			name = "impl=leasekit/nosync"
+	for _, c := range []struct {
+		name string
+		id   func(i int64) int64
+	}{
+		{"case=new", func(i int64) int64 { return i }},
+		{"case=rewrite", func(int64) int64 { return 1 }},
+	} {
+		for _, noSync := range []bool{false, true} {
+			name := c.name + "/impl=leasekit/durable"
+			if noSync {
+				name = c.name + "/impl=leasekit/nosync"
+			}
+			b.Run(name, func(b *testing.B) {
+				l := newLayout(b, noSync)
+				settle()
+				b.ReportAllocs()
+				var i int64
+				for b.Loop() {
+					i++
+					if _, err := l.Write(c.id(i), dirlife.Files(files)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
-		b.Run(name, func(b *testing.B) {
-			l := newLayout(b, noSync)
+		b.Run(c.name+"/impl=baseline", func(b *testing.B) {
+			l := newBaseline(b)
+			settle()
 			b.ReportAllocs()
-			var id int64
+			var i int64
 			for b.Loop() {
-				id++
-				if _, err := l.Write(id%8, dirlife.Files(files)); err != nil {
+				i++
+				if _, err := l.Write(c.id(i), files); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
-	b.Run("impl=baseline", func(b *testing.B) {
-		l := newBaseline(b)
-		b.ReportAllocs()
-		var id int64
-		for b.Loop() {
-			id++
-			if _, err := l.Write(id%8, files); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
 const manyDirs = 1000
