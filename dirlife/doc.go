@@ -31,7 +31,12 @@
 // instant between the two renames, and a crash in that instant leaves it
 // moved aside (removed by the next Prune or Reset) rather than in place.
 // Durability relies on fsync reaching stable storage; network filesystems
-// and disks that lie about their caches do not guarantee it. The lock is
+// and disks that lie about their caches do not guarantee it. On Linux a
+// durable Write calls syncfs(2) once, which also flushes whatever else is
+// dirty on Root's filesystem; give Root a filesystem of its own or set
+// [Layout.PerFileSync]. Durability has a second cost on rewrites: the
+// replaced copy is on disk, and removing it frees its blocks (on a
+// filesystem mounted with discard, several milliseconds for a small tree). The lock is
 // flock(2) on Unix and LockFileEx on Windows; it does not work across
 // machines sharing a network filesystem.
 package dirlife
