@@ -182,6 +182,8 @@ components: web: {kind: "Service", catalog: "` + webPath + `", replicas: -1}`, "
 labels: team: "shop"
 requires: "` + webPath + `": "v1.0.0"
 components: web: {kind: "Service", catalog: "` + webPath + `"}`, "instance/shop.cue:4"},
+		{"label conflicts, no components", `name: "shop"
+labels: team: "shop"`, "instance/shop.cue:4"},
 		{"missing name", `requires: {}`, "name"},
 		{"syntax", `name: "shop`, "instance/shop.cue:3"},
 	}
