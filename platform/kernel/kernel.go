@@ -30,6 +30,9 @@ var (
 	renderSource []byte
 )
 
+// defaultType is a platform's type when its module sets none.
+const defaultType = "standard"
+
 const (
 	schemaFile = "leasekit.dev/platform/kernel/schema.cue"
 	renderFile = "leasekit.dev/platform/kernel/render.cue"
@@ -193,7 +196,7 @@ type platformData struct {
 	Labels   map[string]string `json:"labels"`
 	Catalogs map[string]struct {
 		Version string   `json:"version"`
-		Enabled bool     `json:"enabled"`
+		Enabled *bool    `json:"enabled"` // nil: true
 		Kinds   []string `json:"kinds"`
 	} `json:"catalogs"`
 }
@@ -216,13 +219,19 @@ func decodePlatform(ctx context.Context, schema, v cue.Value) (*Platform, error)
 	if err := json.Unmarshal(data, &d); err != nil {
 		return nil, err
 	}
+	// The schema leaves defaults out: a disjunction with a default costs
+	// more to evaluate than the rest of a platform.
 	p := &Platform{Name: d.Name, Type: d.Type, Labels: d.Labels}
+	if p.Type == "" {
+		p.Type = defaultType
+	}
 	if p.Labels == nil {
 		p.Labels = map[string]string{}
 	}
 	for path, c := range d.Catalogs {
 		kinds := slices.Compact(slices.Sorted(slices.Values(c.Kinds)))
-		p.Catalogs = append(p.Catalogs, Catalog{Path: path, Version: c.Version, Enabled: c.Enabled, Kinds: kinds})
+		enabled := c.Enabled == nil || *c.Enabled
+		p.Catalogs = append(p.Catalogs, Catalog{Path: path, Version: c.Version, Enabled: enabled, Kinds: kinds})
 	}
 	slices.SortFunc(p.Catalogs, func(a, b Catalog) int { return strings.Compare(a.Path, b.Path) })
 	return p, nil
