@@ -47,17 +47,25 @@ func BenchmarkSyncMode(b *testing.B) {
 		if !c.perFile && !c.noSync && !haveSyncfs {
 			continue
 		}
-		b.Run(c.name, func(b *testing.B) {
-			l := Layout[int64]{Root: filepath.Join(b.TempDir(), "root"), Codec: IntCodec[int64]{Prefix: "gen-"}, NoSync: c.noSync, PerFileSync: c.perFile}
-			flushFilesystem(b, filepath.Dir(l.Root))
-			b.ReportAllocs()
-			var id int64
-			for b.Loop() {
-				id++
-				if _, err := l.Write(id%8, files); err != nil {
-					b.Fatal(err)
-				}
+		for _, rewrite := range []bool{false, true} {
+			name := "case=new/" + c.name
+			if rewrite {
+				name = "case=rewrite/" + c.name
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				l := Layout[int64]{Root: filepath.Join(b.TempDir(), "root"), Codec: IntCodec[int64]{Prefix: "gen-"}, NoSync: c.noSync, PerFileSync: c.perFile}
+				flushFilesystem(b, filepath.Dir(l.Root))
+				b.ReportAllocs()
+				var id int64
+				for b.Loop() {
+					if !rewrite {
+						id++
+					}
+					if _, err := l.Write(id, files); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
