@@ -31,7 +31,9 @@
 // instant between the two renames, and a crash in that instant leaves it
 // moved aside (removed by the next Prune or Reset) rather than in place.
 // Durability relies on fsync reaching stable storage; network filesystems
-// and disks that lie about their caches do not guarantee it. On Linux a
+// and disks that lie about their caches do not guarantee it. Windows has no
+// way to sync a directory, so there a Write's renames are as durable as
+// NTFS's metadata journal makes them. On Linux a
 // durable Write calls syncfs(2) once, which also flushes whatever else is
 // dirty on Root's filesystem; give Root a filesystem of its own or set
 // [Layout.PerFileSync]. Durability has a second cost on rewrites: the

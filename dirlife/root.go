@@ -58,7 +58,7 @@ func (l Layout[ID]) openRoot(op string, create bool, mode lockMode) (r *os.Root,
 		if !create {
 			return nil, nil, nil
 		}
-		if err := os.MkdirAll(l.Root, 0o755); err != nil {
+		if err := l.createRoot(); err != nil {
 			return nil, nil, fmt.Errorf("dirlife: %s: %w", op, err)
 		}
 		if _, err := checkRoot(op, l.Root); err != nil { // raced by a symlink
@@ -95,6 +95,37 @@ func (l Layout[ID]) openRoot(op string, create bool, mode lockMode) (r *os.Root,
 		}
 	}
 	return r, release, nil
+}
+
+// createRoot creates Root and its missing parents and, unless NoSync,
+// syncs the directory above each one it created, so that Root itself
+// survives power loss along with what is written in it.
+func (l Layout[ID]) createRoot() error {
+	var created []string
+	for p := filepath.Clean(l.Root); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil || filepath.Dir(p) == p {
+			break
+		}
+		created = append(created, p)
+	}
+	if err := os.MkdirAll(l.Root, 0o755); err != nil {
+		return err
+	}
+	if l.NoSync {
+		return nil
+	}
+	for _, p := range created {
+		d, err := os.Open(filepath.Dir(p))
+		if err != nil {
+			return err
+		}
+		err = syncDirFile(d)
+		d.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // owned reports whether r carries the marker. It returns false and no error

@@ -189,7 +189,7 @@ func syncDir(r *os.Root, name string) error {
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
+	err = syncDirFile(d)
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
