@@ -182,6 +182,13 @@ components: web: {kind: "Service", catalog: "` + webPath + `", replicas: -1}`, "
 labels: team: "shop"
 requires: "` + webPath + `": "v1.0.0"
 components: web: {kind: "Service", catalog: "` + webPath + `"}`, "instance/shop.cue:4"},
+		{"component label conflicts with the instance's", `name: "shop"
+labels: tier: "web"
+requires: "` + webPath + `": "v1.0.0"
+components: web: {kind: "Service", catalog: "` + webPath + `", labels: tier: "db"}`, "instance/shop.cue:6"},
+		{"spec replicas disagree", `name: "shop"
+requires: "` + webPath + `": "v1.0.0"
+components: web: {kind: "Service", catalog: "` + webPath + `", replicas: 2, spec: replicas: 3}`, "instance/shop.cue:5"},
 		{"label conflicts, no components", `name: "shop"
 labels: team: "shop"`, "instance/shop.cue:4"},
 		{"missing name", `requires: {}`, "name"},
