@@ -84,45 +84,34 @@ const manyDirs = 1000
 
 // IDs over 1,000 directories.
 func BenchmarkIDs1000(b *testing.B) {
+	b.Run("impl=leasekit", func(b *testing.B) { benchIDs(b, leasekitLayout{newLayout(b, true)}) })
+	b.Run("impl=baseline", func(b *testing.B) { benchIDs(b, newBaseline(b)) })
+}
+
+func benchIDs(b *testing.B, l dirLayout) {
 	one := map[string][]byte{"f": []byte("x")}
-	b.Run("impl=leasekit", func(b *testing.B) {
-		l := newLayout(b, true)
-		for id := range int64(manyDirs) {
-			if _, err := l.Write(id, one); err != nil {
-				b.Fatal(err)
-			}
+	for id := range int64(manyDirs) {
+		if _, err := l.Write(id, one); err != nil {
+			b.Fatal(err)
 		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if ids, err := l.IDs(); err != nil || len(ids) != manyDirs {
-				b.Fatal(len(ids), err)
-			}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if ids, err := l.IDs(); err != nil || len(ids) != manyDirs {
+			b.Fatal(len(ids), err)
 		}
-	})
-	b.Run("impl=baseline", func(b *testing.B) {
-		l := newBaseline(b)
-		for id := range int64(manyDirs) {
-			if _, err := l.Write(id, one); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if ids, err := l.IDs(); err != nil || len(ids) != manyDirs {
-				b.Fatal(len(ids), err)
-			}
-		}
-	})
+	}
 }
 
 // A dirLayout is what the directory benchmarks need of a layout.
 type dirLayout interface {
 	Write(id int64, files map[string][]byte) (string, error)
 	Prune(keep ...int64) error
+	IDs() ([]int64, error)
 }
 
 // leasekitLayout adapts dirlife.Layout to dirLayout; writes, which only set
-// up the Prune benchmark, skip syncing.
+// up the IDs and Prune benchmarks, skip syncing.
 type leasekitLayout struct{ l dirlife.Layout[int64] }
 
 func (a leasekitLayout) Write(id int64, files map[string][]byte) (string, error) {
@@ -132,6 +121,7 @@ func (a leasekitLayout) Write(id int64, files map[string][]byte) (string, error)
 }
 
 func (a leasekitLayout) Prune(keep ...int64) error { return a.l.Prune(keep...) }
+func (a leasekitLayout) IDs() ([]int64, error)     { return a.l.IDs() }
 
 // Prune of 1,000 one-file directories down to one; the directories are
 // recreated outside the timer.
