@@ -9,6 +9,10 @@ var (
 	// ErrInvalidName is wrapped by every [NameError].
 	ErrInvalidName = errors.New("invalid name")
 
+	// ErrNoCodec is returned by Write, IDs and Prune on a Layout whose
+	// Codec is nil.
+	ErrNoCodec = errors.New("dirlife: the layout has no Codec")
+
 	// ErrNoFiles is returned by Write for an empty [Files].
 	ErrNoFiles = errors.New("no files to write")
 

@@ -54,13 +54,17 @@ type Layout[ID cmp.Ordered] struct {
 	faults faultFunc // test seam; nil in production
 }
 
-// Dir returns the directory of id under Root, whether or not it exists.
+// Dir returns the directory of id under Root, whether or not it exists. It
+// panics if Codec is nil.
 func (l Layout[ID]) Dir(id ID) string {
 	return filepath.Join(l.Root, l.Codec.Format(id))
 }
 
 // name returns the directory name of id, checked.
 func (l Layout[ID]) name(id ID) (string, error) {
+	if l.Codec == nil {
+		return "", ErrNoCodec
+	}
 	name := l.Codec.Format(id)
 	if err := checkElement(name); err != nil {
 		return "", err
@@ -74,6 +78,9 @@ func (l Layout[ID]) name(id ID) (string, error) {
 // included), and the layout's own staging and moved-aside entries are
 // ignored. A missing Root holds no IDs and is not an error.
 func (l Layout[ID]) IDs() ([]ID, error) {
+	if l.Codec == nil {
+		return nil, ErrNoCodec
+	}
 	d, err := os.Open(l.Root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

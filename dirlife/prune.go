@@ -20,6 +20,9 @@ import (
 // a live Write is filling. On a removal error it goes on with the other
 // entries and returns the first error.
 func (l Layout[ID]) Prune(keep ...ID) error {
+	if l.Codec == nil {
+		return ErrNoCodec // it could not tell the kept directories
+	}
 	r, release, err := l.openRoot("prune", false, exclusive)
 	if err != nil || r == nil {
 		return err

@@ -190,3 +190,23 @@ func TestWriteFS(t *testing.T) {
 		t.Fatalf("WriteFS of an empty tree = %v, want ErrNoFiles", err)
 	}
 }
+
+// TestNoCodec: a Layout without a Codec refuses, and touches nothing.
+func TestNoCodec(t *testing.T) {
+	l := Layout[int64]{Root: filepath.Join(t.TempDir(), "root")}
+	if _, err := l.Write(1, Files{"f": nil}); !errors.Is(err, ErrNoCodec) {
+		t.Fatalf("Write = %v, want ErrNoCodec", err)
+	}
+	if _, err := l.WriteFS(1, os.DirFS(t.TempDir())); !errors.Is(err, ErrNoCodec) {
+		t.Fatalf("WriteFS = %v, want ErrNoCodec", err)
+	}
+	if _, err := l.IDs(); !errors.Is(err, ErrNoCodec) {
+		t.Fatalf("IDs = %v, want ErrNoCodec", err)
+	}
+	if err := l.Prune(); !errors.Is(err, ErrNoCodec) {
+		t.Fatalf("Prune = %v, want ErrNoCodec", err)
+	}
+	if _, err := os.Stat(l.Root); !os.IsNotExist(err) {
+		t.Fatalf("a refused call created the root: %v", err)
+	}
+}

@@ -50,6 +50,9 @@ func (l Layout[ID]) Write(id ID, files Files) (string, error) {
 // of fsys are not reproduced; a symbolic link or other irregular file in
 // fsys is refused with a [NameError], and nothing is written.
 func (l Layout[ID]) WriteFS(id ID, fsys fs.FS) (string, error) {
+	if _, err := l.name(id); err != nil {
+		return "", err
+	}
 	files := Files{}
 	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		switch {
