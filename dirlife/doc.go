@@ -21,9 +21,13 @@
 //
 // # Limits
 //
-// A lease, a keep set or any other protection against Prune does not
-// protect a directory from a rewrite of the same ID: IDs should be
-// immutable, one per published version. Atomic replacement needs
+// Publication is atomic at the ID's path: whoever looks it up finds the
+// directory absent or complete. A reader already inside a directory that is
+// then pruned or rewritten sees it emptied under it, as the layout removes
+// the copy it moved out of the path; keep what readers use out of Prune
+// (the keep set is what leases are for). A lease, a keep set or any other
+// protection against Prune does not protect a directory from a rewrite of
+// the same ID: IDs should be immutable, one per published version. Atomic replacement needs
 // renameat2(RENAME_EXCHANGE) (Linux 3.15 or later; ext4, xfs, btrfs, tmpfs
 // and most local filesystems have it). Where the filesystem refuses it, and
 // on every other operating system, a rewrite moves the old directory aside

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -196,7 +197,8 @@ func TestStressChild(t *testing.T) {
 // ID always gets the same files (IDs are immutable), so any directory it
 // reads must be complete; one that vanishes mid-read was pruned by another
 // process or goroutine.
-func stress(t tb, l Layout[int64], seed uint64, ops int) {
+// It returns how many directories it read and checked whole.
+func stress(t tb, l Layout[int64], seed uint64, ops int) (checked int) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	for range ops {
 		switch id := rng.Int64N(8); rng.IntN(9) {
@@ -218,16 +220,49 @@ func stress(t tb, l Layout[int64], seed uint64, ops int) {
 				t.Fatal(err)
 			}
 			for _, id := range ids {
-				if files, err := readTreeErr(l.Dir(id)); err == nil {
-					if !sameFiles(files, versionFiles(id, int(id))) {
-						t.Fatalf("gen-%d is partial: %v", id, keys(files))
-					}
-				} else if !errors.Is(err, fs.ErrNotExist) {
-					t.Fatal(err)
+				files, err := readPublished(l.Dir(id))
+				switch {
+				case errors.Is(err, errMovedAway):
+					// Pruned, reset or rewritten while being read.
+				case err != nil:
+					t.Fatalf("gen-%d: %v", id, err)
+				case !sameFiles(files, versionFiles(id, int(id))):
+					t.Fatalf("gen-%d is partial: %v", id, keys(files))
+				default:
+					checked++
 				}
 			}
 		}
 	}
+	return checked
+}
+
+// errMovedAway reports a directory that left its path while it was read.
+var errMovedAway = errors.New("moved away while read")
+
+// readPublished reads the directory at dir and checks that the same
+// directory stood at dir before and after the read. A layout moves a
+// directory out of its path before removing it (a rewrite swaps it out, a
+// Prune renames it aside) and never moves one back, so a read that began
+// and ended on the same directory read it while it was published: any
+// file missing then is a partial publication. A read that raced the
+// removal returns errMovedAway: a reader that holds a directory it does
+// not protect (by keeping it out of Prune, by not rewriting its ID) can see
+// it emptied, which is what leases are for.
+func readPublished(dir string) (Files, error) {
+	before, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errMovedAway
+	}
+	if err != nil {
+		return nil, err
+	}
+	files, readErr := readTreeErr(dir)
+	after, err := os.Lstat(dir)
+	if err != nil || !os.SameFile(before, after) {
+		return nil, errMovedAway
+	}
+	return files, readErr
 }
 
 func readTreeErr(dir string) (Files, error) {
@@ -293,10 +328,15 @@ func TestGoroutines(t *testing.T) {
 	l := genLayout(t)
 	l.NoSync = true
 	var wg sync.WaitGroup
+	var checked atomic.Int64
 	for i := range 4 {
-		wg.Go(func() { stress(goroutineTB{t}, l, uint64(i), 200) })
+		wg.Go(func() { checked.Add(int64(stress(goroutineTB{t}, l, uint64(i), 200))) })
 	}
 	wg.Wait()
+	if checked.Load() == 0 {
+		t.Fatal("no directory was read whole while the others wrote and pruned")
+	}
+	t.Logf("%d directories read and checked whole", checked.Load())
 	if err := l.Prune(); err != nil {
 		t.Fatal(err)
 	}
