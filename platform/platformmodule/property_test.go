@@ -70,15 +70,7 @@ func TestGenerateProperty(t *testing.T) {
 			}
 		}
 
-		dir, err := os.MkdirTemp(tmp, "module")
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFiles(t, dir, files)
-		p, err := k.BuildPlatform(context.Background(), dir)
-		if err != nil {
-			t.Fatalf("BuildPlatform of the generated module: %v", err)
-		}
+		p := buildFiles(t, k, tmp, files)
 		wantType := in.Type
 		if wantType == "" {
 			wantType = "standard"
@@ -133,21 +125,28 @@ func TestHostileStringsStayData(t *testing.T) {
 			}
 			return
 		}
-		dir, err := os.MkdirTemp(tmp, "module")
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeFiles(t, dir, files)
-		p, err := k.BuildPlatform(context.Background(), dir)
-		if err != nil {
-			t.Fatalf("BuildPlatform of accepted input %+v: %v", in, err)
-		}
+		p := buildFiles(t, k, tmp, files)
 		c := in.Catalogs[0]
 		if p.Name != in.Name || p.Type != in.Type || !maps.Equal(p.Labels, in.Labels) ||
 			len(p.Catalogs) != 1 || p.Catalogs[0].Path != c.Path || p.Catalogs[0].Version != c.Version || !slices.Equal(p.Catalogs[0].Kinds, c.Kinds) {
 			t.Fatalf("input %+v came back as %+v", in, p)
 		}
 	})
+}
+
+// buildFiles writes files into a new directory under tmp and builds the
+// platform there.
+func buildFiles(t *rapid.T, k *kernel.Kernel, tmp string, files platformmodule.Files) *kernel.Platform {
+	dir, err := os.MkdirTemp(tmp, "module")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, files)
+	p, err := k.BuildPlatform(context.Background(), dir)
+	if err != nil {
+		t.Fatalf("BuildPlatform of the generated module %s: %v", files[platformmodule.PlatformFile], err)
+	}
+	return p
 }
 
 func writeFiles(t interface{ Fatal(...any) }, dir string, files platformmodule.Files) {
