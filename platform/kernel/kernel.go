@@ -5,8 +5,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
-	"cuelang.org/go/cue/load"
 	"cuelang.org/go/cue/parser"
 )
 
@@ -95,12 +92,12 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	module, err := checkModuleDir(abs)
+	m, err := dirModule(abs)
 	if err != nil {
 		return fail(err)
 	}
 	cc := cuecontext.New()
-	v, err := loadPackage(ctx, cc, &load.Config{Dir: abs})
+	v, err := loadPackage(ctx, cc, m)
 	if err != nil {
 		return fail(err)
 	}
@@ -112,65 +109,8 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err != nil {
 		return nil, asError("build", abs, err, source{[]string{"#Platform"}, v})
 	}
-	p.Module, p.Dir = module, abs
+	p.Module, p.Dir = m.info.path, abs
 	return p, nil
-}
-
-// checkModuleDir checks that dir is a directory holding a CUE module with
-// no dependencies, and returns the module path.
-func checkModuleDir(dir string) (string, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", &fs.PathError{Op: "build", Path: dir, Err: fmt.Errorf("not a directory")}
-	}
-	return checkModuleFile(os.DirFS(dir), filepath.Join(dir, moduleFile))
-}
-
-// loadPackage loads the single package at cfg.Dir (or the root of cfg.FS)
-// into cc, with no registry and no environment.
-//
-// The loader first skips imports, which halves its cost: packages of the
-// standard library need no loading, the compiler finds them itself. Only a
-// package that imports another package of its own module is loaded again
-// in full.
-func loadPackage(ctx context.Context, cc *cue.Context, cfg *load.Config) (cue.Value, error) {
-	cfg.Env = []string{"CUE_REGISTRY=none"}
-	full := *cfg
-	cfg.SkipImports = true
-	inst, err := loadOne(cfg)
-	if err == nil && slices.ContainsFunc(inst.ImportPaths, notStandard) {
-		inst, err = loadOne(&full)
-	}
-	if err := ctx.Err(); err != nil {
-		return cue.Value{}, err
-	}
-	if err != nil {
-		return cue.Value{}, err
-	}
-	v := cc.BuildInstance(inst)
-	if err := ctx.Err(); err != nil {
-		return cue.Value{}, err
-	}
-	return v, v.Err()
-}
-
-func loadOne(cfg *load.Config) (*build.Instance, error) {
-	insts := load.Instances([]string{"."}, cfg)
-	if len(insts) != 1 {
-		return nil, fmt.Errorf("expected one package, found %d", len(insts))
-	}
-	return insts[0], insts[0].Err
-}
-
-// notStandard reports whether an import path names a package outside the
-// standard library: CUE reserves paths whose first element has no dot for
-// the standard library.
-func notStandard(path string) bool {
-	first, _, _ := strings.Cut(path, "/")
-	return strings.Contains(first, ".")
 }
 
 // compileSchema compiles the platform schema into cc, and the render

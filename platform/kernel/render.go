@@ -13,7 +13,6 @@ import (
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/cuecontext"
-	"cuelang.org/go/cue/load"
 	"leasekit.dev/platform/internal/rules"
 )
 
@@ -106,7 +105,11 @@ func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, erro
 		return RenderOutput{}, err
 	}
 
-	pv, err := loadPackage(ctx, cc, &load.Config{Dir: in.Platform.Dir})
+	pm, err := dirModule(in.Platform.Dir)
+	if err != nil {
+		return RenderOutput{}, asError("render", in.Platform.Dir, err)
+	}
+	pv, err := loadPackage(ctx, cc, pm)
 	if err != nil {
 		return RenderOutput{}, asError("render", in.Platform.Dir, err)
 	}
@@ -141,10 +144,11 @@ func loadInstance(ctx context.Context, cc *cue.Context, in Instance) (string, cu
 		if err != nil {
 			return in.Dir, cue.Value{}, err
 		}
-		if _, err := checkModuleDir(abs); err != nil {
+		m, err := dirModule(abs)
+		if err != nil {
 			return abs, cue.Value{}, err
 		}
-		v, err := loadPackage(ctx, cc, &load.Config{Dir: abs})
+		v, err := loadPackage(ctx, cc, m)
 		return abs, v, err
 	case len(in.Files) > 0:
 		fsys := fstest.MapFS{}
@@ -154,14 +158,12 @@ func loadInstance(ctx context.Context, cc *cue.Context, in Instance) (string, cu
 			}
 			fsys[name] = &fstest.MapFile{Data: data}
 		}
-		if _, err := checkModuleFile(fsys, "instance/"+moduleFile); err != nil {
+		info, err := readModuleFile(fsys, "instance/"+moduleFile)
+		if err != nil {
 			return "instance", cue.Value{}, err
 		}
-		v, err := loadPackage(ctx, cc, &load.Config{
-			FS:         fsys,
-			Dir:        "/",
-			FromFSPath: func(p string) string { return path.Join("instance", p) },
-		})
+		name := func(p string) string { return path.Join("instance", p) }
+		v, err := loadPackage(ctx, cc, moduleSource{fsys: fsys, name: name, info: info})
 		return "instance", v, err
 	}
 	return "", cue.Value{}, errors.New("kernel: render: no instance (set Dir or Files)")
