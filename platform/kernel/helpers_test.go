@@ -2,11 +2,10 @@ package kernel_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 )
 
@@ -14,15 +13,7 @@ import (
 func writeModule(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	kernel.WriteFiles(t, dir, files)
 	return dir
 }
 

@@ -101,7 +101,11 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err != nil {
 		return fail(err)
 	}
-	schema, err := compileSchema(cc, false)
+	bi, err := vocabulary(false)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := compileSchema(cc, bi)
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +117,10 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	return p, nil
 }
 
-// compileSchema compiles the platform schema into cc, and the render
-// vocabulary too when render is set, as one instance.
-func compileSchema(cc *cue.Context, render bool) (cue.Value, error) {
+// vocabulary returns the kernel's vocabulary as a build instance: the
+// platform schema, and the render vocabulary too when render is set.
+// Building it writes to its syntax, so each call parses the source anew.
+func vocabulary(render bool) (*build.Instance, error) {
 	bi := build.NewContext().NewInstance("", nil)
 	files := [][2]any{{schemaFile, schemaSource}}
 	if render {
@@ -127,9 +132,14 @@ func compileSchema(cc *cue.Context, render bool) (cue.Value, error) {
 			err = bi.AddSyntax(syntax)
 		}
 		if err != nil {
-			return cue.Value{}, fmt.Errorf("kernel: the embedded schema does not parse: %w", err)
+			return nil, fmt.Errorf("kernel: the embedded schema does not parse: %w", err)
 		}
 	}
+	return bi, nil
+}
+
+// compileSchema builds the vocabulary bi into cc.
+func compileSchema(cc *cue.Context, bi *build.Instance) (cue.Value, error) {
 	schema := cc.BuildInstance(bi)
 	if err := schema.Err(); err != nil {
 		return cue.Value{}, fmt.Errorf("kernel: the embedded schema does not compile: %w", err)

@@ -61,6 +61,11 @@ func loadPackage(ctx context.Context, cc *cue.Context, m moduleSource) (cue.Valu
 	if err != nil {
 		return cue.Value{}, err
 	}
+	return buildPackage(ctx, cc, inst)
+}
+
+// buildPackage builds the loaded package inst into cc.
+func buildPackage(ctx context.Context, cc *cue.Context, inst *build.Instance) (cue.Value, error) {
 	v := cc.BuildInstance(inst)
 	if err := ctx.Err(); err != nil {
 		return cue.Value{}, err

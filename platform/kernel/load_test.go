@@ -52,15 +52,7 @@ func TestLoadPackageMatchesLoader(t *testing.T) {
 			for name, data := range tt.files {
 				files[name] = data
 			}
-			for name, data := range files {
-				p := filepath.Join(dir, filepath.FromSlash(name))
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			writeFiles(t, dir, files)
 			m, err := dirModule(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -99,4 +91,18 @@ func describe(v cue.Value, err error) string {
 		return "error: " + cueerrors.Details(err, nil)
 	}
 	return fmt.Sprintf("%v", v.Eval())
+}
+
+// writeFiles writes files, slash-separated paths to contents, under dir.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -2,16 +2,17 @@ package kernel
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing/fstest"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
 	"leasekit.dev/platform/internal/rules"
 )
@@ -73,64 +74,101 @@ type Resource struct {
 // Any other problem, in either module, comes back in one *Error. Render
 // retains nothing: every call evaluates in a cue.Context of its own.
 func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, error) {
-	if err := ctx.Err(); err != nil {
-		return RenderOutput{}, err
-	}
-	if in.Platform == nil {
-		return RenderOutput{}, errors.New("kernel: render: no platform")
-	}
-	cc := cuecontext.New()
-	schema, err := compileSchema(cc, true)
+	e, err := evaluate(ctx, in)
 	if err != nil {
 		return RenderOutput{}, err
 	}
+	out := RenderOutput{Instance: e.instance, Diagnostics: e.diagnostics}
+	if out.Resources, err = decodeResources(e.render, e.written); err != nil {
+		return RenderOutput{}, asError("render", e.dir, err)
+	}
+	return out, nil
+}
 
+// An evaluation is a render evaluated, before its resources are decoded.
+type evaluation struct {
+	dir         string          // the directory the instance's errors name
+	written     writtenInstance // the instance as written
+	render      cue.Value       // #Render, evaluated
+	instance    string          // the instance's name
+	diagnostics []Diagnostic
+}
+
+// evaluate does all of Render but decode the resources.
+func evaluate(ctx context.Context, in RenderInput) (*evaluation, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if in.Platform == nil {
+		return nil, errors.New("kernel: render: no platform")
+	}
+	// Loading needs no cue.Context: the vocabulary and the platform load
+	// on a goroutine of their own while the instance loads and is checked.
+	// Render returns only once that goroutine has ended.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var ready struct {
+		vocabulary, platform       *build.Instance
+		vocabularyErr, platformErr error
+	}
+	wg.Go(func() {
+		ready.vocabulary, ready.vocabularyErr = vocabulary(true)
+		var pm moduleSource
+		if pm, ready.platformErr = dirModule(in.Platform.Dir); ready.platformErr == nil {
+			ready.platform, ready.platformErr = loadBuild(pm)
+		}
+	})
+
+	cc := cuecontext.New()
 	dir, iv, err := loadInstance(ctx, cc, in.Instance)
 	if err != nil {
 		if dir == "" { // misuse, not a problem in a module
-			return RenderOutput{}, err
+			return nil, err
 		}
-		return RenderOutput{}, asError("render", dir, err)
+		return nil, asError("render", dir, err)
 	}
 	// The catalogs first, from the instance as written: a refusal comes
 	// before any evaluation against the schema or the platform.
-	var out RenderOutput
-	if err := checkInstanceValues(iv); err != nil {
-		return RenderOutput{}, asError("render", dir, err, source{nil, iv})
+	e := &evaluation{dir: dir, written: readInstance(iv)}
+	if err := checkInstanceValues(e.written); err != nil {
+		return nil, asError("render", dir, err, source{nil, iv})
 	}
-	if out.Diagnostics, err = checkCatalogs(iv, in.Platform, in.Skew); err != nil {
-		return RenderOutput{}, asError("render", dir, err, source{nil, iv})
+	if e.diagnostics, err = checkCatalogs(e.written, in.Platform, in.Skew); err != nil {
+		return nil, asError("render", dir, err, source{nil, iv})
 	}
 	if err := ctx.Err(); err != nil {
-		return RenderOutput{}, err
+		return nil, err
 	}
 
-	pm, err := dirModule(in.Platform.Dir)
-	if err != nil {
-		return RenderOutput{}, asError("render", in.Platform.Dir, err)
+	wg.Wait()
+	if ready.platformErr != nil {
+		return nil, asError("render", in.Platform.Dir, ready.platformErr)
 	}
-	pv, err := loadPackage(ctx, cc, pm)
+	pv, err := buildPackage(ctx, cc, ready.platform)
 	if err != nil {
-		return RenderOutput{}, asError("render", in.Platform.Dir, err)
+		return nil, asError("render", in.Platform.Dir, err)
 	}
-	render := schema.LookupPath(cue.ParsePath("#Render")).
+	if ready.vocabularyErr != nil {
+		return nil, ready.vocabularyErr
+	}
+	schema, err := compileSchema(cc, ready.vocabulary)
+	if err != nil {
+		return nil, err
+	}
+	e.render = schema.LookupPath(cue.ParsePath("#Render")).
 		FillPath(cue.ParsePath("platform"), pv).
 		FillPath(cue.ParsePath("instance"), iv)
-	if err := validate(render); err != nil {
-		return RenderOutput{}, asError("render", dir, err,
+	if err := validate(e.render); err != nil {
+		return nil, asError("render", dir, err,
 			source{[]string{"#Render", "instance"}, iv}, source{[]string{"#Render", "platform"}, pv})
 	}
 	if err := ctx.Err(); err != nil {
-		return RenderOutput{}, err
+		return nil, err
 	}
-	if out.Instance, err = render.LookupPath(cue.ParsePath("instance.name")).String(); err != nil {
-		return RenderOutput{}, asError("render", dir, err)
+	if e.instance, err = e.render.LookupPath(cue.ParsePath("instance.name")).String(); err != nil {
+		return nil, asError("render", dir, err)
 	}
-	out.Resources, err = decodeResources(render.LookupPath(cue.ParsePath("resources")))
-	if err != nil {
-		return RenderOutput{}, asError("render", dir, err)
-	}
-	return out, nil
+	return e, nil
 }
 
 // loadInstance loads the instance module into cc and returns the directory
@@ -169,13 +207,12 @@ func loadInstance(ctx context.Context, cc *cue.Context, in Instance) (string, cu
 	return "", cue.Value{}, errors.New("kernel: render: no instance (set Dir or Files)")
 }
 
-// checkCatalogs checks the catalogs the instance iv requires and its
+// checkCatalogs checks the catalogs the instance w requires and its
 // components use against those the platform carries, and returns the skew
 // diagnostics under SkewWarn. It reads iv as written, before any
-// evaluation against the schema: a value that is not a concrete string
-// here is left for the schema to report.
-func checkCatalogs(iv cue.Value, p *Platform, policy SkewPolicy) ([]Diagnostic, error) {
-	requires := stringFields(iv.LookupPath(cue.ParsePath("requires")))
+// evaluation against the schema.
+func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy) ([]Diagnostic, error) {
+	iv, requires := w.v, w.requires
 	var shape, unusable, skews []error
 	var diags []Diagnostic
 	for _, path := range slices.Sorted(mapKeys(requires)) {
@@ -208,10 +245,8 @@ func checkCatalogs(iv cue.Value, p *Platform, policy SkewPolicy) ([]Diagnostic, 
 			})
 		}
 	}
-	comps := iv.LookupPath(cue.ParsePath("components"))
-	for _, name := range slices.Sorted(mapKeys(structFields(comps))) {
-		comp := stringFields(comps.LookupPath(cue.MakePath(cue.Str(name))))
-		path, kind := comp["catalog"], comp["kind"]
+	for _, comp := range w.components {
+		name, path, kind := comp.name, comp.catalog, comp.kind
 		if path == "" {
 			continue // left for the schema
 		}
@@ -243,62 +278,4 @@ func checkCatalogs(iv cue.Value, p *Platform, policy SkewPolicy) ([]Diagnostic, 
 		return nil, errors.Join(skews...)
 	}
 	return diags, nil
-}
-
-// structFields returns the regular fields of v by label, or nil when v is
-// not a struct.
-func structFields(v cue.Value) map[string]cue.Value {
-	iter, err := v.Fields()
-	if err != nil {
-		return nil
-	}
-	m := map[string]cue.Value{}
-	for iter.Next() {
-		m[iter.Selector().Unquoted()] = iter.Value()
-	}
-	return m
-}
-
-// stringFields returns the fields of v that are concrete strings.
-func stringFields(v cue.Value) map[string]string {
-	m := map[string]string{}
-	for label, f := range structFields(v) {
-		if s, err := f.String(); err == nil {
-			m[label] = s
-		}
-	}
-	return m
-}
-
-// decodeResources decodes the rendered resources, ordered by component.
-func decodeResources(v cue.Value) ([]Resource, error) {
-	data, err := v.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	var objs map[string]map[string]any
-	if err := json.Unmarshal(data, &objs); err != nil {
-		return nil, err
-	}
-	out := make([]Resource, 0, len(objs))
-	for _, name := range slices.Sorted(mapKeys(objs)) {
-		obj := objs[name]
-		r := Resource{Component: name, Object: obj}
-		r.Kind, _ = obj["kind"].(string)
-		if md, ok := obj["metadata"].(map[string]any); ok {
-			r.Name, _ = md["name"].(string)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }

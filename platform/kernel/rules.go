@@ -33,7 +33,13 @@ func (c *checker) str(path []string, rule func(string) string) {
 
 // labels checks the keys and values of the label map at path.
 func (c *checker) labels(path []string) {
-	for _, k := range slices.Sorted(mapKeys(structFields(lookup(c.v, path)))) {
+	c.labelKeys(path, slices.Sorted(mapKeys(structFields(lookup(c.v, path)))))
+}
+
+// labelKeys checks the given keys, and their values, of the label map at
+// path.
+func (c *checker) labelKeys(path []string, keys []string) {
+	for _, k := range keys {
 		at := append(slices.Clone(path), k)
 		if r := rules.LabelKey(k); r != "" {
 			c.fail(at, "label key %q %s", k, r)
@@ -81,18 +87,22 @@ func checkPlatformValues(v cue.Value) error {
 }
 
 // checkInstanceValues checks the value rules of an instance as written.
-func checkInstanceValues(v cue.Value) error {
-	c := &checker{v: v}
+func checkInstanceValues(w writtenInstance) error {
+	c := &checker{v: w.v}
 	c.str([]string{"name"}, rules.DNSLabel)
 	c.str([]string{"namespace"}, rules.DNSLabel)
 	c.labels([]string{"labels"})
-	for _, name := range slices.Sorted(mapKeys(structFields(lookup(v, []string{"components"})))) {
-		at := []string{"components", name}
-		if r := rules.DNSLabel(name); r != "" {
-			c.fail(at, "component name %q %s", name, r)
+	for _, comp := range w.components {
+		at := []string{"components", comp.name}
+		if r := rules.DNSLabel(comp.name); r != "" {
+			c.fail(at, "component name %q %s", comp.name, r)
 		}
-		c.str(append(at, "kind"), rules.Kind)
-		c.labels(append(at, "labels"))
+		if comp.kind != "" {
+			if r := rules.Kind(comp.kind); r != "" {
+				c.fail(append(at, "kind"), "%q %s", comp.kind, r)
+			}
+		}
+		c.labelKeys(append(at, "labels"), comp.labels)
 	}
 	return c.errs
 }

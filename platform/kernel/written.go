@@ -1,0 +1,80 @@
+package kernel
+
+import (
+	"slices"
+
+	"cuelang.org/go/cue"
+)
+
+// A writtenInstance is an instance module's value as written, before any
+// evaluation against the schema, and what Render reads of it in one pass:
+// the catalog checks run on it, and the decoding of the rendered
+// resources takes the keys of each component's labels and spec from it.
+type writtenInstance struct {
+	v          cue.Value
+	requires   map[string]string // the catalog versions that are concrete strings
+	components []writtenComponent
+}
+
+// A writtenComponent is one component of an instance as written.
+type writtenComponent struct {
+	name    string
+	catalog string   // "" unless a concrete string: left for the schema
+	kind    string   // likewise
+	labels  []string // the keys of its labels, sorted
+	spec    []string // the keys of its spec, sorted
+}
+
+// readInstance reads v, an instance as written. Whatever is not as the
+// schema wants it is read as missing, for the schema to report.
+func readInstance(v cue.Value) writtenInstance {
+	w := writtenInstance{v: v, requires: stringFields(v.LookupPath(cue.ParsePath("requires")))}
+	comps := structFields(v.LookupPath(cue.ParsePath("components")))
+	for _, name := range slices.Sorted(mapKeys(comps)) {
+		c := comps[name]
+		wc := writtenComponent{
+			name:   name,
+			labels: slices.Sorted(mapKeys(structFields(c.LookupPath(cue.ParsePath("labels"))))),
+			spec:   slices.Sorted(mapKeys(structFields(c.LookupPath(cue.ParsePath("spec"))))),
+		}
+		wc.catalog, _ = c.LookupPath(cue.ParsePath("catalog")).String()
+		wc.kind, _ = c.LookupPath(cue.ParsePath("kind")).String()
+		w.components = append(w.components, wc)
+	}
+	return w
+}
+
+// structFields returns the regular fields of v by label, or nil when v is
+// not a struct.
+func structFields(v cue.Value) map[string]cue.Value {
+	iter, err := v.Fields()
+	if err != nil {
+		return nil
+	}
+	m := map[string]cue.Value{}
+	for iter.Next() {
+		m[iter.Selector().Unquoted()] = iter.Value()
+	}
+	return m
+}
+
+// stringFields returns the fields of v that are concrete strings.
+func stringFields(v cue.Value) map[string]string {
+	m := map[string]string{}
+	for label, f := range structFields(v) {
+		if s, err := f.String(); err == nil {
+			m[label] = s
+		}
+	}
+	return m
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
