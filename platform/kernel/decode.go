@@ -28,15 +28,15 @@ const (
 // component's spec and the replicas. The rest is read as a generic export
 // would read it.
 func decodeResources(render cue.Value, w writtenInstance) ([]Resource, error) {
-	shared := slices.Sorted(mapKeys(structFields(render.LookupPath(cue.ParsePath("commonLabels")))))
-	resources := render.LookupPath(cue.ParsePath("resources"))
+	shared := slices.Sorted(mapKeys(structFields(lookup(render, "commonLabels"))))
+	resources := lookup(render, "resources")
 	out := make([]Resource, 0, len(w.components))
 	for _, c := range w.components {
 		keyed := []keyedStruct{
 			{[]string{"metadata", "labels"}, union(shared, c.labels, []string{nameLabel})},
 			{[]string{"spec"}, union(c.spec, []string{replicasField})},
 		}
-		x, err := decodeValue(resources.LookupPath(cue.MakePath(cue.Str(c.name))), nil, keyed)
+		x, err := decodeValue(lookup(resources, c.name), nil, keyed)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func decodeValue(v cue.Value, path []string, keyed []keyedStruct) (any, error) {
 		m := map[string]any{}
 		if i := slices.IndexFunc(keyed, func(k keyedStruct) bool { return slices.Equal(k.path, path) }); i >= 0 {
 			for _, key := range keyed[i].keys {
-				f := v.LookupPath(cue.MakePath(cue.Str(key)))
+				f := lookup(v, key)
 				if !f.Exists() {
 					return nil, fmt.Errorf("kernel: the rendered %s has no field %q", v.Path(), key)
 				}

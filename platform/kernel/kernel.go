@@ -177,7 +177,7 @@ type platformData struct {
 // decodePlatform gates v on the #Platform shape, checks its values and
 // decodes it.
 func decodePlatform(ctx context.Context, schema, v cue.Value) (*Platform, error) {
-	u := schema.LookupPath(cue.ParsePath("#Platform")).Unify(v)
+	u := schema.LookupPath(cue.MakePath(cue.Def("#Platform"))).Unify(v)
 	if err := joinCUE(validate(u), checkPlatformValues(v)); err != nil {
 		return nil, err
 	}

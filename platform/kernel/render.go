@@ -155,9 +155,9 @@ func evaluate(ctx context.Context, in RenderInput) (*evaluation, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.render = schema.LookupPath(cue.ParsePath("#Render")).
-		FillPath(cue.ParsePath("platform"), pv).
-		FillPath(cue.ParsePath("instance"), iv)
+	e.render = schema.LookupPath(cue.MakePath(cue.Def("#Render"))).
+		FillPath(cue.MakePath(cue.Str("platform")), pv).
+		FillPath(cue.MakePath(cue.Str("instance")), iv)
 	if err := validate(e.render); err != nil {
 		return nil, asError("render", dir, err,
 			source{[]string{"#Render", "instance"}, iv}, source{[]string{"#Render", "platform"}, pv})
@@ -165,7 +165,7 @@ func evaluate(ctx context.Context, in RenderInput) (*evaluation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if e.instance, err = e.render.LookupPath(cue.ParsePath("instance.name")).String(); err != nil {
+	if e.instance, err = lookup(e.render, "instance", "name").String(); err != nil {
 		return nil, asError("render", dir, err)
 	}
 	return e, nil

@@ -22,7 +22,7 @@ func (c *checker) fail(path []string, format string, args ...any) {
 // str checks the concrete string at path with rule, if there is one there;
 // a missing or non-string value is left for the schema to report.
 func (c *checker) str(path []string, rule func(string) string) {
-	s, err := lookup(c.v, path).String()
+	s, err := lookup(c.v, path...).String()
 	if err != nil {
 		return
 	}
@@ -33,7 +33,7 @@ func (c *checker) str(path []string, rule func(string) string) {
 
 // labels checks the keys and values of the label map at path.
 func (c *checker) labels(path []string) {
-	c.labelKeys(path, slices.Sorted(mapKeys(structFields(lookup(c.v, path)))))
+	c.labelKeys(path, slices.Sorted(mapKeys(structFields(lookup(c.v, path...)))))
 }
 
 // labelKeys checks the given keys, and their values, of the label map at
@@ -51,7 +51,7 @@ func (c *checker) labelKeys(path []string, keys []string) {
 
 // kinds checks the list of kinds at path.
 func (c *checker) kinds(path []string) {
-	iter, err := lookup(c.v, path).List()
+	iter, err := lookup(c.v, path...).List()
 	if err != nil {
 		return
 	}
@@ -71,9 +71,9 @@ func checkPlatformValues(v cue.Value) error {
 	c.str([]string{"name"}, rules.DNSLabel)
 	c.str([]string{"type"}, rules.DNSLabel)
 	c.labels([]string{"labels"})
-	for _, path := range slices.Sorted(mapKeys(structFields(lookup(v, []string{"catalogs"})))) {
+	for _, path := range slices.Sorted(mapKeys(structFields(lookup(v, "catalogs")))) {
 		at := []string{"catalogs", path}
-		version, _ := lookup(v, append(at, "version")).String()
+		version, _ := lookup(v, append(at, "version")...).String()
 		if field, rule := rules.Catalog(path, version); rule != "" {
 			if field == "version" {
 				c.fail(append(at, "version"), "%s", rule)
@@ -115,6 +115,6 @@ func strSels(path []string) []cue.Selector {
 	return sels
 }
 
-func lookup(v cue.Value, path []string) cue.Value {
+func lookup(v cue.Value, path ...string) cue.Value {
 	return v.LookupPath(cue.MakePath(strSels(path)...))
 }

@@ -28,17 +28,17 @@ type writtenComponent struct {
 // readInstance reads v, an instance as written. Whatever is not as the
 // schema wants it is read as missing, for the schema to report.
 func readInstance(v cue.Value) writtenInstance {
-	w := writtenInstance{v: v, requires: stringFields(v.LookupPath(cue.ParsePath("requires")))}
-	comps := structFields(v.LookupPath(cue.ParsePath("components")))
+	w := writtenInstance{v: v, requires: stringFields(lookup(v, "requires"))}
+	comps := structFields(lookup(v, "components"))
 	for _, name := range slices.Sorted(mapKeys(comps)) {
 		c := comps[name]
 		wc := writtenComponent{
 			name:   name,
-			labels: slices.Sorted(mapKeys(structFields(c.LookupPath(cue.ParsePath("labels"))))),
-			spec:   slices.Sorted(mapKeys(structFields(c.LookupPath(cue.ParsePath("spec"))))),
+			labels: slices.Sorted(mapKeys(structFields(lookup(c, "labels")))),
+			spec:   slices.Sorted(mapKeys(structFields(lookup(c, "spec")))),
 		}
-		wc.catalog, _ = c.LookupPath(cue.ParsePath("catalog")).String()
-		wc.kind, _ = c.LookupPath(cue.ParsePath("kind")).String()
+		wc.catalog, _ = lookup(c, "catalog").String()
+		wc.kind, _ = lookup(c, "kind").String()
 		w.components = append(w.components, wc)
 	}
 	return w
