@@ -12,6 +12,8 @@
 //
 // A Kernel is safe for concurrent use by multiple goroutines with no
 // mutex: every call builds in a [cue.Context] of its own and retains
-// nothing, so memory does not grow with the number of calls. A cancelled
+// nothing, so memory does not grow with the number of calls. A Render
+// loads the platform module on a second goroutine while it loads the
+// instance, and returns only after that goroutine has ended. A cancelled
 // context stops a call at the next step.
 package kernel
