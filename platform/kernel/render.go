@@ -155,9 +155,12 @@ func evaluate(ctx context.Context, in RenderInput) (*evaluation, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.render = schema.LookupPath(cue.MakePath(cue.Def("#Render"))).
+	// Both inputs go in at once: each unification with #Render evaluates
+	// it afresh.
+	inputs := cc.CompileString("{}").
 		FillPath(cue.MakePath(cue.Str("platform")), pv).
 		FillPath(cue.MakePath(cue.Str("instance")), iv)
+	e.render = schema.LookupPath(cue.MakePath(cue.Def("#Render"))).Unify(inputs)
 	if err := validate(e.render); err != nil {
 		return nil, asError("render", dir, err,
 			source{[]string{"#Render", "instance"}, iv}, source{[]string{"#Render", "platform"}, pv})
