@@ -44,15 +44,7 @@ func dirModule(dir string) (moduleSource, error) {
 	return moduleSource{fsys: fsys, name: name, info: info}, nil
 }
 
-// loadPackage loads the package at the root of module m into cc, with no
-// registry and no environment.
-//
-// The loader first skips imports, which halves its cost: packages of the
-// standard library need no loading, the compiler finds them itself. Only a
-// package that imports another package of its own module is loaded again
-// in full. A plain module file (see plainLanguage) is kept from the quick
-// load, which is then given the module path and language version the
-// loader would have read from it.
+// loadPackage loads the package at the root of module m into cc.
 func loadPackage(ctx context.Context, cc *cue.Context, m moduleSource) (cue.Value, error) {
 	inst, err := loadBuild(m)
 	if err := ctx.Err(); err != nil {
@@ -73,7 +65,16 @@ func buildPackage(ctx context.Context, cc *cue.Context, inst *build.Instance) (c
 	return v, v.Err()
 }
 
-// loadBuild returns the build instance of the package at the root of m.
+// loadBuild loads the package at the root of module m, with no registry
+// and no environment, and returns its build instance. It needs no
+// cue.Context.
+//
+// The loader first skips imports, which halves its cost: packages of the
+// standard library need no loading, the compiler finds them itself. Only a
+// package that imports another package of its own module is loaded again
+// in full. A plain module file (see plainLanguage) is kept from the quick
+// load, which is then given the module path and language version the
+// loader would have read from it.
 func loadBuild(m moduleSource) (*build.Instance, error) {
 	full := load.Config{FS: m.fsys, Dir: "/", FromFSPath: m.name, Env: []string{"CUE_REGISTRY=none"}}
 	quick := full
