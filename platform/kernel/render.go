@@ -8,7 +8,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing/fstest"
 
 	"cuelang.org/go/cue"
@@ -105,19 +104,18 @@ func evaluate(ctx context.Context, in RenderInput) (*evaluation, error) {
 	// Loading needs no cue.Context: the vocabulary and the platform load
 	// on a goroutine of their own while the instance loads and is checked.
 	// Render returns only once that goroutine has ended.
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	var ready struct {
 		vocabulary, platform       *build.Instance
 		vocabularyErr, platformErr error
 	}
-	wg.Go(func() {
+	ahead := goAhead(func() {
 		ready.vocabulary, ready.vocabularyErr = vocabulary(true)
 		var pm moduleSource
 		if pm, ready.platformErr = dirModule(in.Platform.Dir); ready.platformErr == nil {
 			ready.platform, ready.platformErr = loadBuild(pm)
 		}
 	})
+	defer ahead.wait()
 
 	cc := cuecontext.New()
 	dir, iv, err := loadInstance(ctx, cc, in.Instance)
@@ -140,7 +138,7 @@ func evaluate(ctx context.Context, in RenderInput) (*evaluation, error) {
 		return nil, err
 	}
 
-	wg.Wait()
+	ahead.wait()
 	if ready.platformErr != nil {
 		return nil, asError("render", in.Platform.Dir, ready.platformErr)
 	}
