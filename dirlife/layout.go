@@ -76,10 +76,15 @@ func (l Layout[ID]) name(id ID) (string, error) {
 // ascending order of ID (not of name: gen-9 before gen-10). Names the codec
 // does not parse, entries that are not directories (a symbolic link
 // included), and the layout's own staging and moved-aside entries are
-// ignored. A missing Root holds no IDs and is not an error.
+// ignored. A missing Root holds no IDs and is not an error; a Root that
+// Write refuses as unsafe (a symbolic link, a file, a filesystem root) is
+// refused here too, with a *RootError.
 func (l Layout[ID]) IDs() ([]ID, error) {
 	if l.Codec == nil {
 		return nil, ErrNoCodec
+	}
+	if exists, err := checkRoot("ids", l.Root); err != nil || !exists {
+		return nil, err
 	}
 	d, err := os.Open(l.Root)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -9,7 +9,8 @@ import (
 )
 
 // TestRootGuard: Prune, Reset and Write refuse unsafe and foreign roots
-// with a clear error and delete nothing there.
+// with a clear error and delete nothing there; IDs, which only reads,
+// refuses the unsafe ones.
 func TestRootGuard(t *testing.T) {
 	base := t.TempDir()
 	home := filepath.Join(base, "home")
@@ -43,6 +44,9 @@ func TestRootGuard(t *testing.T) {
 			"prune": func() error { return l.Prune() },
 			"reset": l.Reset,
 			"write": func() error { _, err := l.Write(2, Files{"f": nil}); return err },
+		}
+		if c.want == ErrUnsafeRoot {
+			ops["ids"] = func() error { _, err := l.IDs(); return err }
 		}
 		for op, call := range ops {
 			err := call()
