@@ -186,22 +186,16 @@ func TestExchangeFallback(t *testing.T) {
 
 	// Rename calls on the fallback path: 1 publication (refused: exists),
 	// 2 target -> aside, 3 staging -> target, 4 aside -> target (rollback).
-	t.Run("rename into place fails", func(t *testing.T) {
-		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL).failAt(stepRename, 3, errInjected)
-		l := scenario{rewrite: true}.layout(t, rec)
-		if _, err := l.Write(7, newFiles); !errors.Is(err, errInjected) {
-			t.Fatalf("Write = %v, want the injected fault", err)
-		}
-		checkState(t, l, oldFiles)
-	})
-	t.Run("move aside fails", func(t *testing.T) {
-		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL).failAt(stepRename, 2, errInjected)
-		l := scenario{rewrite: true}.layout(t, rec)
-		if _, err := l.Write(7, newFiles); !errors.Is(err, errInjected) {
-			t.Fatalf("Write = %v, want the injected fault", err)
-		}
-		checkState(t, l, oldFiles)
-	})
+	for name, rename := range map[string]int{"move aside fails": 2, "rename into place fails": 3} {
+		t.Run(name, func(t *testing.T) {
+			rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL).failAt(stepRename, rename, errInjected)
+			l := scenario{rewrite: true}.layout(t, rec)
+			if _, err := l.Write(7, newFiles); !errors.Is(err, errInjected) {
+				t.Fatalf("Write = %v, want the injected fault", err)
+			}
+			checkState(t, l, oldFiles)
+		})
+	}
 	t.Run("rollback fails", func(t *testing.T) {
 		rollback := errors.New("rollback fault")
 		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL).failAt(stepRename, 3, errInjected).failAt(stepRename, 4, rollback)

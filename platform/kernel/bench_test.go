@@ -39,9 +39,7 @@ func BenchmarkRender(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, n := range []int{0, 1, 10, 20} {
-		in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: instance(`name: "shop"
-requires: "` + webPath + `": "v1.0.0"
-` + components(n))}}
+		in := shop(p, "v1.0.0", n)
 		b.Run(fmt.Sprintf("components=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -20,9 +20,7 @@ func TestConcurrentBuildAndRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: instance(`name: "shop"
-requires: "` + webPath + `": "v1.9.0"
-` + components(10))}}
+	in := shop(p, "v1.9.0", 10)
 	want, err := k.Render(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -75,9 +73,7 @@ func TestRenderRetainsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: instance(`name: "shop"
-requires: "` + webPath + `": "v1.0.0"
-` + components(4))}}
+	in := shop(p, "v1.0.0", 4)
 	render := func(n int) {
 		for range n {
 			if _, err := k.Render(context.Background(), in); err != nil {

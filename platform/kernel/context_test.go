@@ -51,9 +51,7 @@ func TestCancelledMidway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: instance(`name: "shop"
-requires: "` + webPath + `": "v1.0.0"
-` + components(3))}}
+	in := shop(p, "v1.0.0", 3)
 	for n := 0; ; n++ {
 		out, err := k.Render(&flipCtx{context.Background(), n}, in)
 		if err == nil {

@@ -54,6 +54,14 @@ func instance(body string) map[string][]byte {
 	}
 }
 
+// shop is the render of an instance named shop, requiring version of the
+// web catalog, with n components, against p.
+func shop(p *kernel.Platform, version string, n int) kernel.RenderInput {
+	return kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: instance(`name: "shop"
+requires: "` + webPath + `": "` + version + `"
+` + components(n))}}
+}
+
 // components returns n components using the web catalog.
 func components(n int) string {
 	var b strings.Builder
