@@ -1,0 +1,24 @@
+// Package controller holds the example's reconcilers and the wiring that
+// adds them to a controller-runtime manager.
+//
+// [PlatformReconciler] publishes the cluster's Platform through a
+// [platform.Publisher]: every reconcile generates the platform module from
+// the spec and publishes it under the object's .metadata.generation; a
+// deleted Platform is forgotten. Its conditions and events say what
+// happened. Transient failures (the Publisher not booted yet, a write
+// error, a cancelled context) return an error, so the work queue retries
+// with exponential backoff; a spec that does not build is not retried, for
+// only a new spec can change the result.
+//
+// [ReleaseReconciler] renders each Release's instance module against the
+// platform the Publisher serves, leasing it for the render, and records the
+// result in the Release's status. It renders again whenever the Publisher
+// serves a different generation.
+//
+// The store and its directory are per process. [Setup] registers the
+// Publisher as a runnable that needs leader election: only the elected
+// replica boots it, publishes and renders; the others keep their platform
+// directory untouched and their store empty until they are elected.
+//
+// Reconcilers are safe for concurrent use, as controller-runtime requires.
+package controller

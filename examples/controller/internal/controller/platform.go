@@ -1,0 +1,217 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"leasekit.dev/examples/controller/api/v1alpha1"
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/platformmodule"
+)
+
+// OverlayFile is the file of the generated module that holds
+// spec.overlay, after a "package platform" line.
+const OverlayFile = "overlay.cue"
+
+// PlatformReconciler publishes the Platform named [v1alpha1.PlatformName]
+// through Publisher and records the outcome in its status and events.
+type PlatformReconciler struct {
+	Client    client.Client
+	Publisher *platform.Publisher
+	Recorder  events.EventRecorder
+
+	// Changed, when set, is called after every reconcile that may have
+	// changed the record the Publisher serves (a publish or a forget).
+	// It must not block.
+	Changed func()
+}
+
+// Reconcile publishes the Platform's current generation, or forgets the
+// platform when the object is gone. A spec the generator refuses or the
+// kernel cannot build sets BuildFailed and is not retried; the generation
+// served before keeps serving. A transient failure returns an error, so the
+// request is retried with backoff.
+func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	if req.Name != v1alpha1.PlatformName || req.Namespace != "" {
+		// The API server refuses any other name; a stray request is ignored.
+		return ctrl.Result{}, nil
+	}
+	var p v1alpha1.Platform
+	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(ctx)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		// Deleted, waiting for another controller's finalizer: serve nothing.
+		r.forget(ctx)
+		return ctrl.Result{}, nil
+	}
+
+	before := r.Publisher.Store().Generation()
+	status := p.Status.DeepCopy()
+	status.ObservedGeneration = p.Generation
+
+	files, skew, err := moduleFiles(&p.Spec)
+	var rec platform.Generated
+	if err == nil {
+		rec, err = r.Publisher.Publish(ctx, p.Generation, files, skew)
+	}
+	if after := r.Publisher.Store().Generation(); after != before && r.Changed != nil {
+		r.Changed()
+	}
+
+	result, retry := r.outcome(&p, status, rec, before, err)
+	if uerr := r.updateStatus(ctx, &p, status); uerr != nil {
+		return ctrl.Result{}, uerr
+	}
+	if retry != nil {
+		logger.V(1).Info("publish failed; retrying with backoff", "generation", p.Generation, "error", retry.Error())
+	}
+	return result, retry
+}
+
+// outcome sets status and records events for the result of a publish; it
+// returns the error to retry with, nil when only a new spec can help.
+func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.PlatformStatus, rec platform.Generated, before int64, err error) (ctrl.Result, error) {
+	gen := p.Generation
+	served := r.Publisher.Store().Generation()
+	status.PublishedGeneration = served
+	if g, ok := r.Publisher.Store().Generated(); ok && g.Platform != nil {
+		status.Catalogs = int32(len(g.Platform.Catalogs))
+	} else {
+		status.Catalogs = 0
+	}
+	setPublished(status, gen, served)
+
+	var stale *platform.StaleError
+	var ke *kernel.Error
+	var ie *platformmodule.InputError
+	switch {
+	case err == nil:
+		set(status, gen, v1alpha1.PlatformBuildFailed, metav1.ConditionFalse, ReasonBuilt, fmt.Sprintf("generation %d built", gen))
+		set(status, gen, v1alpha1.PlatformStale, metav1.ConditionFalse, ReasonCurrent, fmt.Sprintf("generation %d is current", gen))
+		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionTrue, ReasonPublished, fmt.Sprintf("serving generation %d", rec.Generation))
+		if before != rec.Generation {
+			r.Recorder.Eventf(p, nil, "Normal", ReasonPublished, "Publish", "published generation %d (%d catalogs)", rec.Generation, status.Catalogs)
+		}
+		return ctrl.Result{}, nil
+
+	case errors.As(err, &ie), errors.As(err, &ke):
+		reason := ReasonBuildFailed
+		if ie != nil {
+			reason = ReasonInvalidSpec
+		}
+		msg := describe(err)
+		set(status, gen, v1alpha1.PlatformBuildFailed, metav1.ConditionTrue, reason, msg)
+		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionFalse, reason, notReady(gen, served, msg))
+		r.Recorder.Eventf(p, nil, "Warning", reason, "Publish", "generation %d: %s", gen, msg)
+		return ctrl.Result{}, nil
+
+	case errors.As(err, &stale):
+		msg := fmt.Sprintf("generation %d is older than the generation %d served", stale.Generation, stale.Current)
+		set(status, gen, v1alpha1.PlatformStale, metav1.ConditionTrue, ReasonStale, msg)
+		r.Recorder.Eventf(p, nil, "Warning", ReasonStale, "Publish", "%s", msg)
+		return ctrl.Result{}, nil
+
+	case errors.Is(err, platform.ErrNotBooted):
+		// The Publisher boots when the manager starts its runnables; the
+		// retry comes after it.
+		return ctrl.Result{}, fmt.Errorf("publish generation %d: %w", gen, err)
+
+	default:
+		msg := describe(err)
+		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionFalse, "PublishFailed", notReady(gen, served, msg))
+		r.Recorder.Eventf(p, nil, "Warning", "PublishFailed", "Publish", "generation %d: %s (retrying)", gen, msg)
+		return ctrl.Result{}, fmt.Errorf("publish generation %d: %w", gen, err)
+	}
+}
+
+// forget drops the served platform, if any.
+func (r *PlatformReconciler) forget(ctx context.Context) {
+	if r.Publisher.Store().Generation() == 0 {
+		return
+	}
+	r.Publisher.Forget()
+	log.FromContext(ctx).Info("platform deleted; forgot the served generation")
+	if r.Changed != nil {
+		r.Changed()
+	}
+}
+
+// updateStatus writes status when it differs from the object's.
+func (r *PlatformReconciler) updateStatus(ctx context.Context, p *v1alpha1.Platform, status *v1alpha1.PlatformStatus) error {
+	if equality.Semantic.DeepEqual(&p.Status, status) {
+		return nil
+	}
+	base := p.DeepCopy()
+	p.Status = *status
+	if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile; the delete event follows
+		}
+		return fmt.Errorf("update status of platform %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// moduleFiles generates the platform module spec describes, with its
+// overlay, and resolves its skew policy.
+func moduleFiles(spec *v1alpha1.PlatformSpec) (platformmodule.Files, kernel.SkewPolicy, error) {
+	skew, err := kernel.ParseSkewPolicy(spec.SkewPolicy)
+	if err != nil {
+		return nil, 0, &platformmodule.InputError{Field: "SkewPolicy", Value: spec.SkewPolicy, Rule: "must be Warn or Refuse"}
+	}
+	in := platformmodule.Input{Name: spec.Name, Type: spec.Type, Labels: maps.Clone(spec.Labels)}
+	for _, c := range spec.Catalogs {
+		in.Catalogs = append(in.Catalogs, platformmodule.Catalog{
+			Path: c.Path, Version: c.Version, Kinds: c.Kinds, Disabled: c.Disabled,
+		})
+	}
+	files, err := platformmodule.Generate(in)
+	if err != nil {
+		return nil, 0, err
+	}
+	if spec.Overlay != "" {
+		files[OverlayFile] = []byte("package platform\n" + spec.Overlay)
+	}
+	return files, skew, nil
+}
+
+// setPublished sets the Published condition for the generation served.
+func setPublished(status *v1alpha1.PlatformStatus, gen, served int64) {
+	if served == 0 {
+		set(status, gen, v1alpha1.PlatformPublished, metav1.ConditionFalse, ReasonNotPublished, "no generation is served")
+		return
+	}
+	set(status, gen, v1alpha1.PlatformPublished, metav1.ConditionTrue, ReasonPublished, fmt.Sprintf("serving generation %d", served))
+}
+
+// notReady says why gen is not served, and what is served instead.
+func notReady(gen, served int64, msg string) string {
+	if served == 0 {
+		return truncate(fmt.Sprintf("generation %d not served, nothing served: %s", gen, msg), maxMessage)
+	}
+	return truncate(fmt.Sprintf("generation %d not served, generation %d still serves: %s", gen, served, msg), maxMessage)
+}
+
+func set(status *v1alpha1.PlatformStatus, gen int64, typ string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen,
+	})
+}

@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"leasekit.dev/examples/controller/api/v1alpha1"
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
+)
+
+// ReleaseReconciler renders each Release's instance module against the
+// platform Publisher serves and records the result in its status.
+type ReleaseReconciler struct {
+	Client    client.Client
+	Publisher *platform.Publisher
+	Recorder  events.EventRecorder
+
+	// Observe, when set, is called with the seconds each render took and
+	// its error.
+	Observe func(secs float64, err error)
+}
+
+// Reconcile renders the Release unless its status already records a render
+// of its current generation against the generation the Publisher serves.
+// With no platform served it records PlatformNotReady and waits for the
+// Publisher to serve one; a render that fails is not retried until the
+// Release or the platform changes. A transient failure returns an error,
+// so the request is retried with backoff.
+func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var rel v1alpha1.Release
+	if err := r.Client.Get(ctx, req.NamespacedName, &rel); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !rel.DeletionTimestamp.IsZero() || r.upToDate(&rel) {
+		return ctrl.Result{}, nil
+	}
+
+	files := make(map[string][]byte, len(rel.Spec.Files))
+	for name, content := range rel.Spec.Files {
+		files[name] = []byte(content)
+	}
+	start := time.Now()
+	out, rec, err := r.Publisher.Render(ctx, kernel.Instance{Files: files})
+	if r.Observe != nil {
+		r.Observe(time.Since(start).Seconds(), err)
+	}
+	if errors.Is(err, platform.ErrNotBooted) || ctx.Err() != nil {
+		return ctrl.Result{}, fmt.Errorf("render release %s: %w", req.NamespacedName, errors.Join(err, ctx.Err()))
+	}
+
+	status := rel.Status.DeepCopy()
+	status.ObservedGeneration = rel.Generation
+	cond := metav1.Condition{Type: v1alpha1.ReleaseRendered, ObservedGeneration: rel.Generation}
+	switch {
+	case err == nil:
+		status.PlatformGeneration = rec.Generation
+		status.Instance = out.Instance
+		status.Resources = make([]v1alpha1.RenderedResource, 0, len(out.Resources))
+		for _, res := range out.Resources {
+			status.Resources = append(status.Resources, v1alpha1.RenderedResource{Component: res.Component, Kind: res.Kind, Name: res.Name})
+		}
+		status.Diagnostics = nil
+		for _, d := range out.Diagnostics {
+			status.Diagnostics = append(status.Diagnostics, fmt.Sprintf("%s: %s", d.Severity, d.Message))
+		}
+		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonRendered
+		cond.Message = fmt.Sprintf("rendered %d resource(s) against platform generation %d", len(out.Resources), rec.Generation)
+	case errors.Is(err, platform.ErrNotReady):
+		status.PlatformGeneration = 0
+		status.Instance, status.Resources, status.Diagnostics = "", nil, nil
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonPlatformNotReady
+		cond.Message = "no platform is served yet; the release renders once one is"
+	default:
+		status.PlatformGeneration = rec.Generation
+		status.Instance, status.Resources, status.Diagnostics = "", nil, nil
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonRenderFailed
+		cond.Message = truncate(fmt.Sprintf("platform generation %d: %s", rec.Generation, describe(err)), maxMessage)
+	}
+	changed := !rendered(&rel.Status, cond)
+	meta.SetStatusCondition(&status.Conditions, cond)
+	if err := r.updateStatus(ctx, &rel, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	if changed {
+		kind := "Normal"
+		if cond.Status != metav1.ConditionTrue {
+			kind = "Warning"
+		}
+		r.Recorder.Eventf(&rel, nil, kind, cond.Reason, "Render", "%s", cond.Message)
+	}
+	return ctrl.Result{}, nil
+}
+
+// upToDate reports whether rel's status records a render of its current
+// generation against the generation the Publisher serves now.
+func (r *ReleaseReconciler) upToDate(rel *v1alpha1.Release) bool {
+	c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
+	return c != nil && c.ObservedGeneration == rel.Generation &&
+		rel.Status.ObservedGeneration == rel.Generation &&
+		rel.Status.PlatformGeneration == r.Publisher.Store().Generation()
+}
+
+// rendered reports whether status already holds cond, apart from its time.
+func rendered(status *v1alpha1.ReleaseStatus, cond metav1.Condition) bool {
+	c := meta.FindStatusCondition(status.Conditions, cond.Type)
+	return c != nil && c.Status == cond.Status && c.Reason == cond.Reason &&
+		c.Message == cond.Message && c.ObservedGeneration == cond.ObservedGeneration
+}
+
+// updateStatus writes status when it differs from the object's.
+func (r *ReleaseReconciler) updateStatus(ctx context.Context, rel *v1alpha1.Release, status *v1alpha1.ReleaseStatus) error {
+	if equality.Semantic.DeepEqual(&rel.Status, status) {
+		return nil
+	}
+	base := rel.DeepCopy()
+	rel.Status = *status
+	if err := r.Client.Status().Patch(ctx, rel, client.MergeFrom(base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("update status of release %s/%s: %w", rel.Namespace, rel.Name, err)
+	}
+	return nil
+}

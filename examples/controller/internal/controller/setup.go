@@ -1,0 +1,138 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"leasekit.dev/examples/controller/api/v1alpha1"
+	"leasekit.dev/examples/controller/internal/metrics"
+	"leasekit.dev/platform"
+)
+
+// Config is what [Setup] needs.
+type Config struct {
+	// PlatformDir is the directory the Publisher owns: emptied at boot,
+	// one subdirectory per generation.
+	PlatformDir string
+
+	// Registerer receives the metrics; nil means controller-runtime's
+	// metrics.Registry, which the manager's metrics server serves.
+	Registerer prometheus.Registerer
+
+	// Logger receives the Publisher's log; nil means none.
+	Logger *slog.Logger
+
+	// NoSync turns the layout's durability off, for a platform directory
+	// on a disk wiped at boot (an emptyDir).
+	NoSync bool
+}
+
+// Wiring is what [Setup] added to the manager.
+type Wiring struct {
+	Publisher *platform.Publisher
+	Metrics   *metrics.Metrics
+	Platform  *PlatformReconciler
+	Release   *ReleaseReconciler
+}
+
+// Setup adds to mgr the Publisher (a runnable that needs leader election:
+// it boots, emptying PlatformDir, when this replica is elected), the
+// Platform and Release controllers, and the metrics.
+func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
+	if cfg.PlatformDir == "" {
+		return nil, errors.New("controller: the platform directory is required")
+	}
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = crmetrics.Registry
+	}
+	m := metrics.New()
+	pub := platform.NewPublisher(cfg.PlatformDir, platform.PublisherOptions{
+		Logger:    cfg.Logger,
+		NoSync:    cfg.NoSync,
+		OnPublish: m.ObservePublish,
+		OnReclaim: m.ObserveReclaim,
+	})
+	if err := m.Register(reg, pub.Stats); err != nil {
+		return nil, fmt.Errorf("controller: register metrics: %w", err)
+	}
+	if err := mgr.Add(pub); err != nil {
+		return nil, fmt.Errorf("controller: add the publisher: %w", err)
+	}
+
+	// The Platform reconciler tells the Release controller when the served
+	// generation changes. One pending notice is enough: the Release
+	// controller lists every Release when it takes the notice, after the
+	// change, so a notice dropped because one is pending loses nothing.
+	changed := make(chan event.GenericEvent, 1)
+	notify := func() {
+		select {
+		case changed <- event.GenericEvent{Object: &v1alpha1.Platform{}}:
+		default:
+		}
+	}
+
+	w := &Wiring{
+		Publisher: pub,
+		Metrics:   m,
+		Platform: &PlatformReconciler{
+			Client:    mgr.GetClient(),
+			Publisher: pub,
+			Recorder:  mgr.GetEventRecorder("platform-controller"),
+			Changed:   notify,
+		},
+		Release: &ReleaseReconciler{
+			Client:    mgr.GetClient(),
+			Publisher: pub,
+			Recorder:  mgr.GetEventRecorder("release-controller"),
+			Observe:   m.ObserveRender,
+		},
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("platform").
+		For(&v1alpha1.Platform{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(w.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("controller: platform controller: %w", err)
+	}
+	c := mgr.GetClient()
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("release").
+		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(
+			func(ctx context.Context, _ client.Object) []reconcile.Request {
+				return allReleases(ctx, c)
+			}))).
+		Complete(w.Release)
+	if err != nil {
+		return nil, fmt.Errorf("controller: release controller: %w", err)
+	}
+	return w, nil
+}
+
+// allReleases lists every Release, for a change of the served platform.
+func allReleases(ctx context.Context, c client.Client) []reconcile.Request {
+	var list v1alpha1.ReleaseList
+	if err := c.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list releases after a platform change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, rel := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&rel)})
+	}
+	return reqs
+}

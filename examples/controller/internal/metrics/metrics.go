@@ -1,0 +1,166 @@
+package metrics
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"leasekit.dev/platform"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "leasekit_platform"
+
+// Metrics are the Publisher's metrics. Create them with [New].
+type Metrics struct {
+	// Publishes counts Publish calls by outcome ("published",
+	// "unchanged", "rewritten", "build-failed", "stale", "failed"; the
+	// words of [platform.Outcome.String]).
+	Publishes *prometheus.CounterVec
+	// PublishPhase observes the seconds each phase of a publish took, by
+	// phase: "write", "build", "set", "prune". A phase a publish did not
+	// reach is not observed.
+	PublishPhase *prometheus.HistogramVec
+	// ReclaimDelay observes the seconds from the instant a generation
+	// became reclaimable (superseded or forgotten, and its last lease
+	// released) to its directory's removal.
+	ReclaimDelay prometheus.Histogram
+	// ReclaimErrors counts failed directory removals (each is retried).
+	ReclaimErrors prometheus.Counter
+	// Renders observes the seconds each render took, by result: "ok",
+	// "failed" or "not-ready".
+	Renders *prometheus.HistogramVec
+
+	stats *statsCollector
+}
+
+// New returns the metrics, not yet registered.
+func New() *Metrics {
+	return &Metrics{
+		Publishes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "publishes_total",
+			Help: "Publish calls, by outcome.",
+		}, []string{"outcome"}),
+		PublishPhase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "publish_phase_seconds",
+			Help:    "Seconds each phase of a publish took: write, build, set, prune.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}, []string{"phase"}),
+		ReclaimDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "reclaim_delay_seconds",
+			Help:    "Seconds from a generation becoming reclaimable to the removal of its directory.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 12),
+		}),
+		ReclaimErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "reclaim_errors_total",
+			Help: "Failed removals of generation directories; each is retried.",
+		}),
+		Renders: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "render_seconds",
+			Help:    "Seconds each render took, by result: ok, failed, not-ready.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 3, 10),
+		}, []string{"result"}),
+		stats: newStatsCollector(),
+	}
+}
+
+// Register registers every metric with reg; stats is read at each scrape
+// for the gauges and the prune counter (a Publisher's Stats method). On
+// failure it unregisters what it registered and returns the error.
+func (m *Metrics) Register(reg prometheus.Registerer, stats func() platform.Stats) error {
+	m.stats.read = stats
+	var done []prometheus.Collector
+	for _, c := range []prometheus.Collector{m.Publishes, m.PublishPhase, m.ReclaimDelay, m.ReclaimErrors, m.Renders, m.stats} {
+		if err := reg.Register(c); err != nil {
+			for _, d := range done {
+				reg.Unregister(d)
+			}
+			return err
+		}
+		done = append(done, c)
+	}
+	return nil
+}
+
+// ObservePublish records a publish: its outcome and the time of each
+// phase it reached. It is the Publisher's OnPublish hook.
+func (m *Metrics) ObservePublish(e platform.PublishEvent) {
+	m.Publishes.WithLabelValues(e.Outcome.String()).Inc()
+	for _, p := range []struct {
+		phase string
+		secs  float64
+	}{
+		{"write", e.Timings.Write.Seconds()},
+		{"build", e.Timings.Build.Seconds()},
+		{"set", e.Timings.Set.Seconds()},
+		{"prune", e.Timings.Prune.Seconds()},
+	} {
+		if p.secs > 0 {
+			m.PublishPhase.WithLabelValues(p.phase).Observe(p.secs)
+		}
+	}
+}
+
+// ObserveReclaim records a removal attempt: its delay when it succeeded,
+// an error otherwise. It is the Publisher's OnReclaim hook.
+func (m *Metrics) ObserveReclaim(e platform.ReclaimEvent) {
+	if e.Err != nil {
+		m.ReclaimErrors.Inc()
+		return
+	}
+	m.ReclaimDelay.Observe(e.Delay.Seconds())
+}
+
+// ObserveRender records a render that took secs and ended with err.
+func (m *Metrics) ObserveRender(secs float64, err error) {
+	result := "ok"
+	switch {
+	case errors.Is(err, platform.ErrNotReady):
+		result = "not-ready"
+	case err != nil:
+		result = "failed"
+	}
+	m.Renders.WithLabelValues(result).Observe(secs)
+}
+
+// statsCollector reads a Publisher's Stats at each scrape.
+type statsCollector struct {
+	read       func() platform.Stats
+	generation *prometheus.Desc
+	onDisk     *prometheus.Desc
+	leases     *prometheus.Desc
+	prunes     *prometheus.Desc
+}
+
+func newStatsCollector() *statsCollector {
+	return &statsCollector{
+		generation: prometheus.NewDesc(Namespace+"_generation",
+			"The generation the store holds; 0 when none.", nil, nil),
+		onDisk: prometheus.NewDesc(Namespace+"_generations_on_disk",
+			"Generation directories on disk.", nil, nil),
+		leases: prometheus.NewDesc(Namespace+"_leases",
+			"Outstanding leases, by generation.", []string{"generation"}, nil),
+		prunes: prometheus.NewDesc(Namespace+"_prunes_total",
+			"Generation directories removed, by a publish's prune or by reclaim.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.generation
+	ch <- c.onDisk
+	ch <- c.leases
+	ch <- c.prunes
+}
+
+// Collect implements prometheus.Collector.
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.read()
+	ch <- prometheus.MustNewConstMetric(c.generation, prometheus.GaugeValue, float64(s.Generation))
+	ch <- prometheus.MustNewConstMetric(c.onDisk, prometheus.GaugeValue, float64(len(s.OnDisk)))
+	for gen, n := range s.Leases {
+		ch <- prometheus.MustNewConstMetric(c.leases, prometheus.GaugeValue, float64(n), strconv.FormatInt(gen, 10))
+	}
+	ch <- prometheus.MustNewConstMetric(c.prunes, prometheus.CounterValue, float64(s.Prunes))
+}
