@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -75,6 +77,11 @@ func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if after := r.Publisher.Store().Generation(); after != before && r.Changed != nil {
 		r.Changed()
 	}
+	if errors.Is(err, platform.ErrNotBooted) {
+		// The Publisher boots when the manager starts its runnables (on
+		// the elected replica); the retry comes after. Nothing to report.
+		return ctrl.Result{}, fmt.Errorf("publish generation %d: %w", p.Generation, err)
+	}
 
 	result, retry := r.outcome(&p, status, rec, before, err)
 	if uerr := r.updateStatus(ctx, &p, status); uerr != nil {
@@ -117,7 +124,7 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 		if ie != nil {
 			reason = ReasonInvalidSpec
 		}
-		msg := describe(err)
+		msg := r.relative(describe(err))
 		set(status, gen, v1alpha1.PlatformBuildFailed, metav1.ConditionTrue, reason, msg)
 		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionFalse, reason, notReady(gen, served, msg))
 		r.Recorder.Eventf(p, nil, "Warning", reason, "Publish", "generation %d: %s", gen, msg)
@@ -129,17 +136,23 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 		r.Recorder.Eventf(p, nil, "Warning", ReasonStale, "Publish", "%s", msg)
 		return ctrl.Result{}, nil
 
-	case errors.Is(err, platform.ErrNotBooted):
-		// The Publisher boots when the manager starts its runnables; the
-		// retry comes after it.
-		return ctrl.Result{}, fmt.Errorf("publish generation %d: %w", gen, err)
-
 	default:
 		msg := describe(err)
 		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionFalse, "PublishFailed", notReady(gen, served, msg))
 		r.Recorder.Eventf(p, nil, "Warning", "PublishFailed", "Publish", "generation %d: %s (retrying)", gen, msg)
 		return ctrl.Result{}, fmt.Errorf("publish generation %d: %w", gen, err)
 	}
+}
+
+// relative shortens the positions in msg to paths relative to the
+// platform directory ("gen-2/overlay.cue:2:7"): the directory is the
+// process's own, the generation and file are what a reader needs.
+func (r *PlatformReconciler) relative(msg string) string {
+	root := filepath.Clean(r.Publisher.Layout().Root)
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
+	}
+	return strings.ReplaceAll(msg, root+string(filepath.Separator), "")
 }
 
 // forget drops the served platform, if any.

@@ -1,0 +1,81 @@
+package controller_test
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"leasekit.dev/examples/controller/api/v1alpha1"
+)
+
+const webPath = "example.com/catalogs/web@v1"
+
+// newScheme returns a scheme with the built-in types and this example's.
+func newScheme(t testing.TB) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// acme is a Platform spec carrying the web catalog at v1.4.0.
+func acme() v1alpha1.PlatformSpec {
+	return v1alpha1.PlatformSpec{
+		Name:   "acme",
+		Labels: map[string]string{"team": "platform"},
+		Catalogs: []v1alpha1.Catalog{
+			{Path: webPath, Version: "v1.4.0", Kinds: []string{"Deployment", "Service"}},
+		},
+		SkewPolicy: v1alpha1.SkewWarn,
+	}
+}
+
+// shop is an instance module named shop, requiring the web catalog at
+// version, with a Deployment and a Service.
+func shop(version string) map[string]string {
+	return map[string]string{
+		"cue.mod/module.cue": "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n",
+		"shop.cue": `package shop
+
+name: "shop"
+requires: "` + webPath + `": "` + version + `"
+components: web: {kind: "Deployment", catalog: "` + webPath + `", replicas: 2, spec: {image: "shop:1", port: 8080}}
+components: svc: {kind: "Service", catalog: "` + webPath + `", replicas: 0, spec: {image: "shop:1", port: 80}}
+`,
+	}
+}
+
+// newPlatform returns the Platform singleton with spec and generation.
+func newPlatform(spec v1alpha1.PlatformSpec, generation int64) *v1alpha1.Platform {
+	return &v1alpha1.Platform{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PlatformName, Generation: generation},
+		Spec:       spec,
+	}
+}
+
+// eventually calls check until it returns nil, failing the test with its
+// last error if that takes longer than a minute: a wait for the
+// controller, with a bound generous enough that it is never the reason a
+// correct controller fails on a loaded machine.
+func eventually(t testing.TB, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not so after a minute: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
