@@ -6,23 +6,20 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
+	"leasekit.dev/platform/kernel"
 )
 
 const webPath = "example.com/catalogs/web@v1"
 
 // newScheme returns a scheme with the built-in types and this example's.
-func newScheme(t testing.TB) *runtime.Scheme {
-	t.Helper()
+func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1alpha1.AddToScheme(s))
 	return s
 }
 
@@ -78,4 +75,13 @@ func eventually(t testing.TB, what string, check func() error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// instanceOf returns files as a kernel instance.
+func instanceOf(files map[string]string) kernel.Instance {
+	b := make(map[string][]byte, len(files))
+	for k, v := range files {
+		b[k] = []byte(v)
+	}
+	return kernel.Instance{Files: b}
 }

@@ -35,7 +35,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, boot bool, objs ...client.Object) *fixture {
 	t.Helper()
-	c := fake.NewClientBuilder().WithScheme(newScheme(t)).
+	c := fake.NewClientBuilder().WithScheme(newScheme()).
 		WithStatusSubresource(&v1alpha1.Platform{}, &v1alpha1.Release{}).
 		WithObjects(objs...).Build()
 	pub := platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), platform.PublisherOptions{NoSync: true})
