@@ -69,6 +69,9 @@ func New() *Metrics {
 // for the gauges and the prune counter (a Publisher's Stats method). On
 // failure it unregisters what it registered and returns the error.
 func (m *Metrics) Register(reg prometheus.Registerer, stats func() platform.Stats) error {
+	if stats == nil {
+		return errors.New("metrics: Register needs a stats function")
+	}
 	m.stats.read = stats
 	var done []prometheus.Collector
 	for _, c := range []prometheus.Collector{m.Publishes, m.PublishPhase, m.ReclaimDelay, m.ReclaimErrors, m.Renders, m.stats} {
