@@ -22,3 +22,11 @@
 //
 // Reconcilers are safe for concurrent use, as controller-runtime requires.
 package controller
+
+// The ClusterRole the controller needs, from the rbac markers below.
+//go:generate go tool controller-gen rbac:roleName=platform-controller paths=. output:rbac:artifacts:config=../../config/rbac
+
+// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms;releases,verbs=get;list;watch
+// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms/status;releases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
