@@ -69,7 +69,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	if err := m.Register(reg, pub.Stats); err != nil {
 		return nil, fmt.Errorf("controller: register metrics: %w", err)
 	}
-	if err := mgr.Add(pub); err != nil {
+	if err := mgr.Add(electedOnly{pub}); err != nil {
 		return nil, fmt.Errorf("controller: add the publisher: %w", err)
 	}
 
@@ -136,3 +136,13 @@ func allReleases(ctx context.Context, c client.Client) []reconcile.Request {
 	}
 	return reqs
 }
+
+// electedOnly runs the Publisher only on the elected replica: a replica
+// that is not elected leaves its platform directory untouched.
+type electedOnly struct{ pub *platform.Publisher }
+
+// Start boots the Publisher, then runs its reclaim loop until ctx ends.
+func (e electedOnly) Start(ctx context.Context) error { return e.pub.Start(ctx) }
+
+// NeedLeaderElection reports true: the Publisher starts once elected.
+func (electedOnly) NeedLeaderElection() bool { return true }
