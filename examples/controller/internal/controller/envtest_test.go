@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,8 @@ import (
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/platformmodule"
 )
 
 // TestEnvtest drives the controller through a Platform's life against a
@@ -37,6 +40,7 @@ func TestEnvtest(t *testing.T) {
 		{"SpecChangeWhileLeased", testSpecChangeWhileLeased},
 		{"BrokenSpecKeepsServing", testBrokenSpecKeepsServing},
 		{"DeleteForgets", testDeleteForgets},
+		{"RecreateThenFailOver", testRecreateThenFailOver},
 	}
 	for _, step := range steps {
 		if !t.Run(step.name, func(t *testing.T) { step.run(t, s) }) {
@@ -288,6 +292,104 @@ func testDeleteForgets(t *testing.T, s *suite) {
 	gone(t, held.Dir)
 	if v := gathered(t, s, "leasekit_platform_generations_on_disk", nil); v != 0 {
 		t.Errorf("leasekit_platform_generations_on_disk = %v after the delete, want 0", v)
+	}
+}
+
+// testRecreateThenFailOver: a Platform created again after its delete is
+// published from generation 1 again. A second replica, not elected, leaves
+// its platform directory untouched and serves nothing; when the leader
+// stops, it is elected through the Lease, boots (emptying its directory)
+// and publishes the Platform from the object alone.
+func testRecreateThenFailOver(t *testing.T, s *suite) {
+	ctx := context.Background()
+	// The second replica's directory holds what an earlier process of its
+	// own left: a generation directory.
+	dir2 := filepath.Join(t.TempDir(), "platform")
+	earlier := platform.NewPublisher(dir2, platform.PublisherOptions{NoSync: true})
+	if err := earlier.Boot(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := platformmodule.Generate(platformmodule.Input{Name: "earlier"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := earlier.Publish(ctx, 7, files, 0); err != nil {
+		t.Fatal(err)
+	}
+	sentinel := earlier.Layout().Dir(7)
+	mgr2, w2, err := newManager(s.cfg, dir2, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop2 := startManager(mgr2)
+	t.Cleanup(func() {
+		if err := stop2(); err != nil {
+			t.Errorf("second manager: %v", err)
+		}
+	})
+	if !mgr2.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the second manager's cache did not sync")
+	}
+
+	p := newPlatform(acme(), 0)
+	if err := s.client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Generation != 1 {
+		t.Fatalf("a recreated Platform has generation %d, want 1", p.Generation)
+	}
+	ready(t, s, 1)
+	renderedAgainst(t, s, 1)
+
+	select {
+	case <-mgr2.Elected():
+		t.Fatal("two replicas elected at once")
+	default:
+	}
+	if _, err := os.Stat(sentinel); err != nil {
+		t.Fatalf("a replica that is not elected touched its platform directory: %v", err)
+	}
+	if _, err := w2.Publisher.Publish(ctx, 1, map[string][]byte{"x": nil}, 0); !errors.Is(err, platform.ErrNotBooted) {
+		t.Fatalf("publish on a replica that is not elected: %v, want ErrNotBooted", err)
+	}
+	if g := w2.Publisher.Store().Generation(); g != 0 {
+		t.Fatalf("a replica that is not elected serves generation %d", g)
+	}
+	lease, err := s.kube.CoordinationV1().Leases(leaseNamespace).Get(ctx, leaseID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := *lease.Spec.HolderIdentity
+
+	if err := s.stopManager(); err != nil {
+		t.Fatalf("stop the leader: %v", err)
+	}
+	eventually(t, "the second replica is elected", func() error {
+		select {
+		case <-mgr2.Elected():
+			return nil
+		default:
+			return errors.New("not elected")
+		}
+	})
+	eventually(t, "the new leader serves the Platform", func() error {
+		if g := w2.Publisher.Store().Generation(); g != 1 {
+			return fmt.Errorf("serves generation %d", g)
+		}
+		return nil
+	})
+	if _, err := os.Stat(sentinel); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the new leader booted without emptying its platform directory: %v", err)
+	}
+	lease, err = s.kube.CoordinationV1().Leases(leaseNamespace).Get(ctx, leaseID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h == nil || *h == first {
+		t.Fatalf("the Lease still names the stopped leader %q", first)
+	}
+	if _, _, err := w2.Publisher.Render(ctx, instanceOf(shop("v1.4.0"))); err != nil {
+		t.Fatalf("render on the new leader: %v", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -41,6 +44,10 @@ type suite struct {
 	wiring   *controller.Wiring
 	dir      string
 	elected  <-chan struct{}
+
+	// stopManager stops the manager and returns its error; it may be
+	// called more than once.
+	stopManager func() error
 }
 
 func TestMain(m *testing.M) {
@@ -106,35 +113,14 @@ func startSuite() (_ *suite, stop func() error, err error) {
 	}
 	cleanup = append(cleanup, func() error { return os.RemoveAll(s.dir) })
 
-	mgr, err := ctrl.NewManager(s.cfg, ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
-		LeaderElection:                true,
-		LeaderElectionID:              leaseID,
-		LeaderElectionNamespace:       leaseNamespace,
-		LeaderElectionReleaseOnCancel: true,
-	})
+	mgr, wiring, err := newManager(s.cfg, filepath.Join(s.dir, "platform"), s.registry)
 	if err != nil {
 		return fail(err)
 	}
-	s.wiring, err = controller.Setup(mgr, controller.Config{
-		PlatformDir: filepath.Join(s.dir, "platform"),
-		Registerer:  s.registry,
-		NoSync:      true,
-	})
-	if err != nil {
-		return fail(err)
-	}
+	s.wiring = wiring
 	s.elected = mgr.Elected()
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	cleanup = append(cleanup, func() error {
-		cancel()
-		return <-done
-	})
+	s.stopManager = startManager(mgr)
+	cleanup = append(cleanup, s.stopManager)
 	stop = func() error {
 		var first error
 		for i := len(cleanup) - 1; i >= 0; i-- {
@@ -145,6 +131,43 @@ func startSuite() (_ *suite, stop func() error, err error) {
 		return first
 	}
 	return s, stop, nil
+}
+
+// newManager returns a manager with leader election on and the example's
+// Setup, its Publisher owning dir, its metrics registered with reg.
+func newManager(cfg *rest.Config, dir string, reg *prometheus.Registry) (ctrl.Manager, *controller.Wiring, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        newScheme(),
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                true,
+		LeaderElectionID:              leaseID,
+		LeaderElectionNamespace:       leaseNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		// A second manager in this process, a replica, reuses the
+		// controller names.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := controller.Setup(mgr, controller.Config{PlatformDir: dir, Registerer: reg, NoSync: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	return mgr, w, nil
+}
+
+// startManager starts mgr and returns the function that stops it and
+// returns its error, safe to call more than once.
+func startManager(mgr ctrl.Manager) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return sync.OnceValue(func() error {
+		cancel()
+		return <-done
+	})
 }
 
 // needEnv skips t unless the envtest suite runs.
