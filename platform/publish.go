@@ -139,8 +139,9 @@ func (p *Publisher) restore(cur Generated, cause error) error {
 
 // Forget drops the current record, for a deleted Platform resource: the
 // store holds nothing afterwards, and the directory is removed once its
-// last lease is released (at once when it has none). Forget waits for a
-// running Publish to finish.
+// last lease is released (at once when it has none). Like Publish, it
+// removes every other directory that is neither current nor leased. Forget
+// waits for a running Publish to finish.
 func (p *Publisher) Forget() {
 	_ = p.lock(context.Background())
 	cur, held := p.store.Generated()
@@ -149,9 +150,9 @@ func (p *Publisher) Forget() {
 	var reclaims []ReclaimEvent
 	if held {
 		p.superseded[cur.Generation] = time.Now()
-		if p.booted.Load() {
-			reclaims = p.reclaimLocked()
-		}
+	}
+	if p.booted.Load() {
+		reclaims = p.reclaimLocked()
 	}
 	p.unlock()
 	if held {
