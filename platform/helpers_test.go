@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 )
 
@@ -137,4 +138,19 @@ func strayEntries(t tb, root string) []string {
 		}
 	}
 	return stray
+}
+
+// renderInstance is an instance module with one component of the web
+// catalog that moduleFiles carries.
+func renderInstance(t tb) kernel.Instance {
+	t.Helper()
+	return kernel.Instance{Files: map[string][]byte{
+		"cue.mod/module.cue": []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+		"shop.cue": []byte(`package shop
+
+name: "shop"
+requires: "example.com/catalogs/web@v1": "v1.0.0"
+components: web: {kind: "Deployment", catalog: "example.com/catalogs/web@v1", replicas: 2, spec: {image: "shop:1", port: 8080}}
+`),
+	}}
 }

@@ -96,6 +96,7 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 		}
 	}
 	if err != nil {
+		p.dirty = true // a failed Write leaves its staging directory
 		if rewrite {
 			start = time.Now()
 			err = p.restore(cur, err)

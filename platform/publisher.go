@@ -62,6 +62,7 @@ type Publisher struct {
 	files      platformmodule.Files // the current generation's files, as published
 	superseded map[int64]time.Time  // generations no longer current, since when
 	prune      func(keep ...int64) error
+	dirty      bool // Root may hold entries that are not generation directories
 
 	poke chan struct{} // asks the reclaim loop to retry; capacity 1
 

@@ -83,7 +83,11 @@ func (p *Publisher) reclaimLocked() []ReclaimEvent {
 			doomed = append(doomed, g)
 		}
 	}
+	if len(doomed) == 0 && !p.dirty {
+		return nil // nothing to remove: no need to lock Root
+	}
 	pruneErr := p.prune(keep...)
+	p.dirty = pruneErr != nil
 	if len(doomed) == 0 {
 		if pruneErr != nil {
 			return p.reclaimFailed(0, pruneErr)
