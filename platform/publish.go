@@ -82,6 +82,13 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 		return Generated{}, Failed, err
 	}
 
+	if err := ctx.Err(); err != nil {
+		if rewrite {
+			p.store.SetGenerated(cur)
+		}
+		return Generated{}, Failed, err
+	}
+
 	start := time.Now()
 	dir, err := p.layout.Write(generation, files)
 	t.Write = time.Since(start)
@@ -183,9 +190,12 @@ func (p *Publisher) finishPublish(ev PublishEvent, reclaims []ReclaimEvent) {
 	}
 	p.statsMu.Unlock()
 
-	if ev.Err != nil {
+	switch {
+	case ev.Err != nil:
 		p.log.Error("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String(), "err", ev.Err)
-	} else {
+	case ev.Outcome == Unchanged:
+		p.log.Debug("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String())
+	default:
 		p.log.Info("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String(),
 			"write", ev.Timings.Write, "build", ev.Timings.Build, "set", ev.Timings.Set, "prune", ev.Timings.Prune)
 	}

@@ -279,3 +279,34 @@ func TestRender(t *testing.T) {
 		t.Fatalf("skewed render under SkewWarn: %+v, %v; want one diagnostic", out, err)
 	}
 }
+
+// A context that has ended refuses a publish before anything is written.
+func TestCancelledContextWritesNothing(t *testing.T) {
+	var events []platform.PublishEvent
+	p := newBooted(t, platform.PublisherOptions{OnPublish: func(ev platform.PublishEvent) { events = append(events, ev) }})
+	rec, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, gen := range []int64{2, 1} { // a new generation; a changed current one
+		if _, err := p.Publish(ctx, gen, moduleFiles(t, 1), 0); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Publish(%d) with a cancelled context: %v", gen, err)
+		}
+		if ev := events[len(events)-1]; ev.Outcome != platform.Failed || ev.Timings.Write != 0 {
+			t.Fatalf("Publish(%d) with a cancelled context: event %+v, want failed with nothing written", gen, ev)
+		}
+		if got, _ := p.Store().Generated(); got != rec {
+			t.Fatalf("store holds %+v", got)
+		}
+		if g := generations(t, p); !slices.Equal(g, []int64{1}) {
+			t.Fatalf("Generations() = %v", g)
+		}
+		checkTree(t, rec.Dir, moduleFiles(t, 0))
+	}
+	// An identical re-publish needs no context time: it still answers.
+	if got, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil || got != rec {
+		t.Fatalf("identical re-publish with a cancelled context: %+v, %v", got, err)
+	}
+}
