@@ -174,9 +174,11 @@ func (p *Publisher) Stats() Stats {
 }
 
 // Render leases the current record, renders inst against its platform with
-// the record's skew policy, and releases the lease. It returns
-// [ErrNotReady] when no platform is held, and the record it rendered
-// against.
+// the record's skew policy, and releases the lease; it returns the output
+// and the record it rendered against. It returns [ErrNotReady] when no
+// platform is held: before the first Publish, after Forget, and while a
+// changed current generation waits for its leases to drain. Render takes
+// no lock of the Publisher's and may run concurrently with everything.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
 	if !p.booted.Load() {
 		return kernel.RenderOutput{}, Generated{}, ErrNotBooted
