@@ -125,7 +125,7 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 	t.Set = time.Since(start)
 
 	start = time.Now()
-	*reclaims = p.reclaimLocked()
+	*reclaims = p.pruneAfterSet()
 	t.Prune = time.Since(start)
 	if rewrite {
 		return rec, Rewritten, nil
