@@ -10,6 +10,12 @@
 // skew, governed by a [SkewPolicy]) and evaluates the render: one resource
 // per component, in a stable order.
 //
+// Catalog versions are semantic versions as Semantic Versioning 2.0.0
+// writes them, with or without a leading 'v': "1.4.2" equals "v1.4.2",
+// a prerelease is older than its release and build metadata is ignored.
+// Every result carries a version as its module wrote it. A catalog that
+// lists no kinds provides any kind.
+//
 // A Kernel is safe for concurrent use by multiple goroutines with no
 // mutex: every call builds in a [cue.Context] of its own and retains
 // nothing, so memory does not grow with the number of calls. A Render

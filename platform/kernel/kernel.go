@@ -59,9 +59,9 @@ type Platform struct {
 // A Catalog is one component catalog a platform carries.
 type Catalog struct {
 	Path    string   // CUE module path with major version
-	Version string   // canonical semantic version
+	Version string   // semantic version, with or without a leading 'v', as the module writes it
 	Enabled bool     // whether instances may use it
-	Kinds   []string // the component kinds it provides, sorted
+	Kinds   []string // the component kinds it provides, sorted; empty: any kind
 }
 
 // Catalog returns the catalog of p with the given path, and whether p

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -193,6 +195,10 @@ components: web: {kind: "Service", catalog: "` + webPath + `", replicas: 2, spec
 labels: team: "shop"`, "instance/shop.cue:4"},
 		{"missing name", `requires: {}`, "name"},
 		{"syntax", `name: "shop`, "instance/shop.cue:3"},
+	}
+	for _, v := range badVersions {
+		cases = append(cases, struct{ name, body, want string }{fmt.Sprintf("required version %q", v), `name: "shop"
+requires: "` + webPath + `": ` + strconv.Quote(v), `instance/shop.cue:4:11: requires."` + webPath + `": version ` + strconv.Quote(v)})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
