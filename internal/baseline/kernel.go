@@ -13,6 +13,7 @@ import (
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
 	"cuelang.org/go/cue/load"
+	"cuelang.org/go/cue/parser"
 	"golang.org/x/mod/semver"
 )
 
@@ -81,7 +82,11 @@ func loadModule(cc *cue.Context, dir string) (cue.Value, error) {
 func vocabulary(cc *cue.Context) (cue.Value, error) {
 	bi := build.NewContext().NewInstance("", nil)
 	for name, src := range map[string]string{"schema.cue": kernelSchema, "render.cue": kernelRender} {
-		if err := bi.AddFile(name, src); err != nil {
+		f, err := parser.ParseFile(name, src)
+		if err == nil {
+			err = bi.AddSyntax(f)
+		}
+		if err != nil {
 			return cue.Value{}, err
 		}
 	}
