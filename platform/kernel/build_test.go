@@ -45,6 +45,9 @@ catalogs: "example.com/web@v1": {version: string, kinds: ["Service"]}
 		{"catalog version of another major", platformModule(`name: "ok"
 catalogs: "example.com/web@v1": {version: "v2.0.0", kinds: ["Service"]}
 `), []string{"platform.cue:4", "major version"}},
+		{"catalog version without v of another major", platformModule(`name: "ok"
+catalogs: "example.com/web@v1": {version: "2.0.0"}
+`), []string{"platform.cue:4", `"2.0.0"`, "major version"}},
 		{"catalog path without major", platformModule(`name: "ok"
 catalogs: "example.com/web": {version: "v1.0.0", kinds: ["Service"]}
 `), []string{"platform.cue:4", "major version"}},

@@ -174,6 +174,8 @@ components: web: {kind: "Service", catalog: "` + webPath + `", image: "x"}`, "in
 components: web: {kind: "Service", catalog: "` + webPath + `"}`, "instance/shop.cue:4"},
 		{"bad required version", `name: "shop"
 requires: "` + webPath + `": "v2.0.0"`, "instance/shop.cue:4"},
+		{"bad required version without v", `name: "shop"
+requires: "` + webPath + `": "2.0.0"`, `instance/shop.cue:4:11: requires."` + webPath + `": version "2.0.0" must have the major version of the path, v1`},
 		{"non-concrete spec", `name: "shop"
 requires: "` + webPath + `": "v1.0.0"
 components: web: {kind: "Service", catalog: "` + webPath + `", spec: port: int}`, "instance/shop.cue:5"},
