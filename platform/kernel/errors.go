@@ -94,9 +94,10 @@ var plainSentinels = []error{
 }
 
 // flatten returns err reduced to plain data: an error with its text that
-// matches, for errors.Is, each of the plainSentinels err matches. Nothing
-// else of err's chain stays reachable: a CUE error keeps its evaluation
-// alive, a hundred kilobytes and more.
+// matches, for errors.Is, each of the plainSentinels err matches, and for
+// errors.As each of the kernel's own errors in its tree. Nothing else of
+// err's tree stays reachable: a CUE error keeps its evaluation alive, a
+// hundred kilobytes and more.
 func flatten(err error) error {
 	if err == nil {
 		return nil
@@ -107,7 +108,27 @@ func flatten(err error) error {
 			f.is = append(f.is, s)
 		}
 	}
+	f.is = append(f.is, kernelErrors(err)...)
 	return f
+}
+
+// kernelErrors returns the kernel's own errors, plain data, in err's tree.
+func kernelErrors(err error) []error {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *Error, *SkewError, *CatalogError, *flatError:
+		return []error{e}
+	case interface{ Unwrap() error }:
+		return kernelErrors(e.Unwrap())
+	case interface{ Unwrap() []error }:
+		var found []error
+		for _, e := range e.Unwrap() {
+			found = append(found, kernelErrors(e)...)
+		}
+		return found
+	}
+	return nil
 }
 
 // plainOf returns err if it is plain data already: one of the kernel's
@@ -123,6 +144,9 @@ func plainOf(err error) (error, bool) {
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs := j.Unwrap()
+		if len(errs) == 0 {
+			return nil, false
+		}
 		for _, e := range errs {
 			if _, ok := plainOf(e); !ok {
 				return nil, false
@@ -144,8 +168,9 @@ type source struct {
 // asError turns err into an *Error listing each of its problems, with err
 // flattened: what it returns is plain data, which keeps nothing of an
 // evaluation alive. An error that is plain data already (an *Error, a
-// *SkewError, a *CatalogError, or a join of them) is returned as it is, a
-// context error flattened. For a problem at a path under one of the
+// *SkewError, a *CatalogError, or a join of them) is returned as it is;
+// one that wraps a context error or the kernel's own errors is flattened,
+// still matching them. For a problem at a path under one of the
 // sources, the position of that path in the source is added.
 func asError(op, dir string, err error, sources ...source) error {
 	if err == nil {
@@ -154,7 +179,7 @@ func asError(op, dir string, err error, sources ...source) error {
 	if p, ok := plainOf(err); ok {
 		return p
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || len(kernelErrors(err)) > 0 {
 		return flatten(err)
 	}
 	e := &Error{Op: op, Dir: dir, Err: flatten(err)}
