@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"leasekit.dev/internal/baseline"
 	"leasekit.dev/platform/kernel"
@@ -138,6 +139,14 @@ func TestNaiveKernelMatches(t *testing.T) {
 	}
 }
 
+// reportCPU reports the process's CPU time per operation, as cpu-ns/op,
+// for a benchmark that called it with the loop's start.
+func reportCPU(b *testing.B, start time.Duration) {
+	if end, ok := processCPU(); ok && b.N > 0 {
+		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -152,19 +161,23 @@ func BenchmarkBuildPlatform(b *testing.B) {
 	b.Run("catalogs=20/impl=leasekit", func(b *testing.B) {
 		k := kernel.New()
 		b.ReportAllocs()
+		start, _ := processCPU()
 		for b.Loop() {
 			if _, err := k.BuildPlatform(ctx, dir); err != nil {
 				b.Fatal(err)
 			}
 		}
+		reportCPU(b, start)
 	})
 	b.Run("catalogs=20/impl=naive", func(b *testing.B) {
 		b.ReportAllocs()
+		start, _ := processCPU()
 		for b.Loop() {
 			if _, err := (baseline.NaiveKernel{}).BuildPlatform(ctx, dir); err != nil {
 				b.Fatal(err)
 			}
 		}
+		reportCPU(b, start)
 	})
 }
 
@@ -187,19 +200,23 @@ func BenchmarkRender(b *testing.B) {
 			k := kernel.New()
 			in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Dir: inst}}
 			b.ReportAllocs()
+			start, _ := processCPU()
 			for b.Loop() {
 				if _, err := k.Render(ctx, in); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, start)
 		})
 		b.Run(fmt.Sprintf("components=%d/impl=naive", n), func(b *testing.B) {
 			b.ReportAllocs()
+			start, _ := processCPU()
 			for b.Loop() {
 				if _, _, err := (baseline.NaiveKernel{}).Render(ctx, np, inst); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, start)
 		})
 	}
 }
