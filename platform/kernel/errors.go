@@ -26,7 +26,7 @@ type Error struct {
 	Problems []Problem // at least one
 	// Err is the underlying error flattened: its text, and for errors.Is
 	// the standard sentinels it matched (fs.ErrNotExist, fs.ErrPermission,
-	// fs.ErrExist, fs.ErrInvalid, fs.ErrClosed), nothing else of it.
+	// fs.ErrExist, fs.ErrInvalid, fs.ErrClosed); nothing else of it.
 	Err error
 }
 

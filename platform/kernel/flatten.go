@@ -6,8 +6,8 @@ import (
 	"io/fs"
 )
 
-// A flatError is an error reduced to plain data: its text, and the
-// sentinels it matched.
+// A flatError is an error reduced to plain data: its text, the sentinels
+// it matched and the kernel's own errors it wrapped, plain data too.
 type flatError struct {
 	msg string
 	is  []error
