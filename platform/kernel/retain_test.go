@@ -172,3 +172,18 @@ func TestFlattenedErrorsMatchSentinels(t *testing.T) {
 		t.Fatalf("flattened cause %q lost its text", ke.Err)
 	}
 }
+
+// TestResultsHoldNoCUE: a built platform and a render's output, with a
+// diagnostic, are plain data too.
+func TestResultsHoldNoCUE(t *testing.T) {
+	p := build(t)
+	out, err := kernel.New().Render(context.Background(), shop(p, "v1.9.0", 3))
+	if err != nil || len(out.Diagnostics) != 1 || len(out.Resources) != 3 {
+		t.Fatalf("Render = %+v, %v; want 3 resources and a skew diagnostic", out, err)
+	}
+	for name, v := range map[string]any{"platform": p, "output": out} {
+		if path := reachesCUE(reflect.ValueOf(v), name, map[uintptr]bool{}); path != "" {
+			t.Fatalf("the %s reaches %s", name, path)
+		}
+	}
+}
