@@ -314,3 +314,33 @@ func TestRunTakesOverPruningWithoutPileUp(t *testing.T) {
 		<-ran
 	})
 }
+
+// A prune that removes every superseded generation but fails on something
+// else still reports its error, and the reclaim loop retries.
+func TestPruneErrorBesideRemovedGenerationsIsReported(t *testing.T) {
+	var events []platform.ReclaimEvent
+	p := newBooted(t, platform.PublisherOptions{OnReclaim: func(ev platform.ReclaimEvent) { events = append(events, ev) }})
+	ctx := context.Background()
+	if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	errLeftover := errors.New("a staging leftover would not go")
+	prune := p.Layout().Prune
+	p.SetPrune(func(keep ...int64) error { return errors.Join(prune(keep...), errLeftover) })
+	if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
+		t.Fatalf("a failed removal failed the publish: %v", err)
+	}
+	if len(events) != 2 || events[0].Generation != 1 || events[0].Err != nil || !errors.Is(events[1].Err, errLeftover) {
+		t.Fatalf("events %+v, want generation 1 removed and the leftover's error", events)
+	}
+	if st := p.Stats(); !errors.Is(st.LastError, errLeftover) {
+		t.Fatalf("Stats().LastError = %v", st.LastError)
+	}
+	p.SetPrune(prune)
+	if evs := p.ReclaimNow(); len(evs) != 0 {
+		t.Fatalf("the retry reported %+v", evs)
+	}
+	if st := p.Stats(); st.LastError != nil {
+		t.Fatalf("after a successful retry, Stats().LastError = %v", st.LastError)
+	}
+}
