@@ -344,3 +344,34 @@ func TestPruneErrorBesideRemovedGenerationsIsReported(t *testing.T) {
 		t.Fatalf("after a successful retry, Stats().LastError = %v", st.LastError)
 	}
 }
+
+// A Publish waiting for its turn behind another returns when its context
+// ends, having changed nothing.
+func TestPublishWaitingForItsTurnIsCancellable(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		p := newBooted(t, platform.PublisherOptions{})
+		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, release, _ := p.Store().Lease()
+		rewrite := publishAsync(p, context.Background(), 1, 1, t) // holds the turn while it drains
+		synctest.Wait()
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := p.Publish(ctx, 2, moduleFiles(t, 2), 0); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Publish behind a draining rewrite: %v, want context.DeadlineExceeded", err)
+		}
+		if g := generations(t, p); !slices.Equal(g, []int64{1}) {
+			t.Fatalf("Generations() = %v, want [1]", g)
+		}
+		release()
+		if r := <-rewrite; r.err != nil {
+			t.Fatal(r.err)
+		}
+		if g := p.Store().Generation(); g != 1 {
+			t.Fatalf("Generation() = %d", g)
+		}
+	})
+}
