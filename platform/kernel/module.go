@@ -62,7 +62,7 @@ func readModuleFile(fsys fs.FS, name string) (moduleInfo, error) {
 	}
 	mf, err := modfile.ParseNonStrict(data, name)
 	if err != nil {
-		return moduleInfo{}, err
+		return moduleInfo{}, namingFile(name, err)
 	}
 	if len(mf.Deps) > 0 {
 		deps := slices.Sorted(maps.Keys(mf.Deps))
@@ -70,6 +70,17 @@ func readModuleFile(fsys fs.FS, name string) (moduleInfo, error) {
 			strings.Join(deps, ", "))
 	}
 	return m, nil
+}
+
+// namingFile returns err, from the module file name, with name in front
+// unless one of its problems has a position in the file already.
+func namingFile(name string, err error) error {
+	for _, e := range cueerrors.Errors(err) {
+		if e.Position().IsValid() {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: %v", name, err)
 }
 
 // moduleField returns the module path a file sets at its top level with a
