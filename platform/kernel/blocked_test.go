@@ -56,7 +56,7 @@ func TestCancelWhileBlocked(t *testing.T) {
 	instanceDir := t.TempDir()
 	writeFiles(t, instanceDir, map[string]string{
 		moduleFile: "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n",
-		"shop.cue":  "package shop\n\nname: \"shop\"\n",
+		"shop.cue": "package shop\n\nname: \"shop\"\n",
 	})
 	p, err := New().BuildPlatform(context.Background(), platformDir)
 	if err != nil {
@@ -70,7 +70,7 @@ func TestCancelWhileBlocked(t *testing.T) {
 		"render, platform": func(ctx context.Context) error {
 			_, err := New().Render(ctx, RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
 				moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
-				"shop.cue":  []byte("package shop\n\nname: \"shop\"\n"),
+				"shop.cue": []byte("package shop\n\nname: \"shop\"\n"),
 			}}})
 			return err
 		},

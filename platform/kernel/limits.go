@@ -26,7 +26,7 @@ type Limits struct {
 	MaxFiles int
 
 	// MaxDepth is the deepest nesting of braces, brackets, parentheses
-	// and string interpolations a file may hold, counted over its bytes
+	// and string interpolations a CUE or JSON file may hold, counted over its bytes
 	// before it is parsed: 100 by default. Nesting inside strings and
 	// comments does not count.
 	MaxDepth int

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 )
@@ -121,7 +122,9 @@ func (m *moduleFS) resolve(op, name string) (fs.FileInfo, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil, m.refuse(&FileError{File: m.name(name), Rule: "is a symbolic link to nothing", Err: err})
 		case err != nil:
-			return nil, m.refuse(&FileError{File: m.name(name), Rule: "is a symbolic link leading out of the module", Err: err})
+			// Out of the module, or in a loop: os.Root resolves a link
+			// only within the module.
+			return nil, m.refuse(&FileError{File: m.name(name), Rule: "is a symbolic link that leads out of the module or does not resolve in it", Err: err})
 		}
 		fi = target
 	}
@@ -188,7 +191,7 @@ func (m *moduleFS) readFile(name string) (readFile, error) {
 	if err := m.checkSize("MaxTotalSize", name, m.total+int64(len(data)), m.limits.MaxTotalSize); err != nil {
 		return readFile{}, err
 	}
-	if strings.HasSuffix(name, ".cue") {
+	if path.Ext(name) == ".cue" || path.Ext(name) == ".json" {
 		if depth, _ := nestingDepth(data, m.limits.MaxDepth); depth > m.limits.MaxDepth {
 			return readFile{}, m.refuse(&LimitError{Limit: "MaxDepth", File: m.name(name), Value: int64(depth), Max: int64(m.limits.MaxDepth)})
 		}

@@ -19,7 +19,8 @@ import (
 // RenderInput is what Render renders.
 type RenderInput struct {
 	// Platform is the platform to render against, as BuildPlatform
-	// returned it; Render loads its module again from Platform.Dir.
+	// returned it; Render loads its module again from Platform.Dir, and
+	// refuses it unless it holds the content of Platform.Digest.
 	Platform *Platform
 
 	// Instance is the instance module to render.
@@ -70,8 +71,14 @@ type Resource struct {
 // catalog version than the platform carries renders against the
 // platform's version with a diagnostic under SkewWarn, and fails before
 // evaluation with a *SkewError for each skewed catalog under SkewRefuse.
-// Any other problem, in either module, comes back in one *Error. Render
-// retains nothing: every call evaluates in a cue.Context of its own.
+// A platform directory that no longer holds the content the platform was
+// built from fails the render with a *ContentError, under either policy.
+// A file that is not regular or a symbolic link leading out of either
+// module fails it with a *FileError, and input past the Kernel's Limits
+// with a *LimitError, before it is parsed. Any other problem, in either
+// module, comes back in one *Error. Render retains nothing: every call
+// evaluates in a cue.Context of its own. When ctx is done Render returns
+// ctx.Err() at once, even while a load is blocked in a read.
 func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, error) {
 	limits, err := k.limits()
 	if err != nil {

@@ -129,7 +129,7 @@ func TestSymlinks(t *testing.T) {
 				t.Fatalf("the link does not reach its target: %v", err)
 			}
 			_, err := k.BuildPlatform(ctx, dir)
-			wantFileError(t, err, link, "leading out of the module")
+			wantFileError(t, err, link, "leads out of the module")
 		})
 	}
 
@@ -138,6 +138,12 @@ func TestSymlinks(t *testing.T) {
 	symlink(t, "nothing.cue", link)
 	_, err = k.BuildPlatform(ctx, dir)
 	wantFileError(t, err, link, "to nothing")
+
+	dir = generated(t, acme)
+	link = filepath.Join(dir, "loop.cue")
+	symlink(t, "loop.cue", link)
+	_, err = k.BuildPlatform(ctx, dir)
+	wantFileError(t, err, link, "does not resolve in it")
 
 	// The directory given may itself be a link: it is the caller's path.
 	linked := filepath.Join(t.TempDir(), "platform")
