@@ -126,7 +126,7 @@ func evaluate(ctx context.Context, limits Limits, in RenderInput) (*evaluation, 
 		ready.vocabulary, ready.vocabularyErr = vocabulary(true)
 		ready.platform, ready.platformErr = loadDir(ctx, limits, in.Platform.Dir)
 	})
-	defer ahead.waitContext(ctx) //nolint:errcheck // the call's own error is the one returned
+	defer ahead.waitContext(ctx) // its error is ctx.Err(), which the call reports where it sees it
 
 	cc := cuecontext.New()
 	dir, iv, err := loadInstance(ctx, cc, limits, in.Instance)
