@@ -18,20 +18,32 @@ var ErrPlatformChanged = errors.New("kernel: platform changed since it was built
 type ContentError struct {
 	Dir  string // the platform's directory
 	Want string // the Platform's Digest, "" for a Platform no build returned
-	Got  string // the digest of what the render loaded from Dir
+	Got  string // the digest of what the render read from Dir
+
+	// Err is why the platform no longer loads, if it does not: the
+	// problems of its new content, an *Error. Nil when it loads.
+	Err error
 }
 
-// Error names the directory and both digests.
+// Error names the directory and both digests, and why the platform no
+// longer loads, if it does not.
 func (e *ContentError) Error() string {
 	if e.Want == "" {
 		return fmt.Sprintf("kernel: platform %s: the Platform has no Digest: render only against a Platform that BuildPlatform returned", e.Dir)
 	}
-	return fmt.Sprintf("kernel: platform %s no longer holds the content the platform was built from (built from %s, now %s): build it again",
+	msg := fmt.Sprintf("kernel: platform %s no longer holds the content the platform was built from (built from %s, now %s): build it again",
 		e.Dir, e.Want, e.Got)
+	if e.Err != nil {
+		msg += "; it no longer loads: " + e.Err.Error()
+	}
+	return msg
 }
 
 // Is reports whether target is ErrPlatformChanged.
 func (e *ContentError) Is(target error) bool { return target == ErrPlatformChanged }
+
+// Unwrap returns why the platform no longer loads, or nil.
+func (e *ContentError) Unwrap() error { return e.Err }
 
 // moduleError returns err as a build or render of the module in dir
 // reports it: a refusal of a file or of input past a limit as it is, any

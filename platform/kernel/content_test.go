@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"leasekit.dev/platform/kernel"
@@ -26,6 +27,9 @@ func TestRenderRefusesChangedPlatform(t *testing.T) {
 			rewrite(t, dir, platformFile, `"v1.4.0"`, `"v1.0.0"`)
 		},
 		"rewritten, same size": func(t *testing.T, dir string) { rewrite(t, dir, platformFile, `"v1.4.0"`, `"v1.0.1"`) },
+		"rewritten, no longer loads": func(t *testing.T, dir string) {
+			kernel.WriteFiles(t, dir, map[string]string{platformFile: "package platform\n\nname: {\n"})
+		},
 		"file added": func(t *testing.T, dir string) {
 			kernel.WriteFiles(t, dir, map[string]string{"extra.cue": "package platform\n\nlabels: extra: \"x\"\n"})
 		},
@@ -57,6 +61,10 @@ func TestRenderRefusesChangedPlatform(t *testing.T) {
 				}
 				if ce.Dir != p.Dir || ce.Want != p.Digest || ce.Got == p.Digest || !validDigest(ce.Got) {
 					t.Fatalf("%v: %+v, want Dir %s, Want %s and another digest", policy, ce, p.Dir, p.Digest)
+				}
+				var ke *kernel.Error
+				if loads := !errors.As(err, &ke); loads != (ce.Err == nil) || (!loads && !strings.Contains(err.Error(), platformFile)) {
+					t.Fatalf("%v: %v: the reason it no longer loads, if it does not, must be in the error", policy, err)
 				}
 			}
 			restore(t, dir, original)

@@ -46,8 +46,9 @@ func loadDir(ctx context.Context, limits Limits, dir string) (loadedModule, erro
 // loadSource loads the package at the root of the module in src, whose
 // files errors name with name. It reads the module through a moduleFS,
 // which refuses what the kernel does not read and input past limits; a
-// refusal is returned as it is, whatever the loader made of it. Once ctx
-// is done, loadSource reads nothing more and returns its error.
+// refusal is returned as it is, whatever the loader made of it; with any
+// other error, the digest of the files read so far is returned too. Once
+// ctx is done, loadSource reads nothing more and returns its error.
 func loadSource(ctx context.Context, limits Limits, src fileSource, name func(string) string) (loadedModule, error) {
 	fsys := newModuleFS(ctx, src, limits, name)
 	var lm loadedModule
@@ -63,7 +64,9 @@ func loadSource(ctx context.Context, limits Limits, src fileSource, name func(st
 		return loadedModule{}, refusal
 	}
 	if err != nil {
-		return loadedModule{}, err
+		// The digest of what was read still tells a platform that no
+		// longer loads from one that never did.
+		return loadedModule{digest: fsys.digest()}, err
 	}
 	lm.digest = fsys.digest()
 	return lm, nil

@@ -155,10 +155,15 @@ func evaluate(ctx context.Context, limits Limits, in RenderInput) (*evaluation, 
 	if err := ahead.waitContext(ctx); err != nil {
 		return nil, err
 	}
-	if ready.platformErr != nil {
-		return nil, moduleError("render", in.Platform.Dir, ready.platformErr)
+	if err := ready.platformErr; err != nil {
+		// A platform that built and no longer loads has changed, unless
+		// it cannot be read at all, or is refused.
+		if got := ready.platform.digest; got != "" && in.Platform.Digest != "" && got != in.Platform.Digest {
+			return nil, &ContentError{Dir: in.Platform.Dir, Want: in.Platform.Digest, Got: got, Err: moduleError("render", in.Platform.Dir, err)}
+		}
+		return nil, moduleError("render", in.Platform.Dir, err)
 	}
-	if got := ready.platform.digest; got != in.Platform.Digest || got == "" {
+	if got := ready.platform.digest; got != in.Platform.Digest {
 		return nil, &ContentError{Dir: in.Platform.Dir, Want: in.Platform.Digest, Got: got}
 	}
 	pv, err := buildPackage(ctx, cc, ready.platform.inst)
