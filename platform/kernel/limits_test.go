@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,7 +105,8 @@ func TestSizeLimits(t *testing.T) {
 		_, err := (&Kernel{Limits: l}).BuildPlatform(context.Background(), dir)
 		return err
 	}
-	for _, l := range []Limits{{MaxFileSize: size}, {MaxTotalSize: total}, {MaxFiles: 2}} {
+	huge := Limits{MaxFileSize: math.MaxInt64, MaxTotalSize: math.MaxInt64, MaxFiles: math.MaxInt, MaxDepth: math.MaxInt, MaxComponents: math.MaxInt}
+	for _, l := range []Limits{{MaxFileSize: size}, {MaxTotalSize: total}, {MaxFiles: 2}, huge} {
 		if err := build(l); err != nil {
 			t.Fatalf("build at %+v: %v", l, err)
 		}

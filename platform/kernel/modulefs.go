@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -218,7 +219,8 @@ func (m *moduleFS) read(name string) ([]byte, fs.FileInfo, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, nil, m.refuse(irregular(m.name(name), fi.Mode()))
 	}
-	data, err := io.ReadAll(io.LimitReader(f, m.limits.MaxFileSize+1))
+	// One byte past the limit tells a file past it from one at it.
+	data, err := io.ReadAll(io.LimitReader(f, min(m.limits.MaxFileSize, math.MaxInt64-1)+1))
 	if err != nil {
 		return nil, nil, err
 	}
