@@ -18,10 +18,10 @@ import (
 // TestLoadDirMatchesLoader: for each of these modules, whether loadDir
 // loads it with its module file kept from a quick load or in full, the
 // evaluated value, or the error's details, equals what cue/load gives when
-// it loads the directory itself, and so do the module and import paths.
-// It compares these modules only: files, packages, build attributes,
-// imports and language versions; the refusals the kernel adds are tested
-// where they are made.
+// it loads the directory itself, and so do the module and import paths
+// of a module that loads. It compares these modules only: files,
+// packages, build attributes, imports and language versions; the
+// refusals the kernel adds are tested where they are made.
 func TestLoadDirMatchesLoader(t *testing.T) {
 	const (
 		v14 = "module: \"example.com/m@v0\"\nlanguage: version: \"v0.14.0\"\n"
