@@ -144,8 +144,8 @@ func checkCueMod(fsys fs.FS, name func(string) string) error {
 // The loader validates a module file by evaluating it against a CUE
 // schema: a fifth of the cost of a render. A plain file passes that
 // validation by construction, so the kernel loads its package without
-// showing the loader the file (see loadBuild); any other file is left to
-// the loader.
+// showing the loader the file (see loadBuild); any other file
+// readModuleFile validates as the loader does, and the loader again.
 func plainLanguage(f *ast.File) string {
 	var path, version string
 	var havePath, haveVersion bool
