@@ -72,8 +72,12 @@ type Platform struct {
 
 	// Digest binds the platform to the content it was built from: a
 	// digest ("sha256:" and 64 hexadecimal digits) of the name and
-	// contents of every file the build read from Dir, module file
-	// included, taken from the bytes as they were read. A Render refuses,
+	// contents of every file the build read from Dir, taken from the
+	// bytes as they were read. Those are the files the CUE loader reads:
+	// the module file, the package's CUE files, the CUE files it then
+	// leaves out (such as _x.cue or x_tool.cue) and the data files beside
+	// them (.json, .yaml, .txt, ...); not files of other kinds, such as a
+	// README.md. A Render refuses,
 	// with a *ContentError, to render against a Dir that no longer holds
 	// that content; a Platform with no Digest cannot be rendered against.
 	Digest string
