@@ -191,3 +191,47 @@ func TestDefaultLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestSizeLimitsProperty: over modules of generated file sizes and limits
+// drawn around them, a build succeeds exactly when no file is larger than
+// MaxFileSize, the files together no larger than MaxTotalSize and no more
+// than MaxFiles; otherwise it fails with a *LimitError for a limit the
+// module goes past, reporting a value past it.
+func TestSizeLimitsProperty(t *testing.T) {
+	tt := t
+	rapid.Check(t, func(t *rapid.T) {
+		files := platformFiles("")
+		for i := range rapid.IntRange(0, 4).Draw(t, "extra") {
+			pad := rapid.IntRange(0, 3000).Draw(t, "pad")
+			files[fmt.Sprintf("x%d.cue", i)] = fmt.Sprintf("package platform\n\nlabels: x%d: \"y\"\n// %s\n", i, strings.Repeat("p", pad))
+		}
+		var largest, total int64
+		for _, data := range files {
+			largest, total = max(largest, int64(len(data))), total+int64(len(data))
+		}
+		count := int64(len(files)) // files read; the root lists as many entries: its files and cue.mod
+		around := func(label string, v int64) int64 {
+			return max(1, v+rapid.Int64Range(-2, 2).Draw(t, label))
+		}
+		l := Limits{MaxFileSize: around("maxFileSize", largest), MaxTotalSize: around("maxTotalSize", total), MaxFiles: int(around("maxFiles", count))}
+		past := map[string]bool{"MaxFileSize": largest > l.MaxFileSize, "MaxTotalSize": total > l.MaxTotalSize, "MaxFiles": count > int64(l.MaxFiles)}
+
+		dir, err := os.MkdirTemp("", "sizes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		writeFiles(tt, dir, files)
+		_, err = (&Kernel{Limits: l}).BuildPlatform(context.Background(), dir)
+		if !past["MaxFileSize"] && !past["MaxTotalSize"] && !past["MaxFiles"] {
+			if err != nil {
+				t.Fatalf("limits %+v over %d files of %d bytes, the largest %d: %v", l, count, total, largest, err)
+			}
+			return
+		}
+		var le *LimitError
+		if !errors.As(err, &le) || !past[le.Limit] || le.Value <= le.Max {
+			t.Fatalf("limits %+v over %d files of %d bytes, the largest %d, past %v: %v", l, count, total, largest, past, err)
+		}
+	})
+}
