@@ -1,36 +1,56 @@
 package kernel
 
-// nestingDepth scans CUE source and returns the deepest nesting of braces,
-// brackets, parentheses and string interpolations in it, stopping as soon
-// as the depth passes limit (it then returns limit+1). Nesting inside strings
-// and comments does not count; an interpolation counts as a level, and
-// what nests inside it counts too. The scan visits each byte at most once
-// and holds at most limit+1 levels, so its cost is linear in len(src) and
-// its memory bounded by limit, whatever the input. Malformed input is
-// scanned as best it can be: the parser reports it.
+// nestingDepth scans CUE (or JSON) source and returns the deepest nesting
+// in it, stopping as soon as the depth passes limit (it then returns
+// limit+1). A level is what the parser nests a value in: each label of a
+// field (a: b: c: 1 nests three levels), each brace, bracket or
+// parenthesis, save one that opens a field's value, whose label counted
+// for it (a: {b: [1]} nests two levels, as a: b: 1 does), and each string
+// interpolation. Nesting inside
+// strings and comments does not count.
+//
+// The scan visits each byte at most twice and holds at most limit+1
+// levels, so its cost is linear in len(src) and its memory bounded by
+// limit, whatever the input. Malformed input is scanned as best it can
+// be: the parser reports it.
 //
 // steps counts the iterations of its loops, for the tests to see the work
 // done: never more than twice len(src).
 func nestingDepth(src []byte, limit int) (depth, steps int) {
-	// A frame is one open level: a bracket, an interpolation, or a string
-	// (which is not a level of its own).
+	// A frame is one open bracket, interpolation or string, or the file.
 	type frame struct {
-		kind   byte // '{', '[' or '(' for brackets, '\\' for an interpolation, '"' or '\'' for a string
+		kind   byte // '{', '[' or '(' for brackets, '\\' for an interpolation, '"' or '\'' for a string, 0 for the file
+		free   bool // a bracket that opens a field's value: the field's label counted for it
+		chain  int  // the labels of the field being scanned in this frame
 		multi  bool // a string's quotes are tripled
 		hashes int  // a string's # count
 	}
-	var stack []frame
+	isString := func(f frame) bool { return f.kind == '"' || f.kind == '\'' }
+	stack := []frame{{}}
 	levels, deepest := 0, 0
-	push := func(f frame) bool {
-		stack = append(stack, f)
-		if f.kind != '"' && f.kind != '\'' {
-			levels++
-			deepest = max(deepest, levels)
-		}
+	afterColon := false // the last token was a field's colon
+	deeper := func(n int) bool {
+		levels += n
+		deepest = max(deepest, levels)
 		return levels <= limit
 	}
+	push := func(f frame) bool {
+		f.free = afterColon && !isString(f) && f.kind != '\\'
+		stack = append(stack, f)
+		if isString(f) || f.free {
+			return true
+		}
+		return deeper(1)
+	}
+	// endField ends the field being scanned in the innermost frame.
+	endField := func() {
+		top := &stack[len(stack)-1]
+		levels -= top.chain
+		top.chain = 0
+	}
 	pop := func() {
-		if f := stack[len(stack)-1]; f.kind != '"' && f.kind != '\'' {
+		endField()
+		if f := stack[len(stack)-1]; !isString(f) && !f.free {
 			levels--
 		}
 		stack = stack[:len(stack)-1]
@@ -63,8 +83,7 @@ func nestingDepth(src []byte, limit int) (depth, steps int) {
 	for i < len(src) {
 		steps++
 		c := src[i]
-		if n := len(stack); n > 0 && (stack[n-1].kind == '"' || stack[n-1].kind == '\'') {
-			s := stack[n-1]
+		if s := stack[len(stack)-1]; isString(s) {
 			switch {
 			case c == '\\' && hashesAt(i+1, s.hashes):
 				j := i + 1 + s.hashes
@@ -95,6 +114,12 @@ func nestingDepth(src []byte, limit int) (depth, steps int) {
 			i++
 			continue
 		}
+		if c == ' ' || c == '\t' || c == '\r' {
+			i++
+			continue
+		}
+		wasAfterColon := afterColon
+		afterColon = false
 		switch c {
 		case '/':
 			if i+1 < len(src) && src[i+1] == '/' {
@@ -102,21 +127,34 @@ func nestingDepth(src []byte, limit int) (depth, steps int) {
 					i++
 					steps++
 				}
+				afterColon = wasAfterColon
 				continue
 			}
+		case ':':
+			stack[len(stack)-1].chain++
+			if !deeper(1) {
+				return deepest, steps
+			}
+			afterColon = true
+		case ',', '\n':
+			endField()
 		case '{', '[', '(':
+			afterColon = wasAfterColon
 			if !push(frame{kind: c}) {
 				return deepest, steps
 			}
+			afterColon = false
 		case '}', ']', ')':
-			if n := len(stack); n > 0 && (stack[n-1].kind != '\\' || c == ')') {
+			if n := len(stack); n > 1 && (stack[n-1].kind != '\\' || c == ')') {
 				pop()
 			}
 		case '"', '\'':
+			afterColon = wasAfterColon
 			var ok bool
 			if i, ok = openString(i, 0); !ok {
 				return deepest, steps
 			}
+			afterColon = false
 			continue
 		case '#':
 			j := i

@@ -9,40 +9,46 @@ import (
 )
 
 // nested draws a CUE expression and returns it with its nesting depth as
-// nestingDepth counts it: structs, lists, parentheses and interpolations
-// in every string form count; brackets inside strings and comments do
-// not. With evaluable set, it draws no interpolations, so that the
-// expression evaluates: a struct does not interpolate.
-func nested(t *rapid.T, budget int, evaluable bool) (string, int) {
+// nestingDepth counts it standing alone (d) and as the value of a field
+// (dv): each field label counts, and so do structs, lists, parentheses
+// and interpolations in every string form, save a bracket that opens a
+// field's value; brackets inside strings and comments do not. With
+// evaluable set, it draws no interpolations, so that the expression
+// evaluates: a struct does not interpolate.
+func nested(t *rapid.T, budget int, evaluable bool) (expr string, d, dv int) {
 	leaves := []string{
 		`1`, `"x"`, `"{[(("`, `'}])'`, `#"\("#`, `"\\("`, `"\"{"`, `#"{"#`, "\"\"\"\n\t{[(\n\t\"\"\"",
-		"#'''\n\t\\(\n\t'''#", `##"x"#{"##`,
+		"#'''\n\t\\(\n\t'''#", `##"x"#{"##`, `"a: b: c"`,
 	}
 	kind := "leaf"
-	kinds := []string{"leaf", "struct", "list", "paren", "wide", "interp", "rawInterp", "multiInterp"}
+	kinds := []string{"leaf", "struct", "list", "paren", "wide", "chain", "interp", "rawInterp", "multiInterp"}
 	if evaluable {
-		kinds = kinds[:5]
+		kinds = kinds[:6]
 	}
 	if budget > 0 {
 		kind = rapid.SampledFrom(kinds).Draw(t, "kind")
 	}
+	bracket := func(expr string, d int) (string, int, int) { return expr, d, d }
+	other := func(expr string, d int) (string, int, int) { return expr, d, d + 1 }
 	if kind == "leaf" {
-		return rapid.SampledFrom(leaves).Draw(t, "leaf"), 0
+		return other(rapid.SampledFrom(leaves).Draw(t, "leaf"), 0)
 	}
-	inner, d := nested(t, budget-1, evaluable)
+	inner, d, dv := nested(t, budget-1, evaluable)
 	switch kind {
 	case "struct":
-		return "{\n// {{{ [[[ (((\n\ta: " + inner + " // ]]]\n}", d + 1
+		return bracket("{\n// {{{ [[[ (((\n\ta: "+inner+" // ]]]\n}", dv+1)
+	case "chain":
+		return bracket("{c: d: "+inner+"}", dv+2)
 	case "list":
-		return "[" + inner + ", 2]", d + 1
+		return bracket("["+inner+", 2]", d+1)
 	case "paren":
-		return "(" + inner + ")", d + 1
+		return bracket("("+inner+")", d+1)
 	case "interp":
-		return `"x\(` + inner + `)y"`, d + 1
+		return other(`"x\(`+inner+`)y"`, d+1)
 	case "rawInterp":
-		return `#"x\#(` + inner + `)y"#`, d + 1
+		return other(`#"x\#(`+inner+`)y"#`, d+1)
 	case "multiInterp":
-		return "\"\"\"\n\t{ \\(" + inner + ")\n\t\"\"\"", d + 1
+		return other("\"\"\"\n\t{ \\("+inner+")\n\t\"\"\"", d+1)
 	}
 	// wide: a struct of several fields, as deep as its deepest.
 	var b strings.Builder
@@ -50,21 +56,21 @@ func nested(t *rapid.T, budget int, evaluable bool) (string, int) {
 	b.WriteString("{")
 	for i := range rapid.IntRange(1, 4).Draw(t, "fields") {
 		if i > 0 {
-			inner, d = nested(t, budget-1, evaluable)
+			inner, _, dv = nested(t, budget-1, evaluable)
 		}
 		b.WriteString("f" + string(rune('0'+i)) + ": " + inner + "\n")
-		deepest = max(deepest, d)
+		deepest = max(deepest, dv)
 	}
 	b.WriteString("}")
-	return b.String(), deepest + 1
+	return bracket(b.String(), deepest+1)
 }
 
-// TestNestingDepth: over generated CUE, nestingDepth counts exactly the
-// nesting the generator built, stops exactly one level past its limit,
+// TestNestingDepth: over generated CUE, the value of a field, nestingDepth
+// counts exactly the nesting the generator built, stops exactly one level past its limit,
 // and visits each byte at most twice.
 func TestNestingDepth(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		expr, depth := nested(t, rapid.IntRange(0, 12).Draw(t, "budget"), false)
+		expr, _, depth := nested(t, rapid.IntRange(0, 12).Draw(t, "budget"), false)
 		src := []byte("package p\n\nx: " + expr + "\n")
 		if _, err := parser.ParseFile("p.cue", src); err != nil {
 			t.Fatalf("the generator made CUE that does not parse: %v\n%s", err, src)
@@ -89,15 +95,19 @@ func TestNestingDepthLinear(t *testing.T) {
 		"hashes":      "#" + strings.Repeat(`"`+strings.Repeat("#", 100)+`\`, 1<<12),
 		"raw string":  strings.Repeat("#", 1<<12) + `"` + strings.Repeat(`"`+strings.Repeat("#", 1<<12-1), 1<<6),
 		"comment":     strings.Repeat("// {{{{\n", 1<<16),
+		"labels":      strings.Repeat("a: ", 1<<16) + "1",
 	} {
 		got, steps := nestingDepth([]byte(src), 1<<30)
 		if steps > 2*len(src) {
 			t.Errorf("%s: %d steps over %d bytes", name, steps, len(src))
 		}
-		if name == "braces" && got != 1<<18 {
-			t.Errorf("braces: depth %d, want %d", got, 1<<18)
+		if name == "braces" && got != 1<<18+1 { // the first brace, and each label
+			t.Errorf("braces: depth %d, want %d", got, 1<<18+1)
 		}
-		if name != "braces" && got != 0 {
+		if name == "labels" && got != 1<<16 {
+			t.Errorf("labels: depth %d, want %d", got, 1<<16)
+		}
+		if name != "braces" && name != "labels" && got != 0 {
 			t.Errorf("%s: depth %d, want 0", name, got)
 		}
 	}

@@ -25,10 +25,12 @@ type Limits struct {
 	// entries one of its directories may list: 1,000 by default.
 	MaxFiles int
 
-	// MaxDepth is the deepest nesting of braces, brackets, parentheses
-	// and string interpolations a CUE or JSON file may hold, counted over its bytes
-	// before it is parsed: 100 by default. Nesting inside strings and
-	// comments does not count.
+	// MaxDepth is the deepest nesting a CUE or JSON file may hold,
+	// counted over its bytes before it is parsed: each label of a field
+	// (a: b: c: 1 nests three levels), each brace, bracket or parenthesis
+	// but one that opens a field's value (a: {b: [1]} nests two), and
+	// each string interpolation; nothing inside strings and comments.
+	// 100 by default.
 	MaxDepth int
 
 	// MaxComponents is the most components an instance may hold: 1,000

@@ -53,7 +53,7 @@ func wantLimit(t interface {
 func TestDepthLimitBoundary(t *testing.T) {
 	tt := t
 	rapid.Check(t, func(t *rapid.T) {
-		expr, depth := nested(t, rapid.IntRange(3, 10).Draw(t, "budget"), true)
+		expr, _, depth := nested(t, rapid.IntRange(3, 10).Draw(t, "budget"), true)
 		if depth < 3 { // platform.cue nests two levels of its own
 			t.Skip("shallower than the rest of the file")
 		}
@@ -81,6 +81,11 @@ func TestDeepFileRefusedBeforeParsing(t *testing.T) {
 	deep := strings.Repeat("{a:", 1<<16) + "1" + strings.Repeat("}", 1<<16)
 	writeFiles(t, dir, platformFiles("_deep: "+deep+"\n"))
 	_, err := New().BuildPlatform(context.Background(), dir)
+	wantLimit(t, err, "MaxDepth", filepath.Join(dir, "platform.cue"), DefaultMaxDepth+1, DefaultMaxDepth)
+
+	// Labels nest as braces do, with none in sight.
+	writeFiles(t, dir, platformFiles("_deep: "+strings.Repeat("a: ", 1<<16)+"1\n"))
+	_, err = New().BuildPlatform(context.Background(), dir)
 	wantLimit(t, err, "MaxDepth", filepath.Join(dir, "platform.cue"), DefaultMaxDepth+1, DefaultMaxDepth)
 
 	// And in an instance held in memory.
