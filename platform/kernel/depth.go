@@ -5,9 +5,13 @@ package kernel
 // limit+1). A level is what the parser nests a value in: each label of a
 // field (a: b: c: 1 nests three levels), each brace, bracket or
 // parenthesis, save one that opens a field's value, whose label counted
-// for it (a: {b: [1]} nests two levels, as a: b: 1 does), and each string
-// interpolation. Nesting inside
-// strings and comments does not count.
+// for it (a: {b: [1]} nests two levels, as a: b: 1 does), each string
+// interpolation, and each arithmetic, comparison or logical operator of a
+// field's expression (a: 1 + 2 + 3 nests three levels); not the
+// unification and disjunction operators & and |, which the evaluator
+// flattens. A field ends where the parser ends it: at a comma, or at a
+// newline after a token that ends an operand. Nesting inside strings and
+// comments does not count.
 //
 // The scan visits each byte at most twice and holds at most limit+1
 // levels, so its cost is linear in len(src) and its memory bounded by
@@ -29,6 +33,9 @@ func nestingDepth(src []byte, limit int) (depth, steps int) {
 	stack := []frame{{}}
 	levels, deepest := 0, 0
 	afterColon := false // the last token was a field's colon
+	// operand: the last token ends an operand, so that a newline ends the
+	// field, as the parser inserts a comma there.
+	operand := false
 	deeper := func(n int) bool {
 		levels += n
 		deepest = max(deepest, levels)
@@ -91,6 +98,7 @@ func nestingDepth(src []byte, limit int) (depth, steps int) {
 					if !push(frame{kind: '\\'}) {
 						return deepest, steps
 					}
+					operand = false
 					i = j + 1
 				} else {
 					i = j + 1 // the escaped character, whatever it is
@@ -108,6 +116,7 @@ func nestingDepth(src []byte, limit int) (depth, steps int) {
 				if hashesAt(end, s.hashes) {
 					pop()
 					i = end + s.hashes
+					operand = true
 					continue
 				}
 			}
@@ -118,8 +127,16 @@ func nestingDepth(src []byte, limit int) (depth, steps int) {
 			i++
 			continue
 		}
-		wasAfterColon := afterColon
-		afterColon = false
+		wasAfterColon, wasOperand := afterColon, operand
+		afterColon, operand = false, false
+		if n := operatorAt(src, i); n > 0 {
+			stack[len(stack)-1].chain++
+			if !deeper(1) {
+				return deepest, steps
+			}
+			i += n
+			continue
+		}
 		switch c {
 		case '/':
 			if i+1 < len(src) && src[i+1] == '/' {
@@ -127,7 +144,7 @@ func nestingDepth(src []byte, limit int) (depth, steps int) {
 					i++
 					steps++
 				}
-				afterColon = wasAfterColon
+				afterColon, operand = wasAfterColon, wasOperand
 				continue
 			}
 		case ':':
@@ -136,8 +153,14 @@ func nestingDepth(src []byte, limit int) (depth, steps int) {
 				return deepest, steps
 			}
 			afterColon = true
-		case ',', '\n':
+		case ',':
 			endField()
+		case '\n':
+			if wasOperand {
+				endField()
+			} else {
+				afterColon = wasAfterColon
+			}
 		case '{', '[', '(':
 			afterColon = wasAfterColon
 			if !push(frame{kind: c}) {
@@ -148,6 +171,7 @@ func nestingDepth(src []byte, limit int) (depth, steps int) {
 			if n := len(stack); n > 1 && (stack[n-1].kind != '\\' || c == ')') {
 				pop()
 			}
+			operand = true
 		case '"', '\'':
 			afterColon = wasAfterColon
 			var ok bool
@@ -163,16 +187,54 @@ func nestingDepth(src []byte, limit int) (depth, steps int) {
 				steps++
 			}
 			if j < len(src) && (src[j] == '"' || src[j] == '\'') {
+				afterColon = wasAfterColon
 				var ok bool
 				if i, ok = openString(j, j-i); !ok {
 					return deepest, steps
 				}
+				afterColon = false
 				continue
 			}
 			i = j
+			operand = true // a definition's name
 			continue
+		default:
+			operand = isOperandByte(c)
 		}
 		i++
 	}
 	return deepest, steps
+}
+
+// operatorAt returns the length of the arithmetic, comparison or logical
+// operator at src[i], or 0: + - * / < > <= >= == != =~ !~ && ||. A //
+// starts a comment, and & | ! = alone are no such operator.
+func operatorAt(src []byte, i int) int {
+	c := src[i]
+	var next byte
+	if i+1 < len(src) {
+		next = src[i+1]
+	}
+	switch {
+	case c == '/' && next == '/':
+		return 0
+	case c == '+' || c == '-' || c == '*' || c == '/':
+		return 1
+	case (c == '<' || c == '>') && next == '=':
+		return 2
+	case c == '<' || c == '>':
+		return 1
+	case (c == '=' || c == '!') && (next == '=' || next == '~'):
+		return 2
+	case (c == '&' && next == '&') || (c == '|' && next == '|'):
+		return 2
+	}
+	return 0
+}
+
+// isOperandByte reports whether c ends an operand when it ends a token:
+// a letter, a digit, _, $, or the . of ... or of a number.
+func isOperandByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '_' || c == '$' || c == '.' || c >= 0x80
 }

@@ -12,7 +12,8 @@ import (
 // nestingDepth counts it standing alone (d) and as the value of a field
 // (dv): each field label counts, and so do structs, lists, parentheses
 // and interpolations in every string form, save a bracket that opens a
-// field's value; brackets inside strings and comments do not. With
+// field's value, and the operators but & and |; brackets inside strings
+// and comments do not. With
 // evaluable set, it draws no interpolations, so that the expression
 // evaluates: a struct does not interpolate.
 func nested(t *rapid.T, budget int, evaluable bool) (expr string, d, dv int) {
@@ -21,7 +22,7 @@ func nested(t *rapid.T, budget int, evaluable bool) (expr string, d, dv int) {
 		"#'''\n\t\\(\n\t'''#", `##"x"#{"##`, `"a: b: c"`,
 	}
 	kind := "leaf"
-	kinds := []string{"leaf", "struct", "list", "paren", "wide", "chain", "interp", "rawInterp", "multiInterp"}
+	kinds := []string{"leaf", "struct", "list", "paren", "wide", "chain", "interp", "rawInterp", "multiInterp", "sum", "unify"}
 	if evaluable {
 		kinds = kinds[:6]
 	}
@@ -47,6 +48,11 @@ func nested(t *rapid.T, budget int, evaluable bool) (expr string, d, dv int) {
 		return other(`"x\(`+inner+`)y"`, d+1)
 	case "rawInterp":
 		return other(`#"x\#(`+inner+`)y"#`, d+1)
+	case "sum": // each operator a level, across lines
+		op := rapid.SampledFrom([]string{"+", "-", "*", "/", "<=", "==", "!=", "=~", "&&", "||", "<", ">="}).Draw(t, "operator")
+		return other("1 "+op+"\n\t"+inner, d+1)
+	case "unify": // & and | are no level
+		return other("_ & ("+inner+") | 1", d+1)
 	case "multiInterp":
 		return other("\"\"\"\n\t{ \\("+inner+")\n\t\"\"\"", d+1)
 	}
@@ -96,6 +102,8 @@ func TestNestingDepthLinear(t *testing.T) {
 		"raw string":  strings.Repeat("#", 1<<12) + `"` + strings.Repeat(`"`+strings.Repeat("#", 1<<12-1), 1<<6),
 		"comment":     strings.Repeat("// {{{{\n", 1<<16),
 		"labels":      strings.Repeat("a: ", 1<<16) + "1",
+		"lines":       strings.Repeat("a:\n", 1<<16) + "1",
+		"sums":        strings.Repeat("1 +\n", 1<<16) + "1",
 	} {
 		got, steps := nestingDepth([]byte(src), 1<<30)
 		if steps > 2*len(src) {
@@ -104,10 +112,9 @@ func TestNestingDepthLinear(t *testing.T) {
 		if name == "braces" && got != 1<<18+1 { // the first brace, and each label
 			t.Errorf("braces: depth %d, want %d", got, 1<<18+1)
 		}
-		if name == "labels" && got != 1<<16 {
-			t.Errorf("labels: depth %d, want %d", got, 1<<16)
-		}
-		if name != "braces" && name != "labels" && got != 0 {
+		if deep := name == "labels" || name == "lines" || name == "sums"; deep && got != 1<<16 {
+			t.Errorf("%s: depth %d, want %d", name, got, 1<<16)
+		} else if !deep && name != "braces" && got != 0 {
 			t.Errorf("%s: depth %d, want 0", name, got)
 		}
 	}
