@@ -23,8 +23,8 @@
 //
 // Input is bounded before it is parsed: the size of each file, the size
 // and number of a module's files, the nesting depth of each CUE or JSON
-// file (its fields, brackets and interpolations, counted by a scan of its
-// bytes, linear in its size), and the
+// file (its fields, brackets, operators and interpolations, counted by a
+// scan of its bytes, linear in its size), and the
 // number of an instance's components. The bounds are the Kernel's
 // [Limits], whose defaults sit far above real modules; input past one
 // fails the call with a [*LimitError] naming the limit, the file and the
