@@ -2,7 +2,6 @@ package dirlife
 
 import (
 	"os"
-	"path"
 	"strings"
 	"sync/atomic"
 )
@@ -86,16 +85,16 @@ func (c *dirCursor) at(dir string) (*dirHandle, error) {
 		base = c.path[n-1]
 	}
 	for base.name != dir {
-		rest := dir
+		start := 0 // of the next element in dir
 		if base.name != "." {
-			rest = dir[len(base.name)+1:]
+			start = len(base.name) + 1
 		}
-		elem, _, _ := strings.Cut(rest, "/")
+		elem, _, _ := strings.Cut(dir[start:], "/")
 		r, err := base.dir().OpenRoot(elem)
 		if err != nil {
 			return nil, err
 		}
-		h := &dirHandle{name: path.Join(base.name, elem), root: r, top: c.top.top}
+		h := &dirHandle{name: dir[:start+len(elem)], root: r, top: c.top.top}
 		h.refs.Store(1)
 		if len(c.path) == maxCursorDirs {
 			c.path[0].release()

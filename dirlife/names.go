@@ -149,27 +149,48 @@ func planFiles(files Files) (*plan, error) {
 
 // checkCase refuses two paths of p, files or directories, that differ only
 // by case: on a case-insensitive filesystem they are one entry. The error
-// names both files as given. files maps a cleaned file name to the name as
-// given, dirs a directory to a file in it, as given.
+// names both files as given, the later path in sorted order as the
+// NameError's Name. files maps a cleaned file name to the name as given,
+// dirs a directory to a file in it, as given.
+//
+// Two paths that foldKey leaves as they are cannot collide, so only the
+// others are looked up: a module of lower-case names costs no allocation.
 func checkCase(p *plan, files, dirs map[string]string) *NameError {
 	type entry struct{ path, given string }
-	folded := make(map[string]entry, len(p.names)+len(p.dirs))
-	check := func(clean, given string) *NameError {
-		key := foldKey(clean)
-		other, ok := folded[key]
-		if !ok {
-			folded[key] = entry{clean, given}
-			return nil
+	var folded map[string]entry // the paths foldKey changes, by key
+	collide := func(a, b entry) *NameError {
+		if a.path > b.path {
+			a, b = b, a
 		}
-		return &NameError{given, fmt.Sprintf("%s: %s and %s", ruleCase, describe(other.path, other.given), describe(clean, given))}
+		return &NameError{b.given, fmt.Sprintf("%s: %s and %s", ruleCase, describe(a.path, a.given), describe(b.path, b.given))}
+	}
+	check := func(e entry) *NameError {
+		key := foldKey(e.path)
+		if key == e.path {
+			return nil // found from the other side, if it collides
+		}
+		if given, ok := files[key]; ok {
+			return collide(entry{key, given}, e)
+		}
+		if given, ok := dirs[key]; ok {
+			return collide(entry{key, given}, e)
+		}
+		if other, ok := folded[key]; ok {
+			return collide(other, e)
+		}
+		if folded == nil {
+			folded = make(map[string]entry)
+		}
+		folded[key] = e
+		return nil
 	}
 	for _, d := range p.dirs {
-		if err := check(d, dirs[d]); err != nil {
+		if err := check(entry{d, dirs[d]}); err != nil {
 			return err
 		}
 	}
 	for _, clean := range p.names {
-		if err := check(clean, files[clean]); err != nil {
+		if err := check(entry{clean, files[clean]}); err != nil {
 			return err
 		}
 	}

@@ -53,13 +53,16 @@ func reservedDevice(elem string) (string, bool) {
 	if len(stem) < 3 {
 		return "", false
 	}
-	dev := strings.ToUpper(stem[:3]) // ASCII: only ASCII stems can match
-	switch rest := stem[3:]; dev {
-	case "CON", "PRN", "AUX", "NUL":
-		if rest == "" {
+	head, rest := stem[:3], stem[3:]
+	for _, dev := range [...]string{"CON", "PRN", "AUX", "NUL"} {
+		if strings.EqualFold(head, dev) && rest == "" {
 			return dev, true
 		}
-	case "COM", "LPT":
+	}
+	for _, dev := range [...]string{"COM", "LPT"} {
+		if !strings.EqualFold(head, dev) {
+			continue
+		}
 		switch {
 		case len(rest) == 1 && '0' <= rest[0] && rest[0] <= '9':
 			return dev + rest, true
