@@ -11,12 +11,8 @@ import (
 )
 
 // value is what the tests store under key k, so that a lease's value can be
-// checked against its key.
-func value(k int) string { return fmt.Sprintf("v%d", k) }
-
-// fvalue is what the model test stores under a float64 key k. -0 and +0
-// are one key, so they store one value.
-func fvalue(k float64) string {
+// checked against its key. -0 and +0 are one key, so they store one value.
+func value(k float64) string {
 	if k == 0 {
 		k = 0 // drop the sign
 	}
@@ -67,7 +63,7 @@ func TestSlotModel(t *testing.T) {
 					}
 					return // the "" action checks that nothing changed
 				}
-				s.Set(k, fvalue(k))
+				s.Set(k, value(k))
 				has, key = true, k
 			},
 			"SetIfNewer": func(t *rapid.T) {
@@ -79,7 +75,7 @@ func TestSlotModel(t *testing.T) {
 					return
 				}
 				want := !has || k > key
-				if got := s.SetIfNewer(k, fvalue(k)); got != want {
+				if got := s.SetIfNewer(k, value(k)); got != want {
 					t.Fatalf("SetIfNewer(%v) = %v with held (%v, %v), want %v", k, got, has, key, want)
 				}
 				if want {
@@ -101,8 +97,8 @@ func TestSlotModel(t *testing.T) {
 					}
 					return
 				}
-				if l.Key() != key || l.Value() != fvalue(key) {
-					t.Fatalf("Lease() = (%v, %q), want (%v, %q)", l.Key(), l.Value(), key, fvalue(key))
+				if l.Key() != key || l.Value() != value(key) {
+					t.Fatalf("Lease() = (%v, %q), want (%v, %q)", l.Key(), l.Value(), key, value(key))
 				}
 				leases = append(leases, l)
 				keys = append(keys, key)
@@ -115,14 +111,14 @@ func TestSlotModel(t *testing.T) {
 				i := rapid.IntRange(0, len(leases)-1).Draw(t, "lease")
 				leases[i].Release()
 				released[i] = true
-				if leases[i].Key() != keys[i] || leases[i].Value() != fvalue(keys[i]) {
+				if leases[i].Key() != keys[i] || leases[i].Value() != value(keys[i]) {
 					t.Fatalf("a released lease changed: (%v, %q), want key %v", leases[i].Key(), leases[i].Value(), keys[i])
 				}
 			},
 			"": func(t *rapid.T) {
 				k, v, ok := s.Get()
-				if ok != has || (has && (k != key || v != fvalue(key))) {
-					t.Fatalf("Get() = (%v, %q, %v), want (%v, %q, %v)", k, v, ok, key, fvalue(key), has)
+				if ok != has || (has && (k != key || v != value(key))) {
+					t.Fatalf("Get() = (%v, %q, %v), want (%v, %q, %v)", k, v, ok, key, value(key), has)
 				}
 				var want []float64
 				for i, k := range keys {
