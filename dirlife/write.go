@@ -27,8 +27,9 @@ import (
 // Reset. Root is created when missing, and claimed when empty; a non-empty
 // Root the layout does not own is refused with [ErrNotOwned].
 //
-// Write holds Root's lock shared: Writes run alongside one another, and a
-// Prune or Reset waits for them. Concurrent Writes of one ID each publish a
+// Write holds a bounded number of descriptors (a few dozen), whatever the
+// depth and width of the tree. It holds Root's lock shared: Writes run
+// alongside one another, and a Prune or Reset waits for them. Concurrent Writes of one ID each publish a
 // complete directory; the last to publish wins.
 func (l Layout[ID]) Write(id ID, files Files) (string, error) {
 	name, err := l.name(id)
