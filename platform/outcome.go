@@ -80,7 +80,8 @@ type ReclaimEvent struct {
 
 	// Delay runs from the instant the generation became reclaimable (it
 	// was superseded or forgotten, and its last lease was released) to its
-	// removal.
+	// removal. The instant of a release is observed while Run runs;
+	// without Run, Delay runs from the supersession.
 	Delay time.Duration
 
 	// Err is a failed removal; the reclaim loop retries it with backoff.

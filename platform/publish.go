@@ -37,6 +37,10 @@ import (
 //
 // A removal that fails after a successful publish does not fail it: the
 // error goes to OnReclaim, Stats and the log, and the reclaim loop retries.
+//
+// Publish keeps a copy of the files it published, to compare the next
+// publish with; the caller may reuse files and their buffers as soon as
+// Publish returns.
 func (p *Publisher) Publish(ctx context.Context, generation int64, files platformmodule.Files, skew kernel.SkewPolicy) (Generated, error) {
 	var t PublishTimings
 	var reclaims []ReclaimEvent
@@ -82,8 +86,15 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 		return Generated{}, Failed, err
 	}
 
+	if err := ctx.Err(); err != nil {
+		if rewrite {
+			p.store.SetGenerated(cur)
+		}
+		return Generated{}, Failed, err
+	}
+
 	start := time.Now()
-	dir, err := p.layout.Write(generation, files)
+	dir, err := p.write(generation, files)
 	t.Write = time.Since(start)
 	outcome := Failed
 	var plat *kernel.Platform
@@ -96,6 +107,7 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 		}
 	}
 	if err != nil {
+		p.dirty = true // a failed Write leaves its staging directory
 		if rewrite {
 			start = time.Now()
 			err = p.restore(cur, err)
@@ -117,7 +129,7 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 	t.Set = time.Since(start)
 
 	start = time.Now()
-	*reclaims = p.reclaimLocked()
+	*reclaims = p.pruneAfterSet()
 	t.Prune = time.Since(start)
 	if rewrite {
 		return rec, Rewritten, nil
@@ -129,7 +141,7 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 // again. If the old files cannot be written back, the store stays empty: a
 // record is never set over a directory that does not hold its files.
 func (p *Publisher) restore(cur Generated, cause error) error {
-	if _, err := p.layout.Write(cur.Generation, p.files); err != nil {
+	if _, err := p.write(cur.Generation, p.files); err != nil {
 		p.files = nil
 		return errors.Join(cause, fmt.Errorf("platform: restoring generation %d after a failed rewrite: %w", cur.Generation, err))
 	}
@@ -139,8 +151,9 @@ func (p *Publisher) restore(cur Generated, cause error) error {
 
 // Forget drops the current record, for a deleted Platform resource: the
 // store holds nothing afterwards, and the directory is removed once its
-// last lease is released (at once when it has none). Forget waits for a
-// running Publish to finish.
+// last lease is released (at once when it has none). Like Publish, it
+// removes every other directory that is neither current nor leased. Forget
+// waits for a running Publish to finish.
 func (p *Publisher) Forget() {
 	_ = p.lock(context.Background())
 	cur, held := p.store.Generated()
@@ -149,9 +162,9 @@ func (p *Publisher) Forget() {
 	var reclaims []ReclaimEvent
 	if held {
 		p.superseded[cur.Generation] = time.Now()
-		if p.booted.Load() {
-			reclaims = p.reclaimLocked()
-		}
+	}
+	if p.booted.Load() {
+		reclaims = p.reclaimLocked()
 	}
 	p.unlock()
 	if held {
@@ -181,9 +194,12 @@ func (p *Publisher) finishPublish(ev PublishEvent, reclaims []ReclaimEvent) {
 	}
 	p.statsMu.Unlock()
 
-	if ev.Err != nil {
+	switch {
+	case ev.Err != nil:
 		p.log.Error("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String(), "err", ev.Err)
-	} else {
+	case ev.Outcome == Unchanged:
+		p.log.Debug("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String())
+	default:
 		p.log.Info("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String(),
 			"write", ev.Timings.Write, "build", ev.Timings.Build, "set", ev.Timings.Set, "prune", ev.Timings.Prune)
 	}

@@ -51,17 +51,20 @@ type Publisher struct {
 	retryMin  time.Duration
 	retryMax  time.Duration
 
-	store  Store
-	booted atomic.Bool
+	store   Store
+	booted  atomic.Bool
+	running atomic.Int32 // reclaim loops running
 
 	// sem serialises Boot, Publish, Forget and reclaims; a channel so
 	// that a wait for it honours a context.
 	sem chan struct{}
 
 	// Under sem.
-	files      platformmodule.Files // the current generation's files, as published
-	superseded map[int64]time.Time  // generations no longer current, since when
-	prune      func(keep ...int64) error
+	files      platformmodule.Files                                               // the current generation's files, as published
+	superseded map[int64]time.Time                                                // generations no longer current, since when
+	prune      func(keep ...int64) error                                          // Layout.Prune; a test seam
+	write      func(generation int64, files platformmodule.Files) (string, error) // Layout.Write; a test seam
+	dirty      bool                                                               // Root may hold entries that are not generation directories
 
 	poke chan struct{} // asks the reclaim loop to retry; capacity 1
 
@@ -98,6 +101,7 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 	}
 	p.retryMax = max(p.retryMax, p.retryMin)
 	p.prune = p.layout.Prune
+	p.write = p.layout.Write
 	return p
 }
 
@@ -173,9 +177,11 @@ func (p *Publisher) Stats() Stats {
 }
 
 // Render leases the current record, renders inst against its platform with
-// the record's skew policy, and releases the lease. It returns
-// [ErrNotReady] when no platform is held, and the record it rendered
-// against.
+// the record's skew policy, and releases the lease; it returns the output
+// and the record it rendered against. It returns [ErrNotReady] when no
+// platform is held: before the first Publish, after Forget, and while a
+// changed current generation waits for its leases to drain. Render takes
+// no lock of the Publisher's and may run concurrently with everything.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
 	if !p.booted.Load() {
 		return kernel.RenderOutput{}, Generated{}, ErrNotBooted
