@@ -7,11 +7,13 @@ import (
 	"maps"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,6 +40,11 @@ type PlatformReconciler struct {
 	// changed the record the Publisher serves (a publish or a forget).
 	// It must not block.
 	Changed func()
+
+	mu sync.Mutex
+	// served is the UID of the object whose generation the Publisher
+	// serves; generations count from 1 again in a new object.
+	served types.UID
 }
 
 // Reconcile publishes the Platform's current generation, or forgets the
@@ -65,6 +72,11 @@ func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 
+	if r.servedOther(p.UID) {
+		// Deleted and created again, both seen as one request: the old
+		// object's generations say nothing about the new one's.
+		r.forget(ctx)
+	}
 	before := r.Publisher.Store().Generation()
 	status := p.Status.DeepCopy()
 	status.ObservedGeneration = p.Generation
@@ -73,6 +85,9 @@ func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	var rec platform.Generated
 	if err == nil {
 		rec, err = r.Publisher.Publish(ctx, p.Generation, files, skew)
+	}
+	if err == nil {
+		r.setServed(p.UID)
 	}
 	if after := r.Publisher.Store().Generation(); after != before && r.Changed != nil {
 		r.Changed()
@@ -155,8 +170,23 @@ func (r *PlatformReconciler) relative(msg string) string {
 	return strings.ReplaceAll(msg, root+string(filepath.Separator), "")
 }
 
+// servedOther reports whether the Publisher serves a generation of an
+// object other than uid.
+func (r *PlatformReconciler) servedOther(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.served != "" && r.served != uid
+}
+
+func (r *PlatformReconciler) setServed(uid types.UID) {
+	r.mu.Lock()
+	r.served = uid
+	r.mu.Unlock()
+}
+
 // forget drops the served platform, if any.
 func (r *PlatformReconciler) forget(ctx context.Context) {
+	r.setServed("")
 	if r.Publisher.Store().Generation() == 0 {
 		return
 	}

@@ -297,3 +297,40 @@ func TestPlatformOtherNamesIgnored(t *testing.T) {
 		t.Fatalf("Reconcile of another name: %v, %+v, store %d", err, res, f.pub.Store().Generation())
 	}
 }
+
+func TestPlatformRecreatedUnseenIsNotStale(t *testing.T) {
+	first := newPlatform(acme(), 5)
+	first.UID = "first"
+	f := newFixture(t, true, first)
+	if _, _, err := f.reconcilePlatform(t); err != nil {
+		t.Fatal(err)
+	}
+	// Deleted and created again before the next reconcile: the work queue
+	// folds both events into one request, so the reconciler never sees the
+	// object missing, only a new object (a new UID) at generation 1.
+	if err := f.client.Delete(context.Background(), newPlatform(acme(), 5)); err != nil {
+		t.Fatal(err)
+	}
+	again := newPlatform(acme(), 1)
+	again.UID = "second"
+	if err := f.client.Create(context.Background(), again); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := f.reconcilePlatform(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, p.Status.Conditions, v1alpha1.PlatformReady, metav1.ConditionTrue, controller.ReasonPublished)
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.PlatformStale); c != nil && c.Status == metav1.ConditionTrue {
+		t.Fatalf("a recreated Platform was refused as stale: %s", c.Message)
+	}
+	if g := f.pub.Store().Generation(); g != 1 {
+		t.Fatalf("store serves %d, want the new object's generation 1", g)
+	}
+	eventually(t, "the old object's directory is removed", func() error {
+		if on := f.pub.Stats().OnDisk; len(on) != 1 || on[0] != 1 {
+			return fmt.Errorf("on disk: %v", on)
+		}
+		return nil
+	})
+}
