@@ -4,7 +4,9 @@
 // [PlatformReconciler] publishes the cluster's Platform through a
 // [platform.Publisher]: every reconcile generates the platform module from
 // the spec and publishes it under the object's .metadata.generation; a
-// deleted Platform is forgotten. Its conditions and events say what
+// deleted Platform is forgotten, and so is an earlier object's platform when
+// a new object (a new UID, its generations counting from 1 again) takes its
+// place. Its conditions and events say what
 // happened. Transient failures (the Publisher not booted yet, a write
 // error, a cancelled context) return an error, so the work queue retries
 // with exponential backoff; a spec that does not build is not retried, for
