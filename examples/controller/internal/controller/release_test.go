@@ -145,3 +145,22 @@ func TestReleaseRendersAgainForANewPlatform(t *testing.T) {
 		t.Fatalf("status %+v after the platform's delete", rel.Status)
 	}
 }
+
+func TestReleaseHostileFileNamesRefused(t *testing.T) {
+	for _, name := range []string{"../escape.cue", "/etc/shop.cue", "cue.mod/../../x.cue"} {
+		t.Run(name, func(t *testing.T) {
+			files := shop("v1.4.0")
+			files[name] = "package shop\n"
+			f := newFixture(t, true, newPlatform(acme(), 1), newRelease(files, 1))
+			if _, _, err := f.reconcilePlatform(t); err != nil {
+				t.Fatal(err)
+			}
+			rel := f.reconcileRelease(t)
+			c := wantCondition(t, rel.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionFalse, v1alpha1.ReasonRenderFailed)
+			if !strings.Contains(c.Message, name) {
+				t.Fatalf("RenderFailed message %q does not name %q", c.Message, name)
+			}
+			t.Log(c.Message)
+		})
+	}
+}
