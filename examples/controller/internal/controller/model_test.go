@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"pgregory.net/rapid"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 )
