@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -73,6 +75,7 @@ func run() error {
 		// Lease at once on shutdown so the next leader need not wait for it
 		// to expire.
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{ReconciliationTimeout: *timeout},
 	})
 	if err != nil {
 		return err
