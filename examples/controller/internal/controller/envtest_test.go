@@ -205,12 +205,16 @@ func testSpecChangeWhileLeased(t *testing.T, s *suite) {
 
 	release()
 	gone(t, oldDir)
-	if n := histogramCount(t, s, "leasekit_platform_reclaim_delay_seconds", nil); n <= reclaimsBefore {
-		t.Errorf("reclaim_delay_seconds count %d, want more than %d", n, reclaimsBefore)
-	}
-	if v := gathered(t, s, "leasekit_platform_prunes_total", nil); v <= prunesBefore {
-		t.Errorf("prunes_total %v, want more than %v", v, prunesBefore)
-	}
+	// The removal is counted, and OnReclaim called, just after it.
+	eventually(t, "the reclaim is counted", func() error {
+		if n := histogramCount(t, s, "leasekit_platform_reclaim_delay_seconds", nil); n <= reclaimsBefore {
+			return fmt.Errorf("reclaim_delay_seconds count %d, want more than %d", n, reclaimsBefore)
+		}
+		if v := gathered(t, s, "leasekit_platform_prunes_total", nil); v <= prunesBefore {
+			return fmt.Errorf("prunes_total %v, want more than %v", v, prunesBefore)
+		}
+		return nil
+	})
 }
 
 // testBrokenSpecKeepsServing: a spec that does not build sets BuildFailed
@@ -290,9 +294,12 @@ func testDeleteForgets(t *testing.T, s *suite) {
 	})
 	release()
 	gone(t, held.Dir)
-	if v := gathered(t, s, "leasekit_platform_generations_on_disk", nil); v != 0 {
-		t.Errorf("leasekit_platform_generations_on_disk = %v after the delete, want 0", v)
-	}
+	eventually(t, "no generation counted on disk", func() error {
+		if v := gathered(t, s, "leasekit_platform_generations_on_disk", nil); v != 0 {
+			return fmt.Errorf("leasekit_platform_generations_on_disk = %v after the delete, want 0", v)
+		}
+		return nil
+	})
 }
 
 // testRecreateThenFailOver: a Platform created again after its delete is
