@@ -51,7 +51,8 @@ type Layout[ID cmp.Ordered] struct {
 	// sync per file.
 	PerFileSync bool
 
-	faults faultFunc // test seam; nil in production
+	faults  faultFunc                // test seam; nil in production
+	devices func(fs.FileInfo) uint64 // test seam for deviceOf; nil in production
 }
 
 // Dir returns the directory of id under Root, whether or not it exists. It
