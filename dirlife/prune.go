@@ -157,4 +157,3 @@ func (l Layout[ID]) devOf() func(fs.FileInfo) uint64 {
 	}
 	return deviceOf
 }
-
