@@ -228,3 +228,26 @@ func TestNoCodec(t *testing.T) {
 		t.Fatalf("a refused call created the root: %v", err)
 	}
 }
+
+// TestResetWithoutCodec: Reset needs no Codec: it empties Root (also of
+// what looks like IDs) and creates it when missing.
+func TestResetWithoutCodec(t *testing.T) {
+	l := genLayout(t)
+	mustWrite(t, l, 1, Files{"m/f": []byte("x")})
+	mustWrite(t, l, 2, Files{"f": []byte("y")})
+	os.WriteFile(filepath.Join(l.Root, "stray"), nil, 0o644)
+	bare := Layout[int64]{Root: l.Root}
+	if err := bare.Reset(); err != nil {
+		t.Fatalf("Reset without a Codec = %v", err)
+	}
+	if got := rootEntries(t, l.Root); len(got) != 0 {
+		t.Fatalf("root after Reset = %v, want nothing", got)
+	}
+	missing := Layout[int64]{Root: filepath.Join(t.TempDir(), "new")}
+	if err := missing.Reset(); err != nil {
+		t.Fatalf("Reset of a missing root without a Codec = %v", err)
+	}
+	if fi, err := os.Stat(missing.Root); err != nil || !fi.IsDir() {
+		t.Fatalf("Reset did not create the root: %v", err)
+	}
+}
