@@ -146,8 +146,10 @@ func rootDevice(h *openRoot, devOf func(fs.FileInfo) uint64) (uint64, error) {
 // removeErr wraps a failed removal of the garbage entry name.
 func removeErr(root, name string, err error) error {
 	var me *MountError
-	if errors.As(err, &me) && me.Root == "" {
-		me.Root = root
+	if errors.As(err, &me) {
+		if me.Root == "" {
+			me.Root = root
+		}
 		return me
 	}
 	return fmt.Errorf("dirlife: remove %s: %w", filepath.Join(root, name), err)
