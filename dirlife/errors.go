@@ -11,7 +11,7 @@ var (
 	ErrInvalidName = errors.New("invalid name")
 
 	// ErrNoCodec is returned by Write, IDs and Prune on a Layout whose
-	// Codec is nil.
+	// Codec is nil. Reset and Settle need no Codec.
 	ErrNoCodec = errors.New("dirlife: the layout has no Codec")
 
 	// ErrNoFiles is returned by Write for an empty [Files].
@@ -58,7 +58,7 @@ func (e *NameError) Unwrap() error { return ErrInvalidName }
 // A RootError reports a root that the layout refuses to write to or remove
 // from.
 type RootError struct {
-	Op   string // "write", "prune" or "reset"
+	Op   string // "write", "prune", "reset", "ids" or "settle"
 	Root string // the root as given
 	Rule string // why it is refused
 	Err  error  // ErrUnsafeRoot or ErrNotOwned

@@ -16,17 +16,21 @@ import (
 // The files are written into a staging directory beside the target and
 // renamed into place, so no reader ever observes a partial directory, also
 // if the process is killed at any instant. When id's directory exists
-// already, the new one is swapped in atomically and the old one removed:
-// the path never goes missing (but see the package limits). Unless
-// [Layout.NoSync] is set, the directory survives power loss once Write
-// returns: files and staging directories are synced before the rename and
-// Root after it.
+// already, the new one is swapped in atomically and the old one, out of
+// the path, is removed in the background (see [Layout.Settle]): the path
+// never goes missing (but see the package limits). Unless [Layout.NoSync]
+// is set, the directory survives power loss once Write returns: files and
+// staging directories are synced before the rename and Root after it.
 //
-// On failure Write returns an error and leaves id's directory exactly as it
-// was, absent or complete with its old contents; a staging directory left
-// behind by a failure it could not clean up is removed by the next Prune or
-// Reset. Root is created when missing, and claimed when empty; a non-empty
-// Root the layout does not own is refused with [ErrNotOwned].
+// If that sync of Root fails, the directory is published all the same and
+// stays: Write returns its path and a [*NotDurableError] (errors.Is
+// [ErrNotDurable]). A publication is never undone. On any other failure
+// Write returns an error and leaves id's directory exactly as it was,
+// absent or complete with its old contents (or as another Write left it);
+// a staging directory left behind by a failure it could not clean up is
+// removed by the next Prune or Reset. Root is created when missing, and
+// claimed when empty; a non-empty Root that no layout ever claimed is
+// refused with [ErrNotOwned].
 //
 // Write holds Root's lock shared: Writes run alongside one another, and a
 // Prune or Reset waits for them. Concurrent Writes of one ID each publish a
