@@ -137,7 +137,7 @@ func TestWriteFaults(t *testing.T) {
 			if s.rewrite {
 				before = oldFiles
 			}
-			steps := []string{stepMkdir, stepCreate, stepWrite, stepSync, stepSyncDir, stepExchange, stepRename, stepSyncRoot, stepRemove}
+			steps := []string{stepOwnerAttr, stepMkdir, stepCreate, stepWrite, stepSync, stepSyncDir, stepExchange, stepRename, stepSyncRoot, stepRemove}
 			for _, step := range steps {
 				for n := 1; n <= counts[step]; n++ {
 					t.Run(fmt.Sprintf("%s#%d", step, n), func(t *testing.T) {
