@@ -102,7 +102,7 @@ func TestCrashChild(t *testing.T) {
 
 // TestCrash kills a writing child process with SIGKILL at random instants,
 // 100 times: after each kill every listed directory is complete, and Prune
-// leaves only the kept directories and the layout's own files.
+// leaves only the kept directories (once its removals settle).
 func TestCrash(t *testing.T) {
 	kills := 100
 	if testing.Short() {
