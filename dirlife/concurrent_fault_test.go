@@ -213,3 +213,50 @@ func versionOf(files Files) (int, bool) {
 	v, err := strconv.Atoi(m[1])
 	return v, err == nil
 }
+
+// TestPruneWaitsForLiveWrite: a Prune that starts while a Write is filling
+// its staging directory, and while earlier garbage is still being removed
+// in the background, waits for the Write: the staging directory is never
+// removed under it, and the Write publishes complete.
+func TestPruneWaitsForLiveWrite(t *testing.T) {
+	l := genLayout(t)
+	for id := range int64(6) {
+		mustWrite(t, l, id, versionFiles(id, 3))
+	}
+	if err := l.Prune(); err != nil { // garbage for the background remover
+		t.Fatal(err)
+	}
+	staging, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	writer := l
+	writer.faults = func(step, name string) error {
+		if step == stepCreate {
+			once.Do(func() { close(staging); <-resume })
+		}
+		return nil
+	}
+	var writeErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { _, writeErr = writer.Write(7, versionFiles(7, 5)) })
+	<-staging
+	pruned := make(chan error, 1)
+	go func() { pruned <- l.Prune(7) }()
+	select {
+	case err := <-pruned:
+		t.Fatalf("Prune returned (%v) while a Write was staging", err)
+	default:
+	}
+	close(resume)
+	wg.Wait()
+	if writeErr != nil {
+		t.Fatalf("Write = %v", writeErr)
+	}
+	if err := <-pruned; err != nil {
+		t.Fatal(err)
+	}
+	settle(t, l)
+	checkComplete(t, l.Dir(7), 7)
+	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{"gen-7"}) {
+		t.Fatalf("root = %v, want [gen-7]", got)
+	}
+}
