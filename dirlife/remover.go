@@ -9,9 +9,10 @@ import (
 	"sync"
 )
 
-// maxPending bounds the garbage trees a root's remover may have queued:
-// a Prune that would queue more waits (outside the lock) for it to catch
-// up, so garbage never piles up faster than it is removed.
+// maxPending bounds the batches of garbage (one per Prune or rewrite) a
+// root's remover may have queued: a Prune or Write that would queue more
+// waits (outside the lock) for it to catch up, so garbage never piles up
+// faster than it is removed.
 const maxPending = 8
 
 // A remover removes a root's garbage (pruned and replaced trees, already
@@ -23,13 +24,17 @@ type remover struct {
 	queue   []removal
 	busy    map[string]bool // names queued or being removed
 	running bool
-	err     error // failures not reported yet
+	errs    []error // failures not reported yet, at most maxErrs
+	dropped int     // failures beyond maxErrs, counted only
 }
 
-// A removal is one garbage entry of a root.
+// maxErrs bounds the failures a remover keeps for its next report.
+const maxErrs = 16
+
+// A removal is a batch of garbage entries of a root.
 type removal struct {
 	r     *os.Root // a handle of the root of its own, closed by the remover
-	name  string
+	names []string
 	dev   uint64
 	devOf func(fs.FileInfo) uint64
 	root  string // Root as given, for errors
@@ -43,7 +48,7 @@ func (rm *remover) init() {
 func (rm *remover) hasErr() bool {
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
-	return rm.err != nil
+	return len(rm.errs) > 0
 }
 
 // isBusy reports whether name is queued or being removed.
@@ -57,9 +62,12 @@ func (rm *remover) isBusy(name string) bool {
 func (rm *remover) takeErr() error {
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
-	err := rm.err
-	rm.err = nil
-	return err
+	errs := rm.errs
+	if rm.dropped > 0 {
+		errs = append(errs, fmt.Errorf("dirlife: and %d more removals failed", rm.dropped))
+	}
+	rm.errs, rm.dropped = nil, 0
+	return errors.Join(errs...)
 }
 
 // wait blocks until the queue is empty and nothing is being removed.
@@ -71,34 +79,37 @@ func (rm *remover) wait() {
 	rm.mu.Unlock()
 }
 
-// enqueue hands the garbage names of h's root to st's remover, starting it
-// if it is idle. It waits while maxPending removals are queued. Each
-// removal gets a handle of the root of its own, so the caller may release
-// h at once.
+// enqueue hands the garbage names of h's root to st's remover as one
+// batch, starting it if it is idle. It waits while maxPending batches are
+// queued. The batch gets a handle of the root of its own, so the caller
+// may release h at once.
 func (l Layout[ID]) enqueue(st *rootState, h *openRoot, names []string) error {
 	dev, err := rootDevice(h, l.devOf())
 	if err != nil {
 		return err
 	}
+	if len(names) == 0 {
+		return nil
+	}
+	r, err := h.r.OpenRoot(".")
+	if err != nil {
+		return fmt.Errorf("dirlife: remove garbage in %s: %w", l.Root, err)
+	}
 	rm := &st.rm
+	rm.mu.Lock()
+	for len(rm.queue) >= maxPending {
+		rm.cond.Wait()
+	}
+	rm.queue = append(rm.queue, removal{r: r, names: names, dev: dev, devOf: l.devOf(), root: l.Root})
 	for _, name := range names {
-		r, err := h.r.OpenRoot(".")
-		if err != nil {
-			return fmt.Errorf("dirlife: remove %s: %w", filepath.Join(l.Root, name), err)
-		}
-		rm.mu.Lock()
-		for len(rm.queue) >= maxPending {
-			rm.cond.Wait()
-		}
-		rm.queue = append(rm.queue, removal{r: r, name: name, dev: dev, devOf: l.devOf(), root: l.Root})
 		rm.busy[name] = true
-		start := !rm.running
-		rm.running = true
-		rm.mu.Unlock()
-		if start {
-			st.retain() // the caller holds a reference: st is still registered
-			go rm.run(st)
-		}
+	}
+	start := !rm.running
+	rm.running = true
+	rm.mu.Unlock()
+	if start {
+		st.retain() // the caller holds a reference: st is still registered
+		go rm.run(st)
 	}
 	return nil
 }
@@ -113,14 +124,21 @@ func (rm *remover) run(st *rootState) {
 		rm.cond.Broadcast()
 		rm.mu.Unlock()
 
-		err := removeTree(job.r, job.name, job.name, job.dev, job.devOf)
-		job.r.Close()
-
-		rm.mu.Lock()
-		delete(rm.busy, job.name)
-		if err != nil {
-			rm.err = errors.Join(rm.err, removeErr(job.root, job.name, err))
+		for _, name := range job.names {
+			err := removeTree(job.r, name, name, job.dev, job.devOf)
+			rm.mu.Lock()
+			delete(rm.busy, name)
+			switch {
+			case err == nil:
+			case len(rm.errs) < maxErrs:
+				rm.errs = append(rm.errs, removeErr(job.root, name, err))
+			default:
+				rm.dropped++
+			}
+			rm.mu.Unlock()
 		}
+		job.r.Close()
+		rm.mu.Lock()
 	}
 	rm.running = false
 	rm.cond.Broadcast()
