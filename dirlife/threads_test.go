@@ -152,7 +152,7 @@ func parkedOnly(t *testing.T, l Layout[int64], waiters int, release func(), call
 	if flocked > 1 {
 		t.Fatalf("%d threads waited in flock at once, want at most 1", flocked)
 	}
-	// The waiters' brief system calls before the lock may make the
+	// The waiters' short system calls before the lock may make the
 	// runtime start a few threads, never one per waiter.
 	if bound := before + waiters/4; peak > bound {
 		t.Fatalf("%d waiters took the process from %d to %d threads, over %d", waiters, before, peak, bound)
