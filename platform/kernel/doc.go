@@ -7,8 +7,13 @@
 // one [*Error], each with its file positions. [Kernel.Render] loads the
 // platform's directory and an instance module, checks the catalog versions
 // the instance requires against those the platform carries (the catalog
-// skew, governed by a [SkewPolicy]) and evaluates the render: one resource
-// per component, in a stable order.
+// skew, governed by a [SkewPolicy]) and renders: one resource per
+// component, in a stable order. A render that succeeds is assembled in Go
+// from the instance, validated under the kernel's #Instance, and from
+// what BuildPlatform decoded of the platform's content, which the render
+// has just read again and found unchanged; one that would fail is
+// evaluated in CUE under #Render, so its errors carry the positions of
+// both modules.
 //
 // Catalog versions are semantic versions as Semantic Versioning 2.0.0
 // writes them, with or without a leading 'v': "1.4.2" equals "v1.4.2",

@@ -81,6 +81,10 @@ type Platform struct {
 	// with a *ContentError, to render against a Dir that no longer holds
 	// that content; a Platform with no Digest cannot be rendered against.
 	Digest string
+
+	// built is what the build decoded, bound to Digest: a render of
+	// unchanged content uses it instead of evaluating the module again.
+	built *builtPlatform
 }
 
 // A Catalog is one component catalog a platform carries.
@@ -153,6 +157,7 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 		return nil, asError("build", abs, err, source{[]string{"#Platform"}, v})
 	}
 	p.Module, p.Dir, p.Digest = m.info.path, abs, m.digest
+	p.built = sealPlatform(p, m.digest)
 	return p, nil
 }
 

@@ -62,8 +62,16 @@ type Resource struct {
 
 // Render renders in.Instance against in.Platform. It loads the instance
 // module, checks the catalogs it requires against those the platform
-// carries, loads the platform's module, unifies both under the kernel's
-// #Render and returns the resources.
+// carries, loads the platform's module, renders both as the kernel's
+// #Render defines and returns the resources.
+//
+// When the platform's directory holds the content BuildPlatform decoded
+// and the instance is valid under the kernel's #Instance with no label
+// set twice with different values, Render assembles the resources in Go
+// from the instance and what the build decoded, without evaluating the
+// platform's module or #Render in CUE: the resources are the same.
+// Otherwise it evaluates #Render, and its errors name the files and
+// positions of both modules.
 //
 // A catalog the instance requires or a component uses that the platform
 // lacks or has disabled, or a kind its catalog does not provide (a catalog
@@ -85,7 +93,14 @@ func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, erro
 	if err != nil {
 		return RenderOutput{}, err
 	}
-	e, err := evaluate(ctx, limits, in)
+	r, err := prepare(ctx, limits, in)
+	if err != nil {
+		return RenderOutput{}, err
+	}
+	if out, ok, err := assemble(ctx, in.Platform, r); ok || err != nil {
+		return out, err
+	}
+	e, err := evaluateRender(ctx, in, r)
 	if err != nil {
 		return RenderOutput{}, err
 	}
@@ -105,8 +120,33 @@ type evaluation struct {
 	diagnostics []Diagnostic
 }
 
-// evaluate does all of Render but decode the resources.
+// A preparedRender is a render whose modules are loaded and whose
+// catalogs are checked, ready to evaluate: all of Render that comes before
+// the evaluation.
+type preparedRender struct {
+	cc          *cue.Context
+	dir         string          // the directory the instance's errors name
+	iv          cue.Value       // the instance as built
+	written     writtenInstance // the instance as written
+	diagnostics []Diagnostic
+	platform    loadedModule // the platform's module, holding the content of in.Platform.Digest
+	schema      cue.Value    // the vocabulary, compiled into cc
+}
+
+// evaluate does all of Render but decode the resources, evaluating
+// #Render in CUE.
 func evaluate(ctx context.Context, limits Limits, in RenderInput) (*evaluation, error) {
+	r, err := prepare(ctx, limits, in)
+	if err != nil {
+		return nil, err
+	}
+	return evaluateRender(ctx, in, r)
+}
+
+// prepare loads the instance and the platform's module, checks the
+// instance's values and catalogs and the platform's content, and compiles
+// the vocabulary.
+func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRender, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -129,24 +169,25 @@ func evaluate(ctx context.Context, limits Limits, in RenderInput) (*evaluation, 
 	})
 	defer ahead.waitContext(ctx) // its error is ctx.Err(), which the call reports where it sees it
 
-	cc := cuecontext.New()
-	dir, iv, err := loadInstance(ctx, cc, limits, in.Instance)
+	r := &preparedRender{cc: cuecontext.New()}
+	dir, iv, err := loadInstance(ctx, r.cc, limits, in.Instance)
 	if err != nil {
 		if dir == "" { // misuse, not a problem in a module
 			return nil, err
 		}
 		return nil, moduleError("render", dir, err)
 	}
+	r.dir, r.iv = dir, iv
 	// The catalogs first, from the instance as written: a refusal comes
 	// before any evaluation against the schema or the platform.
-	e := &evaluation{dir: dir, written: readInstance(iv)}
-	if n := len(e.written.components); n > limits.MaxComponents {
+	r.written = readInstance(iv)
+	if n := len(r.written.components); n > limits.MaxComponents {
 		return nil, &LimitError{Limit: "MaxComponents", File: dir, Value: int64(n), Max: int64(limits.MaxComponents)}
 	}
-	if err := checkInstanceValues(e.written); err != nil {
+	if err := checkInstanceValues(r.written); err != nil {
 		return nil, asError("render", dir, err, source{nil, iv})
 	}
-	if e.diagnostics, err = checkCatalogs(e.written, in.Platform, in.Skew); err != nil {
+	if r.diagnostics, err = checkCatalogs(r.written, in.Platform, in.Skew); err != nil {
 		return nil, asError("render", dir, err, source{nil, iv})
 	}
 	if err := ctx.Err(); err != nil {
@@ -167,32 +208,40 @@ func evaluate(ctx context.Context, limits Limits, in RenderInput) (*evaluation, 
 	if got := ready.platform.digest; got != in.Platform.Digest {
 		return nil, &ContentError{Dir: in.Platform.Dir, Want: in.Platform.Digest, Got: got}
 	}
-	pv, err := buildPackage(ctx, cc, ready.platform.inst)
-	if err != nil {
-		return nil, asError("render", in.Platform.Dir, err)
-	}
+	r.platform = ready.platform
 	if ready.vocabularyErr != nil {
 		return nil, ready.vocabularyErr
 	}
-	schema, err := compileSchema(cc, ready.vocabulary)
-	if err != nil {
+	if r.schema, err = compileSchema(r.cc, ready.vocabulary); err != nil {
 		return nil, err
 	}
+	return r, nil
+}
+
+// evaluateRender builds the platform's module and evaluates #Render with
+// it and the instance: the render as render.cue defines it, whose errors
+// name both modules' files.
+func evaluateRender(ctx context.Context, in RenderInput, r *preparedRender) (*evaluation, error) {
+	pv, err := buildPackage(ctx, r.cc, r.platform.inst)
+	if err != nil {
+		return nil, asError("render", in.Platform.Dir, err)
+	}
+	e := &evaluation{dir: r.dir, written: r.written, diagnostics: r.diagnostics}
 	// Both inputs go in at once: each unification with #Render evaluates
 	// it afresh.
-	inputs := cc.CompileString("{}").
+	inputs := r.cc.CompileString("{}").
 		FillPath(cue.MakePath(cue.Str("platform")), pv).
-		FillPath(cue.MakePath(cue.Str("instance")), iv)
-	e.render = schema.LookupPath(cue.MakePath(cue.Def("#Render"))).Unify(inputs)
+		FillPath(cue.MakePath(cue.Str("instance")), r.iv)
+	e.render = r.schema.LookupPath(cue.MakePath(cue.Def("#Render"))).Unify(inputs)
 	if err := validate(e.render); err != nil {
-		return nil, asError("render", dir, err,
-			source{[]string{"#Render", "instance"}, iv}, source{[]string{"#Render", "platform"}, pv})
+		return nil, asError("render", r.dir, err,
+			source{[]string{"#Render", "instance"}, r.iv}, source{[]string{"#Render", "platform"}, pv})
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if e.instance, err = lookup(e.render, "instance", "name").String(); err != nil {
-		return nil, asError("render", dir, err)
+		return nil, asError("render", r.dir, err)
 	}
 	return e, nil
 }
