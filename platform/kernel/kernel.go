@@ -12,7 +12,6 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
-	"cuelang.org/go/cue/parser"
 )
 
 // The kernel's vocabulary: schema.cue holds the platform's shape, which
@@ -144,7 +143,7 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err != nil {
 		return fail(err)
 	}
-	bi, err := vocabulary(false)
+	bi, err := vocabulary(platformVocabulary)
 	if err != nil {
 		return nil, err
 	}
@@ -159,27 +158,6 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	p.Module, p.Dir, p.Digest = m.info.path, abs, m.digest
 	p.built = sealPlatform(p, m.digest)
 	return p, nil
-}
-
-// vocabulary returns the kernel's vocabulary as a build instance: the
-// platform schema, and the render vocabulary too when render is set.
-// Building it writes to its syntax, so each call parses the source anew.
-func vocabulary(render bool) (*build.Instance, error) {
-	bi := build.NewContext().NewInstance("", nil)
-	files := [][2]any{{schemaFile, schemaSource}}
-	if render {
-		files = append(files, [2]any{renderFile, renderSource})
-	}
-	for _, f := range files {
-		syntax, err := parser.ParseFile(f[0].(string), f[1])
-		if err == nil {
-			err = bi.AddSyntax(syntax)
-		}
-		if err != nil {
-			return nil, flatten(fmt.Errorf("kernel: the embedded schema does not parse: %w", err))
-		}
-	}
-	return bi, nil
 }
 
 // compileSchema builds the vocabulary bi into cc.

@@ -130,7 +130,7 @@ type preparedRender struct {
 	written     writtenInstance // the instance as written
 	diagnostics []Diagnostic
 	platform    loadedModule // the platform's module, holding the content of in.Platform.Digest
-	schema      cue.Value    // the vocabulary, compiled into cc
+	schema      cue.Value    // the instance vocabulary (#Instance), compiled into cc
 }
 
 // evaluate does all of Render but decode the resources, evaluating
@@ -164,7 +164,7 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 		platformErr   error
 	}
 	ahead := goAhead(func() {
-		ready.vocabulary, ready.vocabularyErr = vocabulary(true)
+		ready.vocabulary, ready.vocabularyErr = vocabulary(instanceVocabulary)
 		ready.platform, ready.platformErr = loadDir(ctx, limits, in.Platform.Dir)
 	})
 	defer ahead.waitContext(ctx) // its error is ctx.Err(), which the call reports where it sees it
@@ -226,13 +226,21 @@ func evaluateRender(ctx context.Context, in RenderInput, r *preparedRender) (*ev
 	if err != nil {
 		return nil, asError("render", in.Platform.Dir, err)
 	}
+	bi, err := vocabulary(renderVocabulary)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := compileSchema(r.cc, bi)
+	if err != nil {
+		return nil, err
+	}
 	e := &evaluation{dir: r.dir, written: r.written, diagnostics: r.diagnostics}
 	// Both inputs go in at once: each unification with #Render evaluates
 	// it afresh.
 	inputs := r.cc.CompileString("{}").
 		FillPath(cue.MakePath(cue.Str("platform")), pv).
 		FillPath(cue.MakePath(cue.Str("instance")), r.iv)
-	e.render = r.schema.LookupPath(cue.MakePath(cue.Def("#Render"))).Unify(inputs)
+	e.render = schema.LookupPath(cue.MakePath(cue.Def("#Render"))).Unify(inputs)
 	if err := validate(e.render); err != nil {
 		return nil, asError("render", r.dir, err,
 			source{[]string{"#Render", "instance"}, r.iv}, source{[]string{"#Render", "platform"}, pv})
