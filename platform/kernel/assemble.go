@@ -63,7 +63,9 @@ func assemble(ctx context.Context, p *Platform, r *preparedRender) (RenderOutput
 		return RenderOutput{}, false, nil
 	}
 	u := r.schema.LookupPath(cue.MakePath(cue.Def("#Instance"))).Unify(r.iv)
-	if validate(u) != nil {
+	// Definitions of the instance are left unvalidated, as #Render leaves
+	// them: it validates its own, and none of the instance's.
+	if u.Validate(cue.Concrete(true), cue.Final()) != nil {
 		return RenderOutput{}, false, nil
 	}
 	if err := ctx.Err(); err != nil {

@@ -115,13 +115,66 @@ func drawInstance(t *rapid.T) (string, bool) {
 			}
 			fmt.Fprintf(&b, "\tspec: %s\n", data)
 		}
-		switch rapid.IntRange(0, 5).Draw(t, "oddity") {
+		switch rapid.IntRange(0, 7).Draw(t, "oddity") {
 		case 1:
 			b.WriteString("\tspec: port: int\n") // not concrete
 		case 2:
 			b.WriteString("\timage: \"x\"\n") // not a field of a component
+		case 3:
+			b.WriteString("\tspec: size: #Size\n") // a definition of the instance
+		case 4:
+			b.WriteString("\tspec: sized: _size\n") // a hidden field of the instance
 		}
 		b.WriteString("}\n")
 	}
+	switch rapid.IntRange(0, 3).Draw(t, "helpers") {
+	case 1:
+		b.WriteString("#Size: \"small\" | \"large\"\n#Open: {a: int}\n_size: \"small\"\n") // not concrete, never rendered
+	case 2:
+		b.WriteString("#Size: \"small\"\n_size: \"large\"\n")
+	}
 	return b.String(), specReplicas
+}
+
+// TestRenderUsesWhatTheBuildDecoded: a render carries what the platform's
+// directory holds, whether it is assembled from what the build decoded or
+// evaluated from the directory: not the Platform's fields as a caller
+// changed them, nor less for a Platform no build returned.
+func TestRenderUsesWhatTheBuildDecoded(t *testing.T) {
+	ctx := context.Background()
+	p := buildTestPlatform(t, "labeled", `labels: {team: "platform"}`)
+	in := func(p *Platform) RenderInput {
+		return RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
+			moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+			"shop.cue": []byte(`package shop
+name: "shop"
+requires: "example.com/catalogs/web@v1": "v1.0.0"
+components: web: {kind: "Service", catalog: "example.com/catalogs/web@v1", spec: port: 80}
+`),
+		}}}
+	}
+	want, err := New().Render(ctx, in(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := want.Resources[0].Object["metadata"].(map[string]any)["labels"].(map[string]any)
+	if labels["team"] != "platform" || labels["platform.leasekit.dev/name"] != "labeled" {
+		t.Fatalf("labels %v", labels)
+	}
+
+	// A Platform a caller wrote field by field, without what the build
+	// decoded: rendered by #Render from the directory.
+	copied := &Platform{Name: p.Name, Type: p.Type, Module: p.Module, Labels: p.Labels,
+		Catalogs: p.Catalogs, Dir: p.Dir, Digest: p.Digest}
+	if got, err := New().Render(ctx, in(copied)); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Render of a copied Platform = %+v, %v; want %+v", got, err, want)
+	}
+
+	// The Platform's fields changed after the build.
+	p.Name, p.Type = "other", "edge"
+	p.Labels["team"] = "changed"
+	p.Catalogs[0].Version = "v1.9.0"
+	if got, err := New().Render(ctx, in(p)); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Render after the Platform's fields changed = %+v, %v; want %+v", got, err, want)
+	}
 }
