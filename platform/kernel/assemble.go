@@ -22,6 +22,12 @@ type builtPlatform struct {
 	versions map[string]string // catalog path to version, as written
 }
 
+// builtFrom reports whether p holds what BuildPlatform decoded from the
+// content of digest, as p's Digest says it was built from.
+func (p *Platform) builtFrom(digest string) bool {
+	return p.built != nil && p.built.digest == digest && p.Digest == digest
+}
+
 // sealPlatform returns what a render needs of p, built from the content
 // of digest.
 func sealPlatform(p *Platform, digest string) *builtPlatform {
@@ -58,10 +64,10 @@ const (
 // and the render evaluates #Render, whose errors name the files and
 // positions of both modules. A render that fails, fails there.
 func assemble(ctx context.Context, p *Platform, r *preparedRender) (RenderOutput, bool, error) {
-	b := p.built
-	if b == nil || b.digest != r.platform.digest || b.digest != p.Digest {
+	if !p.builtFrom(r.platform.digest) {
 		return RenderOutput{}, false, nil
 	}
+	b := p.built
 	u := r.schema.LookupPath(cue.MakePath(cue.Def("#Instance"))).Unify(r.iv)
 	// Definitions of the instance are left unvalidated, as #Render leaves
 	// them: it validates its own, and none of the instance's.

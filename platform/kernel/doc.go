@@ -13,7 +13,9 @@
 // what BuildPlatform decoded of the platform's content, which the render
 // has just read again and found unchanged; one that would fail is
 // evaluated in CUE under #Render, so its errors carry the positions of
-// both modules.
+// both modules. Every render reads and hashes the platform's directory;
+// while its digest matches, only the package clause and imports of its
+// files are parsed, all the loader needs to choose the files it reads.
 //
 // Catalog versions are semantic versions as Semantic Versioning 2.0.0
 // writes them, with or without a leading 'v': "1.4.2" equals "v1.4.2",

@@ -69,7 +69,9 @@ type Resource struct {
 // and the instance is valid under the kernel's #Instance with no label
 // set twice with different values, Render assembles the resources in Go
 // from the instance and what the build decoded, without evaluating the
-// platform's module or #Render in CUE: the resources are the same.
+// platform's module or #Render in CUE: the resources are the same. It
+// still reads and hashes every file of the platform's directory, but
+// parses only the package clause and imports of each.
 // Otherwise it evaluates #Render, and its errors name the files and
 // positions of both modules.
 //
@@ -131,6 +133,37 @@ type preparedRender struct {
 	diagnostics []Diagnostic
 	platform    loadedModule // the platform's module, holding the content of in.Platform.Digest
 	schema      cue.Value    // the instance vocabulary (#Instance), compiled into cc
+	limits      Limits
+}
+
+// loadPlatform loads p's module in full, on a goroutine of its own, and
+// checks that it holds the content p was built from.
+func loadPlatform(ctx context.Context, limits Limits, p *Platform) (loadedModule, error) {
+	m, err := loadAside(ctx, func() (loadedModule, error) { return loadDir(ctx, limits, p.Dir) })
+	if cerr := ctx.Err(); cerr != nil {
+		return loadedModule{}, cerr
+	}
+	if err := platformLoaded(p, m, err); err != nil {
+		return loadedModule{}, err
+	}
+	return m, nil
+}
+
+// platformLoaded returns the error of a render whose platform p loaded as
+// m, with err: nil if it loaded and holds the content p was built from.
+func platformLoaded(p *Platform, m loadedModule, err error) error {
+	if err != nil {
+		// A platform that built and no longer loads has changed, unless
+		// it cannot be read at all, or is refused.
+		if got := m.digest; got != "" && p.Digest != "" && got != p.Digest {
+			return &ContentError{Dir: p.Dir, Want: p.Digest, Got: got, Err: moduleError("render", p.Dir, err)}
+		}
+		return moduleError("render", p.Dir, err)
+	}
+	if got := m.digest; got != p.Digest {
+		return &ContentError{Dir: p.Dir, Want: p.Digest, Got: got}
+	}
+	return nil
 }
 
 // evaluate does all of Render but decode the resources, evaluating
@@ -163,9 +196,15 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 		vocabularyErr error
 		platformErr   error
 	}
+	// A platform BuildPlatform returned is loaded to check its content
+	// only, unless that turns out to be not enough (see loadPlatform).
+	mode := parseAll
+	if in.Platform.built != nil {
+		mode = parseHeaders
+	}
 	ahead := goAhead(func() {
 		ready.vocabulary, ready.vocabularyErr = vocabulary(instanceVocabulary)
-		ready.platform, ready.platformErr = loadDir(ctx, limits, in.Platform.Dir)
+		ready.platform, ready.platformErr = loadDirMode(ctx, limits, in.Platform.Dir, mode)
 	})
 	defer ahead.waitContext(ctx) // its error is ctx.Err(), which the call reports where it sees it
 
@@ -197,21 +236,20 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 	if err := ahead.waitContext(ctx); err != nil {
 		return nil, err
 	}
-	if err := ready.platformErr; err != nil {
-		// A platform that built and no longer loads has changed, unless
-		// it cannot be read at all, or is refused.
-		if got := ready.platform.digest; got != "" && in.Platform.Digest != "" && got != in.Platform.Digest {
-			return nil, &ContentError{Dir: in.Platform.Dir, Want: in.Platform.Digest, Got: got, Err: moduleError("render", in.Platform.Dir, err)}
+	r.platform, err = ready.platform, ready.platformErr
+	if mode == parseHeaders && (err != nil || !in.Platform.builtFrom(r.platform.digest)) {
+		// The render cannot use what the build decoded: why is told by
+		// the module loaded in full.
+		if r.platform, err = loadPlatform(ctx, limits, in.Platform); err != nil {
+			return nil, err
 		}
-		return nil, moduleError("render", in.Platform.Dir, err)
+	} else if err = platformLoaded(in.Platform, r.platform, err); err != nil {
+		return nil, err
 	}
-	if got := ready.platform.digest; got != in.Platform.Digest {
-		return nil, &ContentError{Dir: in.Platform.Dir, Want: in.Platform.Digest, Got: got}
-	}
-	r.platform = ready.platform
 	if ready.vocabularyErr != nil {
 		return nil, ready.vocabularyErr
 	}
+	r.limits = limits
 	if r.schema, err = compileSchema(r.cc, ready.vocabulary); err != nil {
 		return nil, err
 	}
@@ -222,6 +260,13 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 // it and the instance: the render as render.cue defines it, whose errors
 // name both modules' files.
 func evaluateRender(ctx context.Context, in RenderInput, r *preparedRender) (*evaluation, error) {
+	if r.platform.mode != parseAll {
+		m, err := loadPlatform(ctx, r.limits, in.Platform)
+		if err != nil {
+			return nil, err
+		}
+		r.platform = m
+	}
 	pv, err := buildPackage(ctx, r.cc, r.platform.inst)
 	if err != nil {
 		return nil, asError("render", in.Platform.Dir, err)
