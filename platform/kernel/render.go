@@ -67,13 +67,13 @@ type Resource struct {
 //
 // When the platform's directory holds the content BuildPlatform decoded
 // and the instance is valid under the kernel's #Instance with no label
-// set twice with different values, Render assembles the resources in Go
-// from the instance and what the build decoded, without evaluating the
-// platform's module or #Render in CUE: the resources are the same. It
-// still reads and hashes every file of the platform's directory, but
-// parses only the package clause and imports of each.
-// Otherwise it evaluates #Render, and its errors name the files and
-// positions of both modules.
+// set twice with different values and no spec that sets replicas, Render
+// assembles the resources in Go from the instance and what the build
+// decoded, without evaluating the platform's module or #Render in CUE:
+// the resources are the same. It still reads and hashes every file of the
+// platform's directory, but parses only the package clause and imports
+// of each. Otherwise it evaluates #Render, and its errors name the files
+// and positions of both modules.
 //
 // A catalog the instance requires or a component uses that the platform
 // lacks or has disabled, or a kind its catalog does not provide (a catalog
