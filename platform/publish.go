@@ -8,6 +8,7 @@ import (
 	"maps"
 	"time"
 
+	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 )
@@ -34,6 +35,11 @@ import (
 //     [*kernel.Error], positions intact) and leaves the current record and
 //     its directory as they were; the failed directory of a new generation
 //     is removed.
+//
+// A Write that published its directory but could not sync it
+// ([dirlife.ErrNotDurable]) fails the publish like any write error: the
+// new directory is removed (a rewrite's old files are written back) and a
+// retry publishes again.
 //
 // A removal that fails after a successful publish does not fail it: the
 // error goes to OnReclaim, Stats and the log, and the reclaim loop retries.
@@ -141,7 +147,11 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 // again. If the old files cannot be written back, the store stays empty: a
 // record is never set over a directory that does not hold its files.
 func (p *Publisher) restore(cur Generated, cause error) error {
-	if _, err := p.write(cur.Generation, p.files); err != nil {
+	if _, err := p.write(cur.Generation, p.files); errors.Is(err, dirlife.ErrNotDurable) {
+		// The old files are back in place; only their sync failed.
+		p.store.SetGenerated(cur)
+		return errors.Join(cause, err)
+	} else if err != nil {
 		p.files = nil
 		return errors.Join(cause, fmt.Errorf("platform: restoring generation %d after a failed rewrite: %w", cur.Generation, err))
 	}
