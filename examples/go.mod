@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	leasekit.dev/platform v0.0.0-00010101000000-000000000000
+	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/yaml v1.6.0
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,7 +174,8 @@ func (p *Pool) record(g platform.Generated, inst Instance, out kernel.RenderOutp
 		p.counts.Failed++
 		p.latency.Record(took)
 		if len(p.failures) < maxFailureDetails {
-			p.failures = append(p.failures, "generation "+strconv.FormatInt(g.Generation, 10)+", instance "+inst.Name+": "+err.Error())
+			msg, _, _ := strings.Cut(err.Error(), "\n")
+			p.failures = append(p.failures, "generation "+strconv.FormatInt(g.Generation, 10)+", instance "+inst.Name+": "+msg)
 		}
 	}
 }

@@ -136,7 +136,7 @@ var breakages = []struct {
 	{"schema conflict: a catalog version that is not a string", func() string {
 		return "\ncatalogs: \"example.com/catalogs/web@v1\": version: 7\n"
 	}},
-	{"rule violation: a platform type that is not a DNS label", func() string { return "\ntype: \"Edge Zone\"\n" }},
+	{"rule violation: a label value with a space", func() string { return "\nlabels: \"example.com/zone\": \"eu west\"\n" }},
 }
 
 // openingKinds are the kinds of the stream's first steps, whatever the
