@@ -20,9 +20,10 @@ import (
 type Slot[K cmp.Ordered, V any] struct {
 	cur atomic.Pointer[held[K, V]] // nil when nothing is held
 
-	mu      sync.Mutex       // serialises Set, SetIfNewer, Clear, Leased and the end of a retired key's last lease
-	retired lease.Counter[K] // one lease per replaced value that still had leases
-	changed chan struct{}    // closed and replaced by every store; nil until a waiter asks
+	mu      sync.Mutex               // serialises Set, SetIfNewer, Clear, Leased and the end of a retired key's last lease
+	retired lease.Counter[K]         // one lease per replaced value that still had leases
+	old     map[*held[K, V]]struct{} // replaced values whose leases are outstanding
+	changed chan struct{}            // closed and replaced by every store; nil until a waiter asks
 
 	leakFn atomic.Pointer[func(lease.Leak[K])] // nil: leak reporting off
 }
@@ -104,6 +105,26 @@ func (s *Slot[K, V]) Leased() []K {
 	return keys
 }
 
+// Counts returns the number of outstanding leases on each leased key,
+// whether or not the key is still held. It returns an empty map when
+// nothing is leased.
+func (s *Slot[K, V]) Counts() map[K]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	counts := make(map[K]int)
+	for h := range s.old {
+		if n := h.remaining.Load(); n > 0 {
+			counts[h.key] += int(n)
+		}
+	}
+	if h := s.cur.Load(); h != nil {
+		if n := h.leases.Load() &^ retiredBit; n > 0 {
+			counts[h.key] += int(n)
+		}
+	}
+	return counts
+}
+
 // store installs (k, v) as the held value. s.mu is held.
 func (s *Slot[K, V]) store(k K, v V) {
 	if h := s.cur.Load(); h != nil {
@@ -129,7 +150,12 @@ func (s *Slot[K, V]) retire(h *held[K, V]) {
 	// brings remaining to zero releases the group.
 	if h.remaining.Add(n) == 0 {
 		h.group.Release()
+		return
 	}
+	if s.old == nil {
+		s.old = make(map[*held[K, V]]struct{})
+	}
+	s.old[h] = struct{}{}
 }
 
 // A Lease holds the key of the value it was taken on leased until it is
@@ -200,6 +226,7 @@ func (l *Lease[K, V]) Release() {
 	if h.remaining.Add(-1) == 0 {
 		h.s.mu.Lock()
 		h.group.Release()
+		delete(h.s.old, h)
 		h.s.mu.Unlock()
 	}
 }

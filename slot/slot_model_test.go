@@ -2,6 +2,7 @@ package slot_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -81,10 +82,15 @@ func TestSlotModel(t *testing.T) {
 					t.Fatalf("Get() = (%d, %q, %v), want (%d, %q, %v)", k, v, ok, key, value(key), has)
 				}
 				var want []int
+				counts := map[int]int{}
 				for i, k := range keys {
 					if !released[i] {
 						want = append(want, k)
+						counts[k]++
 					}
+				}
+				if got := s.Counts(); !maps.Equal(got, counts) {
+					t.Fatalf("Counts() = %v, want %v", got, counts)
 				}
 				slices.Sort(want)
 				want = slices.Compact(want)

@@ -1,0 +1,165 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"leasekit.dev/internal/baseline"
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/platformmodule"
+)
+
+func storeRecord() platform.Generated {
+	return platform.Generated{Generation: 7, Dir: "/var/lib/op/gen-7", Platform: &kernel.Platform{Name: "acme"}}
+}
+
+func BenchmarkStoreLeaseRelease(b *testing.B) {
+	b.Run("impl=leasekit", func(b *testing.B) {
+		var s platform.Store
+		s.SetGenerated(storeRecord())
+		b.ReportAllocs()
+		for b.Loop() {
+			_, release, _ := s.Lease()
+			release()
+		}
+	})
+	b.Run("impl=baseline", func(b *testing.B) {
+		var s baseline.Store[int64, platform.Generated]
+		s.Set(7, storeRecord())
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _, release, _ := s.Lease()
+			release()
+		}
+	})
+}
+
+func BenchmarkStoreLeaseReleaseParallel(b *testing.B) {
+	b.Run("impl=leasekit", func(b *testing.B) {
+		var s platform.Store
+		s.SetGenerated(storeRecord())
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_, release, _ := s.Lease()
+				release()
+			}
+		})
+	})
+	b.Run("impl=baseline", func(b *testing.B) {
+		var s baseline.Store[int64, platform.Generated]
+		s.Set(7, storeRecord())
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_, _, release, _ := s.Lease()
+				release()
+			}
+		})
+	})
+}
+
+// platformFiles is a generated platform module with n catalogs.
+func platformFiles(b *testing.B, n int) platformmodule.Files {
+	in := platformmodule.Input{Name: "acme"}
+	for i := range n {
+		in.Catalogs = append(in.Catalogs, platformmodule.Catalog{
+			Path:    fmt.Sprintf("example.com/catalogs/c%02d@v1", i),
+			Version: fmt.Sprintf("v1.%d.0", i),
+			Kinds:   []string{"Deployment", "Service"},
+		})
+	}
+	files, err := platformmodule.Generate(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return files
+}
+
+// BenchmarkPublish publishes a 20-catalog platform as a new generation,
+// durably, each iteration superseding (and pruning) the previous one, so
+// that Root holds one generation throughout. The leasekit sub-benchmark
+// reports the split of its time by step.
+func BenchmarkPublish(b *testing.B) {
+	files := platformFiles(b, 20)
+	ctx := context.Background()
+	b.Run("impl=leasekit", func(b *testing.B) {
+		var sum platform.PublishTimings
+		p := platform.NewPublisher(filepath.Join(b.TempDir(), "platform"), platform.PublisherOptions{
+			OnPublish: func(ev platform.PublishEvent) {
+				sum.Write += ev.Timings.Write
+				sum.Build += ev.Timings.Build
+				sum.Set += ev.Timings.Set
+				sum.Prune += ev.Timings.Prune
+			},
+		})
+		if err := p.Boot(); err != nil {
+			b.Fatal(err)
+		}
+		gen := int64(0)
+		b.ReportAllocs()
+		for b.Loop() {
+			gen++
+			if _, err := p.Publish(ctx, gen, files, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n := float64(gen)
+		for name, d := range map[string]time.Duration{"write": sum.Write, "build": sum.Build, "set": sum.Set, "prune": sum.Prune} {
+			b.ReportMetric(float64(d.Nanoseconds())/n, name+"-ns/op")
+		}
+	})
+	b.Run("impl=baseline", func(b *testing.B) {
+		p := &baseline.Publisher{Layout: platform.Layout{Root: filepath.Join(b.TempDir(), "platform")}, Kernel: kernel.New()}
+		if err := p.Layout.Reset(); err != nil {
+			b.Fatal(err)
+		}
+		gen := int64(0)
+		b.ReportAllocs()
+		for b.Loop() {
+			gen++
+			if _, err := p.Publish(ctx, gen, files, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkRepublish publishes the current generation again with
+// byte-identical files: the re-reconcile of an unchanged resource. The
+// baseline writes and builds again.
+func BenchmarkRepublish(b *testing.B) {
+	files := platformFiles(b, 20)
+	ctx := context.Background()
+	b.Run("impl=leasekit", func(b *testing.B) {
+		p := platform.NewPublisher(filepath.Join(b.TempDir(), "platform"), platform.PublisherOptions{})
+		if err := p.Boot(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.Publish(ctx, 1, files, 0); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=baseline", func(b *testing.B) {
+		p := &baseline.Publisher{Layout: platform.Layout{Root: filepath.Join(b.TempDir(), "platform")}, Kernel: kernel.New()}
+		if err := p.Layout.Reset(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,79 @@
+package platform_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"leasekit.dev/platform"
+)
+
+// OnPublish and OnReclaim run after the Publisher's serialisation is
+// released: a callback may call back into the Publisher (a lock held
+// around it would deadlock the bubble, which synctest reports).
+func TestCallbacksRunOutsideLocks(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		var p *platform.Publisher
+		var outcomes []platform.Outcome
+		var reclaimed []int64
+		var mu sync.Mutex
+		files := moduleFiles(t, 0)
+		p = newBooted(t, platform.PublisherOptions{
+			OnPublish: func(ev platform.PublishEvent) {
+				mu.Lock()
+				outcomes = append(outcomes, ev.Outcome)
+				again := ev.Outcome == platform.Published && ev.Generation == 2
+				mu.Unlock()
+				_ = p.Stats()
+				if again {
+					p.Publish(context.Background(), 2, files, 0) // re-entrant: unchanged
+				}
+			},
+			OnReclaim: func(ev platform.ReclaimEvent) {
+				mu.Lock()
+				reclaimed = append(reclaimed, ev.Generation)
+				mu.Unlock()
+				p.ReclaimNow() // re-entrant
+			},
+		})
+		ctx := context.Background()
+		if _, err := p.Publish(ctx, 1, files, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Publish(ctx, 2, files, 0); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := []platform.Outcome{platform.Published, platform.Published, platform.Unchanged}
+		if len(outcomes) != 3 || outcomes[0] != want[0] || outcomes[1] != want[1] || outcomes[2] != want[2] {
+			t.Fatalf("outcomes %v, want %v (the re-entrant publish reports last)", outcomes, want)
+		}
+		if len(reclaimed) != 1 || reclaimed[0] != 1 {
+			t.Fatalf("reclaimed %v, want [1]", reclaimed)
+		}
+	})
+}
+
+// The logger hears every publish and removal.
+func TestLogger(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p := newBooted(t, platform.PublisherOptions{Logger: log})
+	ctx := context.Background()
+	p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	p.Publish(ctx, 2, moduleFiles(t, 1), 0)
+	p.Publish(ctx, 1, moduleFiles(t, 1), 0)
+	for _, want := range []string{
+		"outcome=published", "generation=2", "removed a generation", "outcome=stale", "level=ERROR",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

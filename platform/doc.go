@@ -1,0 +1,39 @@
+// Package platform holds the process-local platform store: a single-slot,
+// concurrency-safe holder of the platform module generated and built from
+// the cluster-singleton Platform resource. It is written by the reconciler
+// and read by the render path. It also owns [Layout], the on-disk lifecycle
+// of the generated module directories the store records (per-generation
+// directories, staging swaps, retention, boot reset); the module content
+// itself comes from the [platformmodule] generator.
+//
+// The store records one [Generated] platform module per Platform resource
+// generation: the module directory on the process's own disk, the platform
+// value the [kernel] built from it and the resolved catalog-skew policy. A
+// render leases the record for its duration ([Store.Lease]) so the
+// reconciler never prunes a module directory a render is still reading
+// from.
+//
+// [Publisher] makes the safe order the only order. [Publisher.Boot] empties
+// Root before any reader exists; [Publisher.Publish] writes, builds, sets
+// and prunes to the current and every leased generation, one call at a
+// time, refusing a stale generation, doing nothing for an identical
+// re-publish, and draining the leases of the current generation before it
+// rewrites it; [Publisher.Run] removes a superseded directory as soon as
+// its last lease is released; [Publisher.Render] leases, renders and
+// releases in one call. The promise it keeps: a leased generation's
+// directory is never removed, and its contents never change while it is
+// leased.
+//
+// Concurrency: [Store] is safe for concurrent use by multiple goroutines,
+// and leasing and releasing its current record take no lock. [Layout]'s
+// methods are safe for concurrent use by goroutines and processes.
+// [Publisher] is safe for concurrent use; it serialises Boot, Publish,
+// Forget and every removal, and never calls OnPublish or OnReclaim while
+// holding a lock. The store carries no kernel gate: the [kernel.Kernel] is
+// safe for concurrent use, so renders overlap with no mutex.
+//
+// Limits: a lease protects a directory from removal and from the
+// Publisher's rewrites, not from another writer of Root; Root belongs to
+// one Publisher. A process that dies takes its leases with it: the next
+// process boots, which empties Root, before any reader exists.
+package platform

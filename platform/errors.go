@@ -1,0 +1,64 @@
+package platform
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotBooted is returned by Publish, Render and Run of a [Publisher]
+	// whose Boot has not succeeded: Root has not been emptied, so stale
+	// directories of an earlier process could be mistaken for current ones.
+	ErrNotBooted = errors.New("platform: publisher not booted (call Boot or Start first)")
+
+	// ErrNotReady is returned by [Publisher.Render] when no platform is
+	// held: nothing has been published yet, the resource was forgotten, or
+	// the current generation is being rewritten.
+	ErrNotReady = errors.New("platform: no platform is held")
+
+	// ErrStale is wrapped by every [StaleError].
+	ErrStale = errors.New("stale generation")
+
+	// ErrInvalidGeneration is wrapped by every [GenerationError].
+	ErrInvalidGeneration = errors.New("invalid generation")
+
+	// ErrNoFiles is returned, wrapped, by [Layout.Write] and
+	// [Publisher.Publish] for an empty file set. Nothing is written.
+	ErrNoFiles = errors.New("no files to write")
+)
+
+// A StaleError reports a Publish of a generation older than the one the
+// store holds. Nothing was written, built or changed.
+type StaleError struct {
+	Generation int64 // the generation refused
+	Current    int64 // the generation held
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("platform: generation %d is older than the current generation %d: %v", e.Generation, e.Current, ErrStale)
+}
+
+// Is reports whether target is [ErrStale].
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
+// A GenerationError reports a generation number that is refused, and the
+// rule it breaks. Nothing was written or changed.
+type GenerationError struct {
+	Generation int64
+	Rule       string // such as "generations start at 1"
+}
+
+func (e *GenerationError) Error() string {
+	return fmt.Sprintf("platform: generation %d: %s", e.Generation, e.Rule)
+}
+
+// Unwrap returns [ErrInvalidGeneration].
+func (e *GenerationError) Unwrap() error { return ErrInvalidGeneration }
+
+// checkGeneration refuses a generation below 1.
+func checkGeneration(generation int64) error {
+	if generation < 1 {
+		return &GenerationError{Generation: generation, Rule: "generations start at 1"}
+	}
+	return nil
+}

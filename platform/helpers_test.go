@@ -1,0 +1,156 @@
+package platform_test
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/platformmodule"
+)
+
+// moduleFiles is variant v of a small platform module: one or two catalogs
+// whose versions depend on v, so that variants differ byte for byte.
+func moduleFiles(t tb, v int) platformmodule.Files {
+	t.Helper()
+	in := platformmodule.Input{
+		Name: "acme",
+		Catalogs: []platformmodule.Catalog{
+			{Path: "example.com/catalogs/web@v1", Version: fmt.Sprintf("v1.%d.0", v), Kinds: []string{"Deployment", "Service"}},
+		},
+	}
+	if v%2 == 1 {
+		in.Catalogs = append(in.Catalogs, platformmodule.Catalog{Path: "example.com/catalogs/db@v2", Version: fmt.Sprintf("v2.0.%d", v), Kinds: []string{"Database"}})
+	}
+	files, err := platformmodule.Generate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// brokenFiles is a module the kernel refuses: a syntax error when syntax is
+// true, else a value the platform schema rejects.
+func brokenFiles(t tb, syntax bool) platformmodule.Files {
+	t.Helper()
+	files := moduleFiles(t, 0)
+	if syntax {
+		files[platformmodule.PlatformFile] = append(bytes.Clone(files[platformmodule.PlatformFile]), "\nname: {\n"...)
+	} else {
+		files[platformmodule.PlatformFile] = append(bytes.Clone(files[platformmodule.PlatformFile]), "\ntype: 42\n"...)
+	}
+	return files
+}
+
+// readTree returns every regular file under dir by slash-separated path.
+func readTree(t tb, dir string) platformmodule.Files {
+	t.Helper()
+	got := platformmodule.Files{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		got[filepath.ToSlash(rel)] = data
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading %s: %v", dir, err)
+	}
+	return got
+}
+
+func sameFiles(a, b platformmodule.Files) bool { return maps.EqualFunc(a, b, bytes.Equal) }
+
+// checkTree fails unless dir holds exactly want.
+func checkTree(t tb, dir string, want platformmodule.Files) {
+	t.Helper()
+	got := readTree(t, dir)
+	if !sameFiles(got, want) {
+		t.Fatalf("%s holds %v, want %v", dir, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+}
+
+// rootEntries lists the names in root.
+func rootEntries(t tb, root string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// newBooted returns a booted Publisher over a fresh root, without syncing.
+func newBooted(t testing.TB, opts platform.PublisherOptions) *platform.Publisher {
+	t.Helper()
+	opts.NoSync = true
+	p := platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), opts)
+	if err := p.Boot(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func generations(t tb, p *platform.Publisher) []int64 {
+	t.Helper()
+	gens, err := p.Layout().Generations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gens
+}
+
+func osMkdirTemp() (string, error) { return os.MkdirTemp("", "platform-model-") }
+func osRemoveAll(dir string)       { _ = os.RemoveAll(dir) }
+
+// tb is what the helpers need of a *testing.T or a *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// strayEntries lists the entries of root that are neither generation
+// directories nor the layout's own bookkeeping files (see
+// TestSpec/"Reset empties Root entirely", which allows none).
+func strayEntries(t tb, root string) []string {
+	t.Helper()
+	var stray []string
+	for _, name := range rootEntries(t, root) {
+		if !strings.HasPrefix(name, "gen-") && !strings.HasPrefix(name, ".dirlife-") {
+			stray = append(stray, name)
+		}
+	}
+	return stray
+}
+
+// renderInstance is an instance module with one component of the web
+// catalog that moduleFiles carries.
+func renderInstance(t tb) kernel.Instance {
+	t.Helper()
+	return kernel.Instance{Files: map[string][]byte{
+		"cue.mod/module.cue": []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+		"shop.cue": []byte(`package shop
+
+name: "shop"
+requires: "example.com/catalogs/web@v1": "v1.0.0"
+components: web: {kind: "Deployment", catalog: "example.com/catalogs/web@v1", replicas: 2, spec: {image: "shop:1", port: 8080}}
+`),
+	}}
+}

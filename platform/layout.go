@@ -1,0 +1,78 @@
+package platform
+
+import (
+	"fmt"
+
+	"leasekit.dev/dirlife"
+	"leasekit.dev/platform/platformmodule"
+)
+
+// Layout owns the on-disk lifecycle of generated platform modules under
+// Root: one directory per generation ("gen-<n>", see [Layout.Dir]),
+// written by staging plus rename so a module directory is either absent or
+// complete, pruned to the current and every leased generation after each
+// successful build, and emptied at start. The module content itself comes
+// from [platformmodule.Generate]; the lifecycle is process policy, which is
+// why it lives here beside the store that records the directories.
+//
+// Layout is a [dirlife.Layout] with the gen-<n> codec and inherits its
+// guarantees: atomic publication and replacement, durability (unless
+// NoSync), confinement to Root, and an ownership guard that makes Write,
+// Prune and Reset refuse a Root the layout never claimed. A Layout is a
+// plain value; its methods are safe for concurrent use by multiple
+// goroutines and processes.
+//
+// A lease protects a directory from Prune, not from a rewrite of the same
+// generation: Write replaces an existing directory. [Publisher] never
+// rewrites a leased one.
+type Layout struct {
+	// Root is the directory the layout owns.
+	Root string
+
+	// NoSync turns durability off, for disks that are wiped at boot: see
+	// [dirlife.Layout.NoSync].
+	NoSync bool
+}
+
+// dirs returns the generic layout l is.
+func (l Layout) dirs() dirlife.Layout[int64] {
+	return dirlife.Layout[int64]{Root: l.Root, Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}, NoSync: l.NoSync}
+}
+
+// Dir returns the directory a generation's module lives in, whether or not
+// it exists: filepath.Join(Root, "gen-<generation>").
+func (l Layout) Dir(generation int64) string { return l.dirs().Dir(generation) }
+
+// Generations lists the complete generation directories under Root, in
+// ascending generation order. Staging and moved-aside entries are ignored.
+// A missing Root lists nothing.
+func (l Layout) Generations() ([]int64, error) { return l.dirs().IDs() }
+
+// Write materialises files as generation's module directory and returns its
+// path. The files are written into a staging directory first and renamed
+// into place, so no reader observes a partially written module: a failure
+// at any point leaves the staging directory (cleaned by the next Prune or
+// Reset) and never a generation directory. An existing directory for the
+// same generation is replaced atomically.
+//
+// Write refuses a generation below 1 ([GenerationError]) and an empty file
+// set ([ErrNoFiles]) before anything is created.
+func (l Layout) Write(generation int64, files platformmodule.Files) (string, error) {
+	if err := checkGeneration(generation); err != nil {
+		return "", err
+	}
+	if len(files) == 0 {
+		return "", fmt.Errorf("platform: write generation %d: %w", generation, ErrNoFiles)
+	}
+	return l.dirs().Write(generation, files)
+}
+
+// Prune removes every entry under Root except the generation directories
+// listed in keep: superseded generations, staging leftovers and moved-aside
+// copies. A missing Root is not an error.
+func (l Layout) Prune(keep ...int64) error { return l.dirs().Prune(keep...) }
+
+// Reset empties Root entirely (the boot path: disk is ephemeral, the
+// resource is the source of truth, and the initial reconcile regenerates)
+// and makes sure Root exists afterwards.
+func (l Layout) Reset() error { return l.dirs().Reset() }

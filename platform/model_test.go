@@ -1,0 +1,268 @@
+package platform_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/platformmodule"
+	"pgregory.net/rapid"
+)
+
+// modelLease is one lease the model took: the generation it holds and the
+// files its directory must hold until it is released.
+type modelLease struct {
+	gen      int64
+	files    platformmodule.Files
+	release  func()
+	released bool
+}
+
+// TestModelLeasedGenerationIsNeverPrunedOrChanged drives a Publisher with
+// random publishes (new generation, identical re-publish, changed current
+// generation, stale, failing build), leases, releases (some twice),
+// forgets, reclaim steps and restarts, against a plain model checked after
+// every step: each leased generation's directory exists with exactly the
+// files it was published with; Root holds only the current, leased and
+// just-released generations; after a Publish, Forget or reclaim only the
+// current and leased ones; and once nothing is leased a reclaim leaves
+// exactly the current generation.
+func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		root := filepath.Join(tempDir(t), "platform")
+		ctx := context.Background()
+		newPublisher := func() *platform.Publisher {
+			p := platform.NewPublisher(root, platform.PublisherOptions{NoSync: true})
+			if err := p.Boot(); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		p := newPublisher()
+
+		var (
+			cur      int64                // the model: the current generation, 0 for none,
+			curFiles platformmodule.Files // its files,
+			curSkew  kernel.SkewPolicy    // its skew,
+			leases   []*modelLease
+			linger   = map[int64]bool{} // released generations not yet pruned
+			builds   int                // successful publishes that wrote and built
+		)
+		outstanding := func() map[int64]int {
+			n := map[int64]int{}
+			for _, l := range leases {
+				if !l.released {
+					n[l.gen]++
+				}
+			}
+			return n
+		}
+		pruned := func() { clear(linger) }
+		publish := func(gen int64, files platformmodule.Files, skew kernel.SkewPolicy, pctx context.Context) (platform.Generated, error) {
+			return p.Publish(pctx, gen, files, skew)
+		}
+
+		t.Repeat(map[string]func(*rapid.T){
+			"publish new generation": func(t *rapid.T) {
+				gen := cur + rapid.Int64Range(1, 2).Draw(t, "step")
+				if outstanding()[gen] > 0 {
+					t.Skip("a forgotten generation is leased; rewriting it waits")
+				}
+				files := moduleFiles(t, rapid.IntRange(0, 3).Draw(t, "variant"))
+				skew := kernel.SkewPolicy(rapid.IntRange(0, 1).Draw(t, "skew"))
+				rec, err := publish(gen, files, skew, ctx)
+				if err != nil {
+					t.Fatalf("Publish(%d): %v", gen, err)
+				}
+				if rec.Generation != gen || rec.Dir != p.Layout().Dir(gen) || rec.Skew != skew || rec.Platform == nil {
+					t.Fatalf("Publish(%d) = %+v", gen, rec)
+				}
+				cur, curFiles, curSkew = gen, files, skew
+				builds++
+				pruned()
+			},
+			"publish same files": func(t *rapid.T) {
+				if cur == 0 {
+					t.Skip("nothing held")
+				}
+				before := p.Stats().Publishes
+				rec, err := publish(cur, maps.Clone(curFiles), curSkew, ctx)
+				if err != nil || rec.Generation != cur {
+					t.Fatalf("identical re-publish of %d = %+v, %v", cur, rec, err)
+				}
+				if after := p.Stats().Publishes; after != before {
+					t.Fatalf("an identical re-publish wrote: publishes %d -> %d", before, after)
+				}
+			},
+			"publish changed files": func(t *rapid.T) {
+				if cur == 0 {
+					t.Skip("nothing held")
+				}
+				files := moduleFiles(t, rapid.IntRange(0, 3).Draw(t, "variant"))
+				if sameFiles(files, curFiles) {
+					t.Skip("same files")
+				}
+				if outstanding()[cur] > 0 {
+					cctx, cancel := context.WithCancel(ctx)
+					cancel()
+					before := p.Stats().Publishes
+					_, err := publish(cur, files, curSkew, cctx)
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("rewrite of leased generation %d with a cancelled context: %v, want context.Canceled", cur, err)
+					}
+					if p.Stats().Publishes != before {
+						t.Fatal("a cancelled rewrite published")
+					}
+					return
+				}
+				if _, err := publish(cur, files, curSkew, ctx); err != nil {
+					t.Fatalf("rewrite of %d: %v", cur, err)
+				}
+				curFiles = files
+				builds++
+				pruned()
+			},
+			"publish stale": func(t *rapid.T) {
+				if cur < 2 {
+					t.Skip("no older generation")
+				}
+				gen := rapid.Int64Range(1, cur-1).Draw(t, "gen")
+				_, err := publish(gen, moduleFiles(t, 0), 0, ctx)
+				var se *platform.StaleError
+				if !errors.As(err, &se) || !errors.Is(err, platform.ErrStale) || se.Generation != gen || se.Current != cur {
+					t.Fatalf("Publish(%d) with %d current: %v, want a StaleError", gen, cur, err)
+				}
+			},
+			"publish failing build": func(t *rapid.T) {
+				gen := cur + 1
+				if cur > 0 && rapid.Bool().Draw(t, "same generation") {
+					if outstanding()[cur] > 0 {
+						t.Skip("a rewrite of a leased generation waits")
+					}
+					gen = cur
+				}
+				if outstanding()[gen] > 0 {
+					t.Skip("a forgotten generation is leased")
+				}
+				_, err := publish(gen, brokenFiles(t, rapid.Bool().Draw(t, "syntax")), 0, ctx)
+				var ke *kernel.Error
+				if !errors.As(err, &ke) || len(ke.Problems) == 0 || len(ke.Problems[0].Positions) == 0 {
+					t.Fatalf("Publish(%d) of a broken module: %v, want a kernel.Error with positions", gen, err)
+				}
+				pruned()
+			},
+			"lease": func(t *rapid.T) {
+				rec, release, ok := p.Store().Lease()
+				if ok != (cur != 0) || rec.Generation != cur {
+					t.Fatalf("Lease() = %d, %v; model holds %d", rec.Generation, ok, cur)
+				}
+				if !ok {
+					release() // a no-op
+					return
+				}
+				if rec.Skew != curSkew {
+					t.Fatalf("leased skew %v, want %v", rec.Skew, curSkew)
+				}
+				leases = append(leases, &modelLease{gen: cur, files: curFiles, release: release})
+			},
+			"release": func(t *rapid.T) {
+				if len(leases) == 0 {
+					t.Skip("no lease")
+				}
+				l := leases[rapid.IntRange(0, len(leases)-1).Draw(t, "lease")]
+				l.release()
+				if rapid.Bool().Draw(t, "twice") {
+					l.release()
+				}
+				if !l.released && l.gen != cur {
+					linger[l.gen] = true
+				}
+				l.released = true
+			},
+			"forget": func(t *rapid.T) {
+				p.Forget()
+				cur, curFiles = 0, nil
+				pruned()
+			},
+			"reclaim": func(t *rapid.T) {
+				for _, ev := range p.ReclaimNow() {
+					if ev.Err != nil {
+						t.Fatalf("reclaim: %v", ev.Err)
+					}
+				}
+				pruned()
+				if len(outstanding()) > 0 {
+					return
+				}
+				want := []int64{}
+				if cur != 0 {
+					want = []int64{cur}
+				}
+				if got := generations(t, p); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+					t.Fatalf("nothing leased, after reclaim: Generations() = %v, want %v", got, want)
+				}
+				if got := strayEntries(t, root); len(got) != 0 {
+					t.Fatalf("nothing leased, after reclaim: Root holds %v besides %v", got, want)
+				}
+			},
+			"restart": func(t *rapid.T) {
+				if len(outstanding()) > 0 {
+					t.Skip("a restart ends the process and its leases")
+				}
+				p = newPublisher()
+				if got := strayEntries(t, root); len(got) != 0 || len(generations(t, p)) != 0 {
+					t.Fatalf("after Boot, Root holds %v", rootEntries(t, root))
+				}
+				cur, curFiles = 0, nil
+				leases = nil
+				pruned()
+			},
+			"": func(t *rapid.T) {
+				if g := p.Store().Generation(); g != cur {
+					t.Fatalf("Generation() = %d, model %d", g, cur)
+				}
+				counts := outstanding()
+				for _, l := range leases {
+					if !l.released {
+						checkTree(t, p.Layout().Dir(l.gen), l.files)
+					}
+				}
+				if cur != 0 {
+					checkTree(t, p.Layout().Dir(cur), curFiles)
+				}
+				if got, want := p.Store().Leased(), slices.Sorted(maps.Keys(counts)); !slices.Equal(got, want) {
+					t.Fatalf("Leased() = %v, want %v", got, want)
+				}
+				st := p.Stats()
+				if !maps.Equal(st.Leases, counts) {
+					t.Fatalf("Stats().Leases = %v, want %v", st.Leases, counts)
+				}
+				for _, g := range st.OnDisk {
+					if g != cur && counts[g] == 0 && !linger[g] {
+						t.Fatalf("generation %d is on disk: not current (%d), not leased %v, not just released", g, cur, counts)
+					}
+				}
+			},
+		})
+		for _, l := range leases {
+			l.release()
+		}
+		_ = builds
+	})
+}
+
+// tempDir is a temporary directory removed when the test ends; rapid.T
+// has no TempDir of its own.
+func tempDir(t *rapid.T) string {
+	dir, err := osMkdirTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { osRemoveAll(dir) })
+	return dir
+}

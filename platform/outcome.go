@@ -1,0 +1,104 @@
+package platform
+
+import (
+	"strconv"
+	"time"
+)
+
+// Outcome says what a Publish did.
+type Outcome int
+
+const (
+	// Failed: an error other than a failed build or a stale generation
+	// (a refused argument, a write error, the context ending, not booted).
+	// The current record and its directory are as they were.
+	Failed Outcome = iota
+
+	// Published: a new generation was written, built and set.
+	Published
+
+	// Unchanged: the current generation again with byte-identical files;
+	// nothing was written or built.
+	Unchanged
+
+	// Rewritten: the current generation with changed files was drained of
+	// its leases, rewritten, built and set.
+	Rewritten
+
+	// BuildFailed: the kernel refused the module; the current record and
+	// its directory are as they were.
+	BuildFailed
+
+	// Stale: a generation older than the current one was refused; nothing
+	// was touched.
+	Stale
+)
+
+// String returns the outcome as a lower-case word, such as "published".
+func (o Outcome) String() string {
+	switch o {
+	case Failed:
+		return "failed"
+	case Published:
+		return "published"
+	case Unchanged:
+		return "unchanged"
+	case Rewritten:
+		return "rewritten"
+	case BuildFailed:
+		return "build-failed"
+	case Stale:
+		return "stale"
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// PublishTimings splits the time a Publish spent by step. A step that did
+// not run takes zero.
+type PublishTimings struct {
+	Write time.Duration // Layout.Write (and, after a failed rewrite, the restore)
+	Build time.Duration // kernel.BuildPlatform
+	Set   time.Duration // Store.SetGenerated
+	Prune time.Duration // pruning to the current and leased generations
+}
+
+// A PublishEvent reports one Publish after its outcome is known.
+type PublishEvent struct {
+	Generation int64
+	Outcome    Outcome
+	Timings    PublishTimings
+	Err        error // nil for Published, Unchanged and Rewritten
+}
+
+// A ReclaimEvent reports one attempt to remove a generation's directory,
+// by a Publish's prune, by Forget or by the reclaim loop.
+type ReclaimEvent struct {
+	// Generation is the generation whose directory was removed; 0 for a
+	// failure that concerns no generation directory (listing Root, or a
+	// staging leftover that would not go).
+	Generation int64
+
+	// Delay runs from the instant the generation became reclaimable (it
+	// was superseded or forgotten, and its last lease was released) to its
+	// removal. The instant of a release is observed while Run runs;
+	// without Run, Delay runs from the supersession.
+	Delay time.Duration
+
+	// Err is a failed removal; the reclaim loop retries it with backoff.
+	Err error
+}
+
+// Stats is a snapshot of a Publisher, for metrics.
+type Stats struct {
+	Generation   int64         // current; 0 when none
+	OnDisk       []int64       // generation directories on disk, ascending
+	Leased       []int64       // leased generations, ascending
+	Leases       map[int64]int // outstanding leases per generation
+	Publishes    uint64        // publishes that wrote and set a generation (new or rewritten)
+	Unchanged    uint64        // identical re-publishes
+	FailedBuilds uint64
+	Prunes       uint64        // generation directories removed, by Publish's prune or by reclaim
+	ReclaimDelay time.Duration // the last reclaim's delay
+	LastPublish  PublishTimings
+	LastError    error // the last Publish or reclaim error, nil after a success
+}

@@ -1,0 +1,220 @@
+package platform
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/platformmodule"
+)
+
+// Publish makes files the module of generation and returns the record it
+// set: Write, BuildPlatform, SetGenerated, then Prune to the current and
+// every leased generation. Concurrent calls run one at a time; a call
+// waits for its turn until ctx ends.
+//
+//   - A generation below 1, an empty file set, or a Publisher not booted
+//     are refused before anything is touched.
+//   - A generation older than the current one is refused with a
+//     [*StaleError], touching nothing.
+//   - The current generation with byte-identical files (compared with the
+//     files last published, not with disk) writes and builds nothing: the
+//     current record comes back, with skew as given.
+//   - The current generation with different files stops new leases on it
+//     (the store holds nothing meanwhile), waits with ctx until its leases
+//     are released, then rewrites, builds and sets it. If ctx ends first,
+//     the record is put back, nothing on disk has changed, and ctx's error
+//     is returned. If the new files fail to build, the old files are
+//     written back and the old record is set again.
+//   - A failed build returns the kernel's error (errors.As a
+//     [*kernel.Error], positions intact) and leaves the current record and
+//     its directory as they were; the failed directory of a new generation
+//     is removed.
+//
+// A removal that fails after a successful publish does not fail it: the
+// error goes to OnReclaim, Stats and the log, and the reclaim loop retries.
+func (p *Publisher) Publish(ctx context.Context, generation int64, files platformmodule.Files, skew kernel.SkewPolicy) (Generated, error) {
+	var t PublishTimings
+	var reclaims []ReclaimEvent
+	rec, outcome, err := p.publish(ctx, generation, files, skew, &t, &reclaims)
+	p.finishPublish(PublishEvent{Generation: generation, Outcome: outcome, Timings: t, Err: err}, reclaims)
+	return rec, err
+}
+
+func (p *Publisher) publish(ctx context.Context, generation int64, files platformmodule.Files, skew kernel.SkewPolicy, t *PublishTimings, reclaims *[]ReclaimEvent) (Generated, Outcome, error) {
+	if !p.booted.Load() {
+		return Generated{}, Failed, ErrNotBooted
+	}
+	if err := checkGeneration(generation); err != nil {
+		return Generated{}, Failed, err
+	}
+	if len(files) == 0 {
+		return Generated{}, Failed, fmt.Errorf("platform: publish generation %d: %w", generation, ErrNoFiles)
+	}
+	if err := p.lock(ctx); err != nil {
+		return Generated{}, Failed, err
+	}
+	defer p.unlock()
+
+	cur, held := p.store.Generated()
+	switch {
+	case held && generation < cur.Generation:
+		return Generated{}, Stale, &StaleError{Generation: generation, Current: cur.Generation}
+	case held && generation == cur.Generation && sameFiles(files, p.files):
+		if skew != cur.Skew {
+			cur.Skew = skew
+			p.store.SetGenerated(cur)
+		}
+		return cur, Unchanged, nil
+	}
+	rewrite := held && generation == cur.Generation
+	if rewrite {
+		p.store.Clear() // no new lease on the directory about to change
+	}
+	if err := p.store.waitDrained(ctx, generation); err != nil {
+		if rewrite {
+			p.store.SetGenerated(cur)
+		}
+		return Generated{}, Failed, err
+	}
+
+	if err := ctx.Err(); err != nil {
+		if rewrite {
+			p.store.SetGenerated(cur)
+		}
+		return Generated{}, Failed, err
+	}
+
+	start := time.Now()
+	dir, err := p.layout.Write(generation, files)
+	t.Write = time.Since(start)
+	outcome := Failed
+	var plat *kernel.Platform
+	if err == nil {
+		start = time.Now()
+		plat, err = p.kernel.BuildPlatform(ctx, dir)
+		t.Build = time.Since(start)
+		if _, ok := errors.AsType[*kernel.Error](err); ok {
+			outcome = BuildFailed
+		}
+	}
+	if err != nil {
+		p.dirty = true // a failed Write leaves its staging directory
+		if rewrite {
+			start = time.Now()
+			err = p.restore(cur, err)
+			t.Write += time.Since(start)
+		}
+		start = time.Now()
+		*reclaims = p.reclaimLocked()
+		t.Prune = time.Since(start)
+		return Generated{}, outcome, err
+	}
+
+	start = time.Now()
+	rec := Generated{Generation: generation, Dir: dir, Platform: plat, Skew: skew}
+	p.store.SetGenerated(rec)
+	p.files = cloneFiles(files)
+	if held && !rewrite {
+		p.superseded[cur.Generation] = time.Now()
+	}
+	t.Set = time.Since(start)
+
+	start = time.Now()
+	*reclaims = p.reclaimLocked()
+	t.Prune = time.Since(start)
+	if rewrite {
+		return rec, Rewritten, nil
+	}
+	return rec, Published, nil
+}
+
+// restore writes the files of cur back after a failed rewrite and sets cur
+// again. If the old files cannot be written back, the store stays empty: a
+// record is never set over a directory that does not hold its files.
+func (p *Publisher) restore(cur Generated, cause error) error {
+	if _, err := p.layout.Write(cur.Generation, p.files); err != nil {
+		p.files = nil
+		return errors.Join(cause, fmt.Errorf("platform: restoring generation %d after a failed rewrite: %w", cur.Generation, err))
+	}
+	p.store.SetGenerated(cur)
+	return cause
+}
+
+// Forget drops the current record, for a deleted Platform resource: the
+// store holds nothing afterwards, and the directory is removed once its
+// last lease is released (at once when it has none). Like Publish, it
+// removes every other directory that is neither current nor leased. Forget
+// waits for a running Publish to finish.
+func (p *Publisher) Forget() {
+	_ = p.lock(context.Background())
+	cur, held := p.store.Generated()
+	p.store.Clear()
+	p.files = nil
+	var reclaims []ReclaimEvent
+	if held {
+		p.superseded[cur.Generation] = time.Now()
+	}
+	if p.booted.Load() {
+		reclaims = p.reclaimLocked()
+	}
+	p.unlock()
+	if held {
+		p.log.Info("platform: forgot", "generation", cur.Generation)
+	}
+	p.finishReclaims(reclaims)
+}
+
+// finishPublish records ev in the stats, logs it and calls the callbacks.
+// It runs after the Publisher's serialisation is released.
+func (p *Publisher) finishPublish(ev PublishEvent, reclaims []ReclaimEvent) {
+	p.finishReclaims(reclaims)
+	p.statsMu.Lock()
+	switch ev.Outcome {
+	case Published, Rewritten:
+		p.stats.Publishes++
+	case Unchanged:
+		p.stats.Unchanged++
+	case BuildFailed:
+		p.stats.FailedBuilds++
+	}
+	if ev.Outcome != Unchanged {
+		p.stats.LastPublish = ev.Timings
+	}
+	if ev.Err != nil || !failed(reclaims) {
+		p.stats.LastError = ev.Err
+	}
+	p.statsMu.Unlock()
+
+	switch {
+	case ev.Err != nil:
+		p.log.Error("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String(), "err", ev.Err)
+	case ev.Outcome == Unchanged:
+		p.log.Debug("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String())
+	default:
+		p.log.Info("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String(),
+			"write", ev.Timings.Write, "build", ev.Timings.Build, "set", ev.Timings.Set, "prune", ev.Timings.Prune)
+	}
+	if p.onPublish != nil {
+		p.onPublish(ev)
+	}
+}
+
+// sameFiles reports whether a and b hold the same paths with the same
+// bytes.
+func sameFiles(a, b platformmodule.Files) bool {
+	return b != nil && maps.EqualFunc(a, b, bytes.Equal)
+}
+
+// cloneFiles copies files deeply: the caller may reuse its buffers.
+func cloneFiles(files platformmodule.Files) platformmodule.Files {
+	c := make(platformmodule.Files, len(files))
+	for name, data := range files {
+		c[name] = bytes.Clone(data)
+	}
+	return c
+}

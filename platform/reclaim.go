@@ -1,0 +1,168 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+)
+
+// Run is the reclaim loop: it removes a superseded or forgotten
+// generation's directory soon after its last lease is released, woken by
+// the release itself (no polling), until ctx ends; then it returns nil and
+// leaves no goroutine behind. A failed removal is retried after a wait
+// that doubles from RetryMin up to RetryMax. Every removal runs under the
+// Publisher's serialisation and re-checks, right before removing, that
+// the directory is neither current nor leased. Run returns [ErrNotBooted]
+// before Boot has succeeded.
+//
+// Without Run, superseded directories are still removed by the next
+// Publish or Forget, so the disk never grows without bound; Run makes the
+// removal prompt.
+func (p *Publisher) Run(ctx context.Context) error {
+	if !p.booted.Load() {
+		return ErrNotBooted
+	}
+	defer p.store.watch()()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	backoff := time.Duration(0)
+	for {
+		released := p.store.releases() // before reclaiming: no release is missed
+		if err := p.lock(ctx); err != nil {
+			return nil
+		}
+		reclaims := p.reclaimLocked()
+		p.unlock()
+		p.finishReclaims(reclaims)
+
+		if failed(reclaims) {
+			backoff = min(max(2*backoff, p.retryMin), p.retryMax)
+			timer.Reset(backoff)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-timer.C:
+			}
+			continue
+		}
+		backoff = 0
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-released:
+		case <-p.poke:
+		}
+	}
+}
+
+func failed(reclaims []ReclaimEvent) bool {
+	return slices.ContainsFunc(reclaims, func(ev ReclaimEvent) bool { return ev.Err != nil })
+}
+
+// reclaimLocked removes every entry under Root but the current and the
+// leased generations, and reports each generation directory it tried to
+// remove. The caller holds the serialisation, so nothing becomes current
+// meanwhile, and a lease taken after the keep set is read can only be on
+// the current generation.
+func (p *Publisher) reclaimLocked() []ReclaimEvent {
+	before, err := p.layout.Generations()
+	if err != nil {
+		return p.reclaimFailed(0, err)
+	}
+	keep := p.store.Leased()
+	if g := p.store.Generation(); g != 0 {
+		if i, found := slices.BinarySearch(keep, g); !found {
+			keep = slices.Insert(keep, i, g)
+		}
+	}
+	var doomed []int64
+	for _, g := range before {
+		if _, found := slices.BinarySearch(keep, g); !found {
+			doomed = append(doomed, g)
+		}
+	}
+	if len(doomed) == 0 && !p.dirty {
+		return nil // nothing to remove: no need to lock Root
+	}
+	pruneErr := p.prune(keep...)
+	p.dirty = pruneErr != nil
+	if len(doomed) == 0 {
+		if pruneErr != nil {
+			return p.reclaimFailed(0, pruneErr)
+		}
+		return nil
+	}
+	after, err := p.layout.Generations()
+	if err != nil {
+		return p.reclaimFailed(0, errors.Join(pruneErr, err))
+	}
+	now := time.Now()
+	events := make([]ReclaimEvent, 0, len(doomed))
+	for _, g := range doomed {
+		if _, found := slices.BinarySearch(after, g); found {
+			if pruneErr == nil {
+				pruneErr = errors.New("platform: directory still present after prune")
+			}
+			events = append(events, ReclaimEvent{Generation: g, Err: pruneErr})
+			continue
+		}
+		since, ok := p.superseded[g]
+		if rel, relOK := p.store.releasedAt(g); relOK && (!ok || rel.After(since)) {
+			since, ok = rel, true
+		}
+		delete(p.superseded, g)
+		ev := ReclaimEvent{Generation: g}
+		if ok {
+			ev.Delay = max(now.Sub(since), 0)
+		}
+		events = append(events, ev)
+	}
+	for g := range p.superseded {
+		if _, found := slices.BinarySearch(after, g); !found {
+			delete(p.superseded, g)
+		}
+	}
+	p.store.dropReleases(after)
+	return events
+}
+
+// reclaimFailed reports a failure that concerns no single generation.
+func (p *Publisher) reclaimFailed(generation int64, err error) []ReclaimEvent {
+	return []ReclaimEvent{{Generation: generation, Err: err}}
+}
+
+// finishReclaims records reclaims in the stats, logs them and calls
+// OnReclaim for each. It runs after the Publisher's serialisation is
+// released. A failure outside the reclaim loop pokes the loop to retry.
+func (p *Publisher) finishReclaims(reclaims []ReclaimEvent) {
+	if len(reclaims) == 0 {
+		return
+	}
+	p.statsMu.Lock()
+	for _, ev := range reclaims {
+		if ev.Err != nil {
+			p.stats.LastError = ev.Err
+			continue
+		}
+		p.stats.Prunes++
+		p.stats.ReclaimDelay = ev.Delay
+		p.stats.LastError = nil
+	}
+	p.statsMu.Unlock()
+	for _, ev := range reclaims {
+		if ev.Err != nil {
+			p.log.Error("platform: removing a generation", "generation", ev.Generation, "err", ev.Err)
+			select {
+			case p.poke <- struct{}{}:
+			default:
+			}
+		} else {
+			p.log.Debug("platform: removed a generation", "generation", ev.Generation, "delay", ev.Delay)
+		}
+		if p.onReclaim != nil {
+			p.onReclaim(ev)
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package platform
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"leasekit.dev/slot"
+)
+
+// Store holds at most one generated platform, keyed on the Platform
+// resource's .metadata.generation it was built for: one global Platform per
+// cluster needs one slot, not a content-hash cache.
+//
+// The zero value holds nothing and is ready to use. A Store must not be
+// copied after first use. Store is safe for concurrent use by multiple
+// goroutines; leasing and releasing the current record take no lock.
+//
+// The Store carries no kernel gate: the [kernel.Kernel] is safe for
+// concurrent use across its calls, so renders of different objects overlap
+// with no mutex.
+type Store struct {
+	slot slot.Slot[int64, Generated]
+
+	// Release notifications for waiters (the reclaimer, a drain before a
+	// rewrite). A release of a lease whose generation is no longer held
+	// signals them, and only while one watches.
+	watchers atomic.Int32
+	mu       sync.Mutex
+	released chan struct{}       // closed and replaced by every signal; nil until watched
+	lastRel  map[int64]time.Time // when each generation last had a lease released while watched
+}
+
+// NewStore returns an empty Store, as ready as the zero value.
+func NewStore() *Store { return &Store{} }
+
+// SetGenerated records g as the current generated platform module,
+// replacing any earlier record, and reports g.Generation from Generation.
+// Leases on the replaced generation are unaffected: the render holding one
+// finishes against the directory it started with.
+//
+// Generations start at 1 and [Store.Generation] reports 0 for "nothing
+// held", so SetGenerated panics if g.Generation is below 1: such a record
+// could not be told from an empty store.
+func (s *Store) SetGenerated(g Generated) {
+	if g.Generation < 1 {
+		panic(fmt.Sprintf("platform: SetGenerated with generation %d: generations start at 1", g.Generation))
+	}
+	s.slot.Set(g.Generation, g)
+}
+
+// Generated returns the current generated-module record and true, or the
+// zero record and false when none is held. Safe for concurrent callers. A
+// render that will read the module directory takes Lease instead.
+func (s *Store) Generated() (Generated, bool) {
+	_, g, ok := s.slot.Get()
+	return g, ok
+}
+
+// Generation returns the .metadata.generation the held platform was built
+// for, or 0 when no platform is held.
+func (s *Store) Generation() int64 {
+	k, _, _ := s.slot.Get()
+	return k
+}
+
+// Lease returns the current record and a release function, holding the
+// record's generation leased until release is called; it returns ok false
+// (a zero record and a no-op release) when no platform is held. The caller
+// defers release immediately: a leased generation's module directory
+// survives every prune until every lease on it is released.
+//
+// Reading the record and leasing its generation are one atomic step: the
+// generation is in every [Store.Leased] that begins after Lease returns,
+// until release is called, whatever SetGenerated or Clear runs meanwhile.
+// Release is idempotent and may be called from any goroutine; calling it
+// twice never releases another lease.
+func (s *Store) Lease() (Generated, func(), bool) {
+	l, ok := s.slot.Lease()
+	if !ok {
+		return Generated{}, noRelease, false
+	}
+	return l.Value(), func() { s.release(l) }, true
+}
+
+func noRelease() {}
+
+// release releases l and, when its generation is no longer held and
+// someone watches, signals the watchers.
+func (s *Store) release(l *slot.Lease[int64, Generated]) {
+	l.Release()
+	if s.watchers.Load() == 0 {
+		return
+	}
+	if k, _, ok := s.slot.Get(); ok && k == l.Key() {
+		return // a release of the current generation frees nothing
+	}
+	s.signal(l.Key())
+}
+
+func (s *Store) signal(generation int64) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lastRel == nil {
+		s.lastRel = make(map[int64]time.Time)
+	}
+	s.lastRel[generation] = now
+	if s.released != nil {
+		close(s.released)
+		s.released = nil
+	}
+}
+
+// watch registers a watcher until stop is called.
+func (s *Store) watch() (stop func()) {
+	s.watchers.Add(1)
+	return func() { s.watchers.Add(-1) }
+}
+
+// releases returns a channel closed by the next signal. The caller
+// watches.
+func (s *Store) releases() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released == nil {
+		s.released = make(chan struct{})
+	}
+	return s.released
+}
+
+// releasedAt returns when a lease on generation was last released while
+// watched, and forgets it.
+func (s *Store) releasedAt(generation int64) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.lastRel[generation]
+	delete(s.lastRel, generation)
+	return t, ok
+}
+
+// waitDrained blocks until generation has no outstanding lease. If ctx is
+// done first it returns ctx.Err(). It returns nil at once when generation
+// is not leased, even if ctx is done.
+func (s *Store) waitDrained(ctx context.Context, generation int64) error {
+	defer s.watch()()
+	for {
+		ch := s.releases()
+		if !slices.Contains(s.slot.Leased(), generation) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			if !slices.Contains(s.slot.Leased(), generation) {
+				return nil
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// Leased returns the generations at least one render currently holds a
+// lease on, in ascending order, whether or not they are still held. The
+// publisher adds them to the prune keep set.
+func (s *Store) Leased() []int64 { return s.slot.Leased() }
+
+// Clear drops the held record so the store reports no platform held.
+// Called when the Platform resource is deleted. Leases outstanding on the
+// dropped generation are kept: the renders holding them still read its
+// directory.
+func (s *Store) Clear() { s.slot.Clear() }
+
+// leases returns the number of outstanding leases per generation.
+func (s *Store) leases() map[int64]int { return s.slot.Counts() }
+
+// dropReleases forgets the release times of generations not in onDisk
+// (ascending), so that they do not pile up.
+func (s *Store) dropReleases(onDisk []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for g := range s.lastRel {
+		if _, found := slices.BinarySearch(onDisk, g); !found {
+			delete(s.lastRel, g)
+		}
+	}
+}

@@ -1,0 +1,285 @@
+package platform_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"leasekit.dev/platform"
+)
+
+// warmKernel builds once outside any bubble, so that whatever the CUE
+// evaluator initialises lazily is not tied to a synctest bubble.
+func warmKernel(t *testing.T) {
+	t.Helper()
+	p := newBooted(t, platform.PublisherOptions{})
+	if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type publishResult struct {
+	rec platform.Generated
+	err error
+}
+
+func publishAsync(p *platform.Publisher, ctx context.Context, gen int64, v int, t *testing.T) <-chan publishResult {
+	files := moduleFiles(t, v)
+	done := make(chan publishResult, 1)
+	go func() {
+		rec, err := p.Publish(ctx, gen, files, 0)
+		done <- publishResult{rec, err}
+	}()
+	return done
+}
+
+// A changed current generation stops new leases, waits until its leases
+// are released, and only then rewrites the directory.
+func TestRewriteWaitsForLeasesToDrain(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		var events []platform.PublishEvent
+		var mu sync.Mutex
+		p := newBooted(t, platform.PublisherOptions{OnPublish: func(ev platform.PublishEvent) {
+			mu.Lock()
+			events = append(events, ev)
+			mu.Unlock()
+		}})
+		ctx := context.Background()
+		if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, release1, _ := p.Store().Lease()
+		_, release2, _ := p.Store().Lease()
+
+		done := publishAsync(p, ctx, 1, 1, t)
+		synctest.Wait()
+		select {
+		case r := <-done:
+			t.Fatalf("a rewrite of a leased generation returned at once: %+v, %v", r.rec, r.err)
+		default:
+		}
+		if _, _, ok := p.Store().Lease(); ok {
+			t.Fatal("a new lease was granted on a generation waiting to be rewritten")
+		}
+		if _, ok := p.Store().Generated(); ok {
+			t.Fatal("the store reports a record while its directory waits to be rewritten")
+		}
+		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 0))
+
+		release1()
+		synctest.Wait()
+		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 0))
+		select {
+		case <-done:
+			t.Fatal("the rewrite did not wait for the second lease")
+		default:
+		}
+
+		release2()
+		r := <-done
+		if r.err != nil || r.rec.Generation != 1 {
+			t.Fatalf("rewrite = %+v, %v", r.rec, r.err)
+		}
+		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 1))
+		if g := p.Store().Generation(); g != 1 {
+			t.Fatalf("Generation() = %d after the rewrite, want 1", g)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if n := len(events); n != 2 || events[1].Outcome != platform.Rewritten {
+			t.Fatalf("events = %+v, want published then rewritten", events)
+		}
+	})
+}
+
+// A context that ends while a rewrite waits for leases puts the record
+// back and changes nothing on disk.
+func TestRewriteCancelledWhileDraining(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		p := newBooted(t, platform.PublisherOptions{})
+		rec, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, release, _ := p.Store().Lease()
+		defer release()
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		start := time.Now()
+		_, err = p.Publish(ctx, 1, moduleFiles(t, 1), 0)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Publish with leases outstanding until the deadline: %v, want context.DeadlineExceeded", err)
+		}
+		if waited := time.Since(start); waited != time.Minute {
+			t.Fatalf("Publish returned after %v, want the context's minute", waited)
+		}
+		got, ok := p.Store().Generated()
+		if !ok || got != rec {
+			t.Fatalf("after a cancelled rewrite the store holds %+v, %v; want %+v back", got, ok, rec)
+		}
+		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 0))
+		if gens := generations(t, p); !slices.Equal(gens, []int64{1}) {
+			t.Fatalf("Generations() = %v, want [1]", gens)
+		}
+		// The old record still renders and re-publishes as unchanged.
+		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		if st := p.Stats(); st.Unchanged != 1 || st.Publishes != 1 {
+			t.Fatalf("stats after a cancelled rewrite and a re-publish: %+v", st)
+		}
+	})
+}
+
+// The reclaim loop removes a superseded generation as soon as its last
+// lease is released, without another Publish, and stops with its context.
+func TestRunReclaimsOnRelease(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		reclaims := make(chan platform.ReclaimEvent, 16)
+		p := newBooted(t, platform.PublisherOptions{OnReclaim: func(ev platform.ReclaimEvent) { reclaims <- ev }})
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := make(chan error, 1)
+		go func() { ran <- p.Run(ctx) }()
+
+		if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, release, _ := p.Store().Lease()
+		if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if gens := generations(t, p); !slices.Equal(gens, []int64{1, 2}) {
+			t.Fatalf("with generation 1 leased, Generations() = %v, want [1 2]", gens)
+		}
+		time.Sleep(3 * time.Second) // the lease is held a while after it is superseded
+		release()
+		synctest.Wait()
+		if gens := generations(t, p); !slices.Equal(gens, []int64{2}) {
+			t.Fatalf("after the last lease on 1 was released, Generations() = %v, want [2]", gens)
+		}
+		ev := <-reclaims
+		if ev.Generation != 1 || ev.Err != nil || ev.Delay != 0 {
+			t.Fatalf("reclaim event %+v, want generation 1 removed at once after its release", ev)
+		}
+		if st := p.Stats(); st.Prunes != 1 || st.ReclaimDelay != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+
+		p.Forget()
+		synctest.Wait()
+		if gens := generations(t, p); len(gens) != 0 {
+			t.Fatalf("after Forget with no lease, Generations() = %v, want none", gens)
+		}
+
+		cancel()
+		if err := <-ran; err != nil {
+			t.Fatalf("Run = %v after its context ended, want nil", err)
+		}
+	})
+}
+
+// A forgotten generation's directory goes when its last lease is released.
+func TestForgetRemovesAfterLastLease(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		p := newBooted(t, platform.PublisherOptions{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go p.Run(ctx)
+		if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		rec, release, _ := p.Store().Lease()
+		p.Forget()
+		if _, ok := p.Store().Generated(); ok {
+			t.Fatal("the store holds a record after Forget")
+		}
+		if _, _, err := p.Render(ctx, renderInstance(t)); !errors.Is(err, platform.ErrNotReady) {
+			t.Fatalf("Render after Forget: %v, want ErrNotReady", err)
+		}
+		synctest.Wait()
+		checkTree(t, rec.Dir, moduleFiles(t, 0))
+		release()
+		synctest.Wait()
+		if gens := generations(t, p); len(gens) != 0 {
+			t.Fatalf("after the forgotten generation's last release, Generations() = %v", gens)
+		}
+	})
+}
+
+// A failed removal is retried with a wait that doubles up to its cap.
+func TestRunRetriesFailedRemovalWithBackoff(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		var reclaimErrs int
+		var mu sync.Mutex
+		p := newBooted(t, platform.PublisherOptions{
+			RetryMin: time.Second, RetryMax: 4 * time.Second,
+			OnReclaim: func(ev platform.ReclaimEvent) {
+				if ev.Err != nil {
+					mu.Lock()
+					reclaimErrs++
+					mu.Unlock()
+				}
+			},
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, release, _ := p.Store().Lease()
+		if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
+			t.Fatal(err)
+		}
+
+		errDisk := errors.New("disk says no")
+		start := time.Now()
+		var attempts []time.Duration
+		prune := p.Layout().Prune
+		p.SetPrune(func(keep ...int64) error {
+			attempts = append(attempts, time.Since(start))
+			if len(attempts) <= 6 {
+				return errDisk
+			}
+			return prune(keep...)
+		})
+		ran := make(chan error, 1)
+		go func() { ran <- p.Run(ctx) }()
+		synctest.Wait()
+		attempts = attempts[:0] // Run's first pass found nothing to remove
+		start = time.Now()
+		release()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+
+		want := []time.Duration{0, 1 * time.Second, 3 * time.Second, 7 * time.Second, 11 * time.Second, 15 * time.Second, 19 * time.Second}
+		if !slices.Equal(attempts, want) {
+			t.Fatalf("removal attempts at %v, want %v", attempts, want)
+		}
+		if gens := generations(t, p); !slices.Equal(gens, []int64{2}) {
+			t.Fatalf("after the retries, Generations() = %v, want [2]", gens)
+		}
+		mu.Lock()
+		if reclaimErrs != 6 {
+			t.Errorf("OnReclaim saw %d failures, want 6", reclaimErrs)
+		}
+		mu.Unlock()
+		if st := p.Stats(); st.LastError != nil || st.Prunes != 1 {
+			t.Fatalf("stats after the successful retry: %+v", st)
+		}
+		cancel()
+		if err := <-ran; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
