@@ -177,4 +177,3 @@ func TestCheckerCatchesAnUnknownDirectory(t *testing.T) {
 	check.Sweep(time.Now())
 	wantViolations(t, check, ViolationUnknownDir)
 }
-

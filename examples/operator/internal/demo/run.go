@@ -272,8 +272,12 @@ func status(pub *platform.Publisher, pool *Pool, check *Checker, start time.Time
 	n, _ := check.Violations()
 	done := pool.Done()
 	rate := float64(done) / time.Since(start).Seconds()
-	return fmt.Sprintf("generation %d  on disk %v  leased %v  leases %d  renders %d  %.0f renders/s  violations %d",
-		st.Generation, st.OnDisk, st.Leased, pool.Outstanding(), done, rate, n)
+	gen := "none held"
+	if st.Generation > 0 {
+		gen = fmt.Sprint(st.Generation)
+	}
+	return fmt.Sprintf("generation %s  on disk %v  leased %v  leases %d  renders %d  %.0f renders/s  violations %d",
+		gen, st.OnDisk, st.Leased, pool.Outstanding(), done, rate, n)
 }
 
 // summarise fills in sum from what the run's parts collected.
