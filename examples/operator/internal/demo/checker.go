@@ -61,6 +61,16 @@ type Checker struct {
 	violations []Violation
 	count      int
 	maxIdle    int // most superseded, unleased directories seen on disk at once
+	outlived   Outlived
+}
+
+// Outlived counts leases that outlived their generation: held when a newer
+// generation was published, released later, their directory intact or
+// reported as a violation.
+type Outlived struct {
+	Leases      int     `json:"leases"`      // leases released after their generation was superseded
+	Generations int     `json:"generations"` // distinct superseded generations they held
+	LongestMS   float64 `json:"longest_ms"`  // the longest a lease was held past its generation's supersession
 }
 
 // genState is what a Checker knows of one generation.
@@ -70,6 +80,7 @@ type genState struct {
 	lastRelease time.Time // when its last hold was released
 	superseded  time.Time // when it stopped being current; zero while current or unsettled
 	reported    bool      // a lingering directory was reported
+	outlived    bool      // a lease outlived this generation's supersession
 }
 
 // NewChecker returns a Checker of the generations under layout whose
@@ -163,6 +174,14 @@ func (h *Hold) Release(release func()) {
 	s := c.gen(h.g.Generation)
 	s.leases--
 	s.lastRelease = now
+	if !s.superseded.IsZero() {
+		c.outlived.Leases++
+		if !s.outlived {
+			s.outlived = true
+			c.outlived.Generations++
+		}
+		c.outlived.LongestMS = max(c.outlived.LongestMS, ms(now.Sub(s.superseded)))
+	}
 	switch {
 	case !h.ok:
 		// Reported at Acquire.
@@ -245,6 +264,14 @@ func (c *Checker) Violations() (int, []Violation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.count, slices.Clone(c.violations)
+}
+
+// Outlived returns how many leases outlived their generation, on how many
+// generations, and by how long at most.
+func (c *Checker) Outlived() Outlived {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.outlived
 }
 
 // MaxIdle returns the most superseded, unleased directories a Sweep found

@@ -40,6 +40,9 @@ type Pool struct {
 	workers   int
 	seed      uint64
 	longHold  time.Duration // the hold of a slow reader, spanning several publishes
+	// afterLease, when set, is called with every record leased, after
+	// the Checker has looked at it: tests plant violations with it.
+	afterLease func(platform.Generated)
 
 	outstanding atomic.Int64
 	maxOut      atomic.Int64
@@ -88,6 +91,9 @@ func (p *Pool) work(ctx context.Context, stop <-chan struct{}, w int) {
 		}
 		p.leased()
 		h := p.check.Acquire(g)
+		if p.afterLease != nil {
+			p.afterLease(g)
+		}
 		inst := p.instances[rng.IntN(len(p.instances))]
 		start := time.Now()
 		out, err := p.kernel.Render(ctx, kernel.RenderInput{Platform: g.Platform, Instance: inst.Kernel(), Skew: g.Skew})

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +57,9 @@ type Config struct {
 
 	// Logger receives the publisher's log; nil means none.
 	Logger *slog.Logger
+
+	// afterLease is passed to the pool: see Pool.afterLease.
+	afterLease func(platform.Generated)
 }
 
 func (c Config) withDefaults() Config {
@@ -108,6 +110,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	check := NewChecker(pub.Layout(), pub.Store(), cfg.Grace)
 	pool := NewPool(pub.Store(), k, check, cfg.Renders, cfg.Seed, 4*cfg.PublishEvery)
+	pool.afterLease = cfg.afterLease
 
 	// The reclaim loop, the sweeps and the status line outlive ctx, so
 	// an interrupted run still shuts down in order.
@@ -145,10 +148,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	stopBG()
 	bgWG.Wait()
 	if err := <-runErr; err != nil {
-		sum.Unexpected = append(sum.Unexpected, "reclaim loop: "+err.Error())
+		sum.unexpected("reclaim loop: " + err.Error())
 	}
 	if sweepErr != nil {
-		sum.Unexpected = append(sum.Unexpected, "listing the platform directory: "+sweepErr.Error())
+		sum.unexpected("listing the platform directory: " + sweepErr.Error())
 	}
 	summarise(sum, pub, pool, check, rec)
 	return sum, nil
@@ -172,7 +175,7 @@ func publishStream(ctx context.Context, cfg Config, pub *platform.Publisher, che
 		}
 		sum.Publishes.Total++
 		if msg := verifyPublish(st, g, err, pub, rec, sum); msg != "" {
-			sum.Unexpected = append(sum.Unexpected, msg)
+			sum.unexpected(msg)
 		}
 		t := time.NewTimer(cfg.PublishEvery)
 		select {
@@ -211,7 +214,9 @@ func verifyPublish(st Step, g platform.Generated, err error, pub *platform.Publi
 		// One line, positions relative to the platform directory.
 		first, _, _ = strings.Cut(first, "\n")
 		first = strings.ReplaceAll(first, pub.Layout().Root+string(filepath.Separator), "")
-		sum.ExpectedFailures = append(sum.ExpectedFailures, ExpectedFailure{Generation: st.Generation, Breakage: st.Breakage, Error: first})
+		if len(sum.ExpectedFailures) < maxListed {
+			sum.ExpectedFailures = append(sum.ExpectedFailures, ExpectedFailure{Generation: st.Generation, Breakage: st.Breakage, Error: first})
+		}
 	case StepStale:
 		var stale *platform.StaleError
 		if !errors.Is(err, platform.ErrStale) || !errors.As(err, &stale) || stale.Generation != st.Generation {
@@ -290,6 +295,7 @@ func summarise(sum *Summary, pub *platform.Publisher, pool *Pool, check *Checker
 	}
 	sum.MaxOutstandingLeases = pool.MaxOutstanding()
 	sum.MaxIdleOnDisk = check.MaxIdle()
+	sum.Outlived = check.Outlived()
 	sum.Violations, sum.ViolationDetails = check.Violations()
 
 	rec.mu.Lock()
@@ -306,5 +312,16 @@ func summarise(sum *Summary, pub *platform.Publisher, pool *Pool, check *Checker
 	rec.mu.Unlock()
 
 	sum.Prunes = pub.Stats().Prunes
-	sum.ExpectedFailures = slices.Clip(sum.ExpectedFailures)
+	// Lists are empty, not null, in JSON.
+	for _, l := range []*[]string{&sum.Unexpected, &sum.RenderFailures} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	if sum.ExpectedFailures == nil {
+		sum.ExpectedFailures = []ExpectedFailure{}
+	}
+	if sum.ViolationDetails == nil {
+		sum.ViolationDetails = []Violation{}
+	}
 }

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"leasekit.dev/platform"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,4 +135,40 @@ func onDisk(t *testing.T, dir string) []string {
 		}
 	}
 	return slices.Clip(names)
+}
+
+// TestRunCatchesAPlantedViolation removes a leased directory behind the
+// publisher's back during a run: the run must report it and fail.
+func TestRunCatchesAPlantedViolation(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tamper func(dir string) error
+		kind   string
+	}{
+		{"removed", os.RemoveAll, ViolationLeasedMissing},
+		{"modified", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "platform.cue"), []byte("package platform\n"), 0o644)
+		}, ViolationLeasedChanged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var once sync.Once
+			var tamperErr error
+			sum, err := Run(t.Context(), Config{
+				Dir: filepath.Join(t.TempDir(), "platform"), Generations: 4, Seed: 1, Renders: 2,
+				PublishEvery: 20 * time.Millisecond, NoSync: true,
+				afterLease: func(g platform.Generated) { once.Do(func() { tamperErr = tc.tamper(g.Dir) }) },
+			})
+			if err != nil || tamperErr != nil {
+				t.Fatal(err, tamperErr)
+			}
+			if sum.OK() || sum.Violations == 0 {
+				t.Fatalf("a %s leased directory went unnoticed: %+v", tc.name, sum)
+			}
+			// The tampering render's own release must see it; other
+			// renders leasing the directory meanwhile may see it too.
+			if !slices.ContainsFunc(sum.ViolationDetails, func(v Violation) bool { return v.Kind == tc.kind }) {
+				t.Errorf("violations %v, want one of kind %s", sum.ViolationDetails, tc.kind)
+			}
+		})
+	}
 }

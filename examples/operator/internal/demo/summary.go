@@ -18,8 +18,9 @@ type Summary struct {
 	Interrupted bool    `json:"interrupted"`
 
 	Publishes        PublishCounts     `json:"publishes"`
-	ExpectedFailures []ExpectedFailure `json:"expected_failures"`
-	Unexpected       []string          `json:"unexpected"` // outcomes that were not the expected ones, and unexpected errors
+	ExpectedFailures []ExpectedFailure `json:"expected_failures"` // the first 20; Publishes.BuildFailed counts them all
+	Unexpected       []string          `json:"unexpected"`        // outcomes that were not the expected ones, and unexpected errors (the first 20)
+	UnexpectedCount  int               `json:"unexpected_count"`
 
 	RenderCounts   RenderCounts `json:"render_counts"`
 	RendersPerSec  float64      `json:"renders_per_sec"`
@@ -28,8 +29,9 @@ type Summary struct {
 
 	PublishLatency PublishLatency `json:"publish_latency"`
 
-	MaxOutstandingLeases int64 `json:"max_outstanding_leases"`
-	MaxIdleOnDisk        int   `json:"max_idle_on_disk"` // most superseded, unleased directories seen on disk at once
+	MaxOutstandingLeases int64    `json:"max_outstanding_leases"`
+	MaxIdleOnDisk        int      `json:"max_idle_on_disk"` // most superseded, unleased directories seen on disk at once
+	Outlived             Outlived `json:"outlived"`         // leases held past their generation's supersession
 
 	Reclaimed     int       `json:"reclaimed"` // directories the reclaim loop removed
 	ReclaimErrors int       `json:"reclaim_errors"`
@@ -38,6 +40,18 @@ type Summary struct {
 
 	Violations       int         `json:"violations"`
 	ViolationDetails []Violation `json:"violation_details"`
+}
+
+// maxListed bounds the expected failures and unexpected outcomes a Summary
+// lists in full; it counts every one.
+const maxListed = 20
+
+// unexpected records an unexpected outcome.
+func (s *Summary) unexpected(msg string) {
+	s.UnexpectedCount++
+	if len(s.Unexpected) < maxListed {
+		s.Unexpected = append(s.Unexpected, msg)
+	}
 }
 
 // PublishCounts counts publishes by outcome.
@@ -85,7 +99,7 @@ func quantiles(h *Histogram) Quantiles {
 // OK reports whether the run kept every promise: no violation, no
 // unexpected outcome, no unexpected render failure.
 func (s *Summary) OK() bool {
-	return s.Violations == 0 && len(s.Unexpected) == 0 && s.RenderCounts.Failed == 0
+	return s.Violations == 0 && s.UnexpectedCount == 0 && s.RenderCounts.Failed == 0
 }
 
 // WriteText writes s as a table for people.
@@ -105,6 +119,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	for _, u := range s.Unexpected {
 		row("  UNEXPECTED", "%s", u)
 	}
+	if more := s.UnexpectedCount - len(s.Unexpected); more > 0 {
+		row("  UNEXPECTED", "and %d more", more)
+	}
 	r := s.RenderCounts
 	row("renders", "%d: %d ok (%d with skew warnings), %d skew-refused, %d catalog-refused, %d failed, %d cancelled",
 		r.Total, r.OK, r.SkewWarned, r.SkewRefused, r.CatalogRefused, r.Failed, r.Cancelled)
@@ -117,7 +134,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 	row("publish latency", "p50 / max: write %s / %s, build %s / %s, set %s / %s, prune %s / %s",
 		msText(l.Write.P50), msText(l.Write.Max), msText(l.Build.P50), msText(l.Build.Max),
 		msText(l.Set.P50), msText(l.Set.Max), msText(l.Prune.P50), msText(l.Prune.Max))
-	row("leases", "at most %d outstanding at once", s.MaxOutstandingLeases)
+	row("leases", "at most %d outstanding at once; %d outlived their generation (%d superseded generations kept on disk while leased, up to %s past supersession)",
+		s.MaxOutstandingLeases, s.Outlived.Leases, s.Outlived.Generations, msText(s.Outlived.LongestMS))
 	row("reclaimed", "%d directories after their last lease (%d removals failed and were retried); %d removed in all",
 		s.Reclaimed, s.ReclaimErrors, s.Prunes)
 	row("reclaim delay", "p50 %s  max %s  (last release to removal)", msText(s.ReclaimDelay.P50), msText(s.ReclaimDelay.Max))
