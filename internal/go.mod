@@ -3,6 +3,8 @@ module leasekit.dev/internal
 go 1.26.0
 
 require (
+	cuelang.org/go v0.17.1
+	golang.org/x/mod v0.37.0
 	leasekit.dev/dirlife v0.0.0-00010101000000-000000000000
 	leasekit.dev/lease v0.0.0-00010101000000-000000000000
 	leasekit.dev/platform v0.0.0-00010101000000-000000000000
@@ -11,7 +13,6 @@ require (
 
 require (
 	cuelabs.dev/go/oci/ociregistry v0.0.0-20260601085548-328ff8e2c943 // indirect
-	cuelang.org/go v0.17.1 // indirect
 	github.com/cockroachdb/apd/v3 v3.2.3 // indirect
 	github.com/emicklei/proto v1.14.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -22,7 +23,6 @@ require (
 	github.com/protocolbuffers/txtpbfmt v0.0.0-20260420112717-c39628bde8b5 // indirect
 	github.com/rogpeppe/go-internal v1.15.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
-	golang.org/x/mod v0.37.0 // indirect
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.21.0 // indirect

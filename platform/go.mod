@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	cuelang.org/go v0.17.1
 	leasekit.dev/dirlife v0.0.0-00010101000000-000000000000
+	leasekit.dev/lease v0.0.0-00010101000000-000000000000
 	leasekit.dev/slot v0.0.0-00010101000000-000000000000
 	pgregory.net/rapid v1.3.0
 )
@@ -25,7 +26,6 @@ require (
 	golang.org/x/sync v0.21.0 // indirect
 	golang.org/x/text v0.38.0 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect
-	leasekit.dev/lease v0.0.0-00010101000000-000000000000 // indirect
 )
 
 require (

@@ -37,6 +37,10 @@ import (
 //
 // A removal that fails after a successful publish does not fail it: the
 // error goes to OnReclaim, Stats and the log, and the reclaim loop retries.
+//
+// Publish keeps a copy of the files it published, to compare the next
+// publish with; the caller may reuse files and their buffers as soon as
+// Publish returns.
 func (p *Publisher) Publish(ctx context.Context, generation int64, files platformmodule.Files, skew kernel.SkewPolicy) (Generated, error) {
 	var t PublishTimings
 	var reclaims []ReclaimEvent
@@ -125,7 +129,7 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 	t.Set = time.Since(start)
 
 	start = time.Now()
-	*reclaims = p.reclaimLocked()
+	*reclaims = p.pruneAfterSet()
 	t.Prune = time.Since(start)
 	if rewrite {
 		return rec, Rewritten, nil

@@ -51,8 +51,9 @@ type Publisher struct {
 	retryMin  time.Duration
 	retryMax  time.Duration
 
-	store  Store
-	booted atomic.Bool
+	store   Store
+	booted  atomic.Bool
+	running atomic.Int32 // reclaim loops running
 
 	// sem serialises Boot, Publish, Forget and reclaims; a channel so
 	// that a wait for it honours a context.

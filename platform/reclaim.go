@@ -16,14 +16,20 @@ import (
 // the directory is neither current nor leased. Run returns [ErrNotBooted]
 // before Boot has succeeded.
 //
-// Without Run, superseded directories are still removed by the next
-// Publish or Forget, so the disk never grows without bound; Run makes the
-// removal prompt.
+// While Run runs, Publish hands it the removal of the generation it
+// superseded, so that a publish's latency excludes garbage removal; Root
+// then holds the superseded directory until Run's next pass, which the
+// publish wakes at once. A Publish that finds more than that awaiting
+// removal prunes itself, so directories never pile up. Without Run,
+// Publish and Forget prune before they return, so the disk never grows
+// without bound; Run makes the removal after a release prompt.
 func (p *Publisher) Run(ctx context.Context) error {
 	if !p.booted.Load() {
 		return ErrNotBooted
 	}
 	defer p.store.watch()()
+	p.running.Add(1)
+	defer p.running.Add(-1)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
@@ -67,21 +73,9 @@ func failed(reclaims []ReclaimEvent) bool {
 // meanwhile, and a lease taken after the keep set is read can only be on
 // the current generation.
 func (p *Publisher) reclaimLocked() []ReclaimEvent {
-	before, err := p.layout.Generations()
+	keep, doomed, err := p.doomed()
 	if err != nil {
 		return p.reclaimFailed(0, err)
-	}
-	keep := p.store.Leased()
-	if g := p.store.Generation(); g != 0 {
-		if i, found := slices.BinarySearch(keep, g); !found {
-			keep = slices.Insert(keep, i, g)
-		}
-	}
-	var doomed []int64
-	for _, g := range before {
-		if _, found := slices.BinarySearch(keep, g); !found {
-			doomed = append(doomed, g)
-		}
 	}
 	if len(doomed) == 0 && !p.dirty {
 		return nil // nothing to remove: no need to lock Root
@@ -128,6 +122,51 @@ func (p *Publisher) reclaimLocked() []ReclaimEvent {
 	return events
 }
 
+// doomed lists the generation directories on disk that are neither current
+// nor leased, and the keep set it read. The caller holds the serialisation.
+func (p *Publisher) doomed() (keep, doomed []int64, err error) {
+	onDisk, err := p.layout.Generations()
+	if err != nil {
+		return nil, nil, err
+	}
+	keep = p.store.Leased()
+	if g := p.store.Generation(); g != 0 {
+		if i, found := slices.BinarySearch(keep, g); !found {
+			keep = slices.Insert(keep, i, g)
+		}
+	}
+	for _, g := range onDisk {
+		if _, found := slices.BinarySearch(keep, g); !found {
+			doomed = append(doomed, g)
+		}
+	}
+	return keep, doomed, nil
+}
+
+// pruneAfterSet prunes after a successful publish, or, when the reclaim
+// loop runs and has not fallen behind (at most the generation just
+// superseded awaits removal), hands the removal to it, so that Publish's
+// latency excludes garbage removal. The caller holds the serialisation.
+func (p *Publisher) pruneAfterSet() []ReclaimEvent {
+	if p.running.Load() > 0 && !p.dirty {
+		if _, doomed, err := p.doomed(); err == nil && len(doomed) <= 1 {
+			if len(doomed) == 1 {
+				p.wakeReclaim()
+			}
+			return nil
+		}
+	}
+	return p.reclaimLocked()
+}
+
+// wakeReclaim asks the reclaim loop for a pass.
+func (p *Publisher) wakeReclaim() {
+	select {
+	case p.poke <- struct{}{}:
+	default:
+	}
+}
+
 // reclaimFailed reports a failure that concerns no single generation.
 func (p *Publisher) reclaimFailed(generation int64, err error) []ReclaimEvent {
 	return []ReclaimEvent{{Generation: generation, Err: err}}
@@ -154,10 +193,7 @@ func (p *Publisher) finishReclaims(reclaims []ReclaimEvent) {
 	for _, ev := range reclaims {
 		if ev.Err != nil {
 			p.log.Error("platform: removing a generation", "generation", ev.Generation, "err", ev.Err)
-			select {
-			case p.poke <- struct{}{}:
-			default:
-			}
+			p.wakeReclaim()
 		} else {
 			p.log.Debug("platform: removed a generation", "generation", ev.Generation, "delay", ev.Delay)
 		}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"leasekit.dev/lease"
 	"leasekit.dev/slot"
 )
 
@@ -188,3 +189,13 @@ func (s *Store) dropReleases(onDisk []int64) {
 		}
 	}
 }
+
+// ReportLeaks installs hook as the leak reporter of s; a nil hook turns
+// reporting off, as it is by default, when it costs nothing. A lease taken
+// while a hook is installed whose release function becomes unreachable
+// before it was called is reported with its generation and the time it was
+// taken. The leaked lease is not released: its generation's directory
+// stays on disk, because only the holder knows whether it still reads it.
+// The hook runs on a goroutine of the runtime's, never under a lock of the
+// store's; it should return quickly.
+func (s *Store) ReportLeaks(hook func(lease.Leak[int64])) { s.slot.ReportLeaks(hook) }

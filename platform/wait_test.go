@@ -283,3 +283,34 @@ func TestRunRetriesFailedRemovalWithBackoff(t *testing.T) {
 		}
 	})
 }
+
+// While Run runs, Publish hands it the superseded generation's removal,
+// yet directories never pile up: after every Publish at most the one it
+// superseded awaits removal, and Run removes it.
+func TestRunTakesOverPruningWithoutPileUp(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		p := newBooted(t, platform.PublisherOptions{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ran := make(chan error, 1)
+		go func() { ran <- p.Run(ctx) }()
+		synctest.Wait()
+		for gen := int64(1); gen <= 12; gen++ {
+			if _, err := p.Publish(ctx, gen, moduleFiles(t, int(gen)%4), 0); err != nil {
+				t.Fatal(err)
+			}
+			if gens := generations(t, p); len(gens) > 2 || gens[len(gens)-1] != gen {
+				t.Fatalf("after publishing %d, Generations() = %v: more than the superseded one awaits removal", gen, gens)
+			}
+			if gen%3 == 0 {
+				synctest.Wait()
+				if gens := generations(t, p); !slices.Equal(gens, []int64{gen}) {
+					t.Fatalf("after Run's pass, Generations() = %v, want [%d]", gens, gen)
+				}
+			}
+		}
+		cancel()
+		<-ran
+	})
+}

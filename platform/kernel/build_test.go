@@ -3,7 +3,9 @@ package kernel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,12 +45,15 @@ catalogs: "example.com/web@v1": {version: string, kinds: ["Service"]}
 		{"catalog version of another major", platformModule(`name: "ok"
 catalogs: "example.com/web@v1": {version: "v2.0.0", kinds: ["Service"]}
 `), []string{"platform.cue:4", "major version"}},
+		{"catalog version without v of another major", platformModule(`name: "ok"
+catalogs: "example.com/web@v1": {version: "2.0.0"}
+`), []string{"platform.cue:4", `"2.0.0"`, "major version"}},
 		{"catalog path without major", platformModule(`name: "ok"
 catalogs: "example.com/web": {version: "v1.0.0", kinds: ["Service"]}
 `), []string{"platform.cue:4", "major version"}},
-		{"no kinds", platformModule(`name: "ok"
-catalogs: "example.com/web@v1": {version: "v1.0.0", kinds: []}
-`), []string{"platform.cue:4"}},
+		{"bad kind", platformModule(`name: "ok"
+catalogs: "example.com/web@v1": {version: "v1.0.0", kinds: ["service"]}
+`), []string{"platform.cue:4", `"service"`}},
 		{"broken definition", platformModule(valid + "#registry: {size: 1 & 2}\n"), []string{"platform.cue:5", "conflicting"}},
 		{"two problems", platformModule(`name: 3
 type: "Not DNS"
@@ -58,6 +63,15 @@ type: "Not DNS"
 			"a.cue":              "package a\nname: \"ok\"\n",
 			"b.cue":              "package b\nname: \"ok\"\n",
 		}, []string{"package"}},
+	}
+	for _, v := range badVersions {
+		cases = append(cases, struct {
+			name  string
+			files map[string]string
+			want  []string
+		}{fmt.Sprintf("catalog version %q", v), platformModule(`name: "ok"
+catalogs: "example.com/web@v1": {version: ` + strconv.Quote(v) + `}
+`), []string{"platform.cue:4", `catalogs."example.com/web@v1".version: ` + strconv.Quote(v), "semantic version"}})
 	}
 	k := kernel.New()
 	for _, c := range cases {

@@ -10,9 +10,18 @@
 // skew, governed by a [SkewPolicy]) and evaluates the render: one resource
 // per component, in a stable order.
 //
+// Catalog versions are semantic versions as Semantic Versioning 2.0.0
+// writes them, with or without a leading 'v': "1.4.2" equals "v1.4.2",
+// a prerelease is older than its release and build metadata is ignored.
+// Every result carries a version as its module wrote it. A catalog that
+// lists no kinds provides any kind.
+//
 // A Kernel is safe for concurrent use by multiple goroutines with no
 // mutex: every call builds in a [cue.Context] of its own and retains
-// nothing, so memory does not grow with the number of calls. A Render
+// nothing, so memory does not grow with the number of calls. Its errors
+// retain nothing either: an [*Error], a [*SkewError] or a [*CatalogError]
+// is plain data (messages and positions as strings), never a CUE value or
+// error, so a caller may keep the last one as long as it likes. A Render
 // loads the platform module on a second goroutine while it loads the
 // instance, and returns only after that goroutine has ended. A cancelled
 // context stops a call at the next step.

@@ -15,11 +15,19 @@ import (
 
 // An Error reports every problem a build or render found, each with the
 // positions in the module's files that it concerns.
+//
+// An Error is plain data: strings, and a cause that is plain data too. It
+// holds no CUE value, cue.Context, build instance or CUE error, so keeping
+// it (as a controller keeps its last error) keeps nothing of the
+// evaluation that found it.
 type Error struct {
 	Op       string    // "build" or "render"
 	Dir      string    // the module directory (the platform's for a build)
 	Problems []Problem // at least one
-	Err      error     // the underlying error
+	// Err is the underlying error flattened: its text, and for errors.Is
+	// the standard sentinels it matched (fs.ErrNotExist, fs.ErrPermission,
+	// fs.ErrExist, fs.ErrInvalid, fs.ErrClosed); nothing else of it.
+	Err error
 }
 
 // A Problem is one thing wrong with a module.
@@ -65,7 +73,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the underlying error.
+// Unwrap returns the underlying error, flattened.
 func (e *Error) Unwrap() error { return e.Err }
 
 // A source is a value loaded from a module's files, reached in the
@@ -76,21 +84,24 @@ type source struct {
 	v      cue.Value
 }
 
-// asError turns err into an *Error listing each of its problems; a context
-// error, or an error that is an *Error, a *SkewError or a *CatalogError
-// already, is returned as it is. For a problem at a path under one of the
+// asError turns err into an *Error listing each of its problems, with err
+// flattened: what it returns is plain data, which keeps nothing of an
+// evaluation alive. An error that is plain data already (an *Error, a
+// *SkewError, a *CatalogError, or a join of them) is returned as it is;
+// one that wraps a context error or the kernel's own errors is flattened,
+// still matching them. For a problem at a path under one of the
 // sources, the position of that path in the source is added.
 func asError(op, dir string, err error, sources ...source) error {
-	var (
-		ke *Error
-		se *SkewError
-		ce *CatalogError
-	)
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.As(err, &ke) || errors.As(err, &se) || errors.As(err, &ce) {
-		return err
+	if err == nil {
+		return nil
 	}
-	e := &Error{Op: op, Dir: dir, Err: err}
+	if p, ok := plainOf(err); ok {
+		return p
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || len(kernelErrors(err)) > 0 {
+		return flatten(err)
+	}
+	e := &Error{Op: op, Dir: dir, Err: flatten(err)}
 	var cueErr cueerrors.Error
 	if !errors.As(err, &cueErr) {
 		e.Problems = []Problem{{Message: err.Error()}}

@@ -59,9 +59,9 @@ type Platform struct {
 // A Catalog is one component catalog a platform carries.
 type Catalog struct {
 	Path    string   // CUE module path with major version
-	Version string   // canonical semantic version
+	Version string   // semantic version, with or without a leading 'v', as the module writes it
 	Enabled bool     // whether instances may use it
-	Kinds   []string // the component kinds it provides, sorted
+	Kinds   []string // the component kinds it provides, sorted; empty: any kind
 }
 
 // Catalog returns the catalog of p with the given path, and whether p
@@ -132,7 +132,7 @@ func vocabulary(render bool) (*build.Instance, error) {
 			err = bi.AddSyntax(syntax)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("kernel: the embedded schema does not parse: %w", err)
+			return nil, flatten(fmt.Errorf("kernel: the embedded schema does not parse: %w", err))
 		}
 	}
 	return bi, nil
@@ -142,7 +142,7 @@ func vocabulary(render bool) (*build.Instance, error) {
 func compileSchema(cc *cue.Context, bi *build.Instance) (cue.Value, error) {
 	schema := cc.BuildInstance(bi)
 	if err := schema.Err(); err != nil {
-		return cue.Value{}, fmt.Errorf("kernel: the embedded schema does not compile: %w", err)
+		return cue.Value{}, flatten(fmt.Errorf("kernel: the embedded schema does not compile: %w", err))
 	}
 	return schema, nil
 }

@@ -65,11 +65,12 @@ type Resource struct {
 // #Render and returns the resources.
 //
 // A catalog the instance requires or a component uses that the platform
-// lacks or has disabled, or a kind its catalog does not provide, fails the
-// render with a *CatalogError for each. An instance that requires a newer
-// catalog version than the platform carries renders against the
-// platform's version with a diagnostic under SkewWarn, and fails before
-// evaluation with a *SkewError for each skewed catalog under SkewRefuse.
+// lacks or has disabled, or a kind its catalog does not provide (a catalog
+// that lists no kinds provides any kind), fails the render with a
+// *CatalogError for each. An instance that requires a newer catalog
+// version than the platform carries renders against the platform's
+// version with a diagnostic under SkewWarn, and fails before evaluation
+// with a *SkewError for each skewed catalog under SkewRefuse.
 // Any other problem, in either module, comes back in one *Error. Render
 // retains nothing: every call evaluates in a cue.Context of its own.
 func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, error) {
@@ -221,6 +222,8 @@ func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy) ([]Diagnos
 		if field, rule := rules.Catalog(path, want); rule != "" {
 			if field == "path" {
 				rule = "catalog path " + rule
+			} else {
+				rule = fmt.Sprintf("version %q %s", want, rule)
 			}
 			shape = append(shape, fieldError(iv, []string{"requires", path}, "%s", rule))
 			continue
@@ -259,6 +262,9 @@ func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy) ([]Diagnos
 		c, ok := p.Catalog(path)
 		if !ok || !c.Enabled || kind == "" {
 			continue // reported for requires, or left for the schema
+		}
+		if len(c.Kinds) == 0 {
+			continue // a catalog that lists no kinds provides any kind
 		}
 		if _, found := slices.BinarySearch(c.Kinds, kind); !found {
 			unusable = append(unusable, &CatalogError{Path: path, Component: name,

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -172,6 +174,8 @@ components: web: {kind: "Service", catalog: "` + webPath + `", image: "x"}`, "in
 components: web: {kind: "Service", catalog: "` + webPath + `"}`, "instance/shop.cue:4"},
 		{"bad required version", `name: "shop"
 requires: "` + webPath + `": "v2.0.0"`, "instance/shop.cue:4"},
+		{"bad required version without v", `name: "shop"
+requires: "` + webPath + `": "2.0.0"`, `instance/shop.cue:4:11: requires."` + webPath + `": version "2.0.0" must have the major version of the path, v1`},
 		{"non-concrete spec", `name: "shop"
 requires: "` + webPath + `": "v1.0.0"
 components: web: {kind: "Service", catalog: "` + webPath + `", spec: port: int}`, "instance/shop.cue:5"},
@@ -193,6 +197,10 @@ components: web: {kind: "Service", catalog: "` + webPath + `", replicas: 2, spec
 labels: team: "shop"`, "instance/shop.cue:4"},
 		{"missing name", `requires: {}`, "name"},
 		{"syntax", `name: "shop`, "instance/shop.cue:3"},
+	}
+	for _, v := range badVersions {
+		cases = append(cases, struct{ name, body, want string }{fmt.Sprintf("required version %q", v), `name: "shop"
+requires: "` + webPath + `": ` + strconv.Quote(v), `instance/shop.cue:4:11: requires."` + webPath + `": version ` + strconv.Quote(v)})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -73,12 +73,12 @@ func checkPlatformValues(v cue.Value) error {
 	c.labels([]string{"labels"})
 	for _, path := range slices.Sorted(mapKeys(structFields(lookup(v, "catalogs")))) {
 		at := []string{"catalogs", path}
-		version, _ := lookup(v, append(at, "version")...).String()
-		if field, rule := rules.Catalog(path, version); rule != "" {
-			if field == "version" {
-				c.fail(append(at, "version"), "%s", rule)
-			} else {
-				c.fail(at, "catalog path %s", rule)
+		if rule := rules.CatalogPath(path); rule != "" {
+			c.fail(at, "catalog path %s", rule)
+		} else if version, err := lookup(v, append(at, "version")...).String(); err == nil {
+			// A version missing or not a string is left for the schema.
+			if _, rule := rules.Catalog(path, version); rule != "" {
+				c.fail(append(at, "version"), "%q %s", version, rule)
 			}
 		}
 		c.kinds(append(at, "kinds"))

@@ -8,5 +8,9 @@
 // strings, so no input value can inject CUE. Invalid input is refused with
 // an [*InputError] naming the field.
 //
+// Only a catalog's Path and Version are needed: a Version may be written
+// with or without a leading 'v' ("1.4.2" or "v1.4.2") and is generated as
+// written, and a catalog that lists no Kinds provides any kind.
+//
 // Generate is safe for concurrent use.
 package platformmodule

@@ -46,15 +46,19 @@ func Generate(in Input) (Files, error) {
 	}
 	catalogs := &ast.StructLit{}
 	for _, c := range cats {
-		kinds := &ast.ListLit{}
-		for _, k := range c.Kinds {
-			kinds.Elts = append(kinds.Elts, str(k))
-		}
-		catalogs.Elts = append(catalogs.Elts, field(c.Path, &ast.StructLit{Elts: []ast.Decl{
+		cat := &ast.StructLit{Elts: []ast.Decl{
 			field("version", str(c.Version)),
 			field("enabled", ast.NewBool(!c.Disabled)),
-			field("kinds", kinds),
-		}}))
+		}}
+		// No kinds listed: the catalog provides any kind.
+		if len(c.Kinds) > 0 {
+			kinds := &ast.ListLit{}
+			for _, k := range c.Kinds {
+				kinds.Elts = append(kinds.Elts, str(k))
+			}
+			cat.Elts = append(cat.Elts, field("kinds", kinds))
+		}
+		catalogs.Elts = append(catalogs.Elts, field(c.Path, cat))
 	}
 	plat := &ast.File{Decls: []ast.Decl{
 		&ast.Package{Name: ast.NewIdent("platform")},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,12 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 var goldenInputs = map[string]platformmodule.Input{
 	"minimal": {
 		Name: "dev",
+	},
+	// The input as the design pins it: catalogs with a path and a
+	// version, written as Semantic Versioning writes it, and no kinds.
+	"pinned": {
+		Name:     "p",
+		Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: "1.0.0"}, {Path: "example.com/db@v0", Version: "v0.2.0+build.7"}},
 	},
 	"full": {
 		Name:   "acme-prod",
@@ -91,13 +98,20 @@ func TestInvalidInput(t *testing.T) {
 		{"path without major", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web", Version: "v1.0.0", Kinds: []string{"S"}}}}, "Catalogs[0].Path", "example.com/web"},
 		{"path with quote", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: `example.com/w"b@v1`, Version: "v1.0.0", Kinds: []string{"S"}}}}, "Catalogs[0].Path", `example.com/w"b@v1`},
 		{"path with newline", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/w\nx: 1@v1", Version: "v1.0.0", Kinds: []string{"S"}}}}, "Catalogs[0].Path", "example.com/w\nx: 1@v1"},
-		{"version not semver", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: "1.0.0", Kinds: []string{"S"}}}}, "Catalogs[0].Version", "1.0.0"},
-		{"version not canonical", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: "v1.0", Kinds: []string{"S"}}}}, "Catalogs[0].Version", "v1.0"},
 		{"version of another major", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: "v2.0.0", Kinds: []string{"S"}}}}, "Catalogs[0].Version", "v2.0.0"},
+		{"version without v of another major", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: "2.0.0"}}}, "Catalogs[0].Version", "2.0.0"},
 		{"duplicate path", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{web, web}}, "Catalogs[1].Path", web.Path},
-		{"no kinds", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: "v1.0.0"}}}, "Catalogs[0].Kinds", ""},
+		{"empty kind", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: "v1.0.0", Kinds: []string{""}}}}, "Catalogs[0].Kinds[0]", ""},
 		{"bad kind", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: "v1.0.0", Kinds: []string{"service"}}}}, "Catalogs[0].Kinds[0]", "service"},
 		{"duplicate kind", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: "v1.0.0", Kinds: []string{"S", "S"}}}}, "Catalogs[0].Kinds[1]", "S"},
+	}
+	for _, v := range []string{"", "01.2.3", "v1.2", "1.2", "1.2.3.4", "V1.2.3", " 1.2.3", "1.2.3 ", "v 1.2.3", "1.2.3-", "1.2.3+", "1.2.3-01"} {
+		cases = append(cases, struct {
+			name  string
+			in    platformmodule.Input
+			field string
+			value string
+		}{fmt.Sprintf("version %q", v), platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: v}}}, "Catalogs[0].Version", v})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,8 +123,8 @@ func TestInvalidInput(t *testing.T) {
 			if files != nil {
 				t.Fatalf("a refused Generate returned files: %v", files)
 			}
-			if !strings.Contains(err.Error(), c.field) {
-				t.Fatalf("error %q does not name the field", err)
+			if !strings.Contains(err.Error(), c.field) || !strings.Contains(err.Error(), fmt.Sprintf("%q", c.value)) {
+				t.Fatalf("error %q does not name the field and the value", err)
 			}
 		})
 	}

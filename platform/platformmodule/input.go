@@ -38,12 +38,18 @@ type Catalog struct {
 	// as "example.com/catalogs/web@v1".
 	Path string
 
-	// Version is the catalog's canonical semantic version, with the major
-	// version of Path: "v1.4.2".
+	// Version is the catalog's semantic version, with the major version
+	// of Path, written with or without a leading 'v' as Semantic
+	// Versioning 2.0.0 allows: "1.4.2", "v1.4.2", "v0.3.0-rc.1",
+	// "1.0.0+build.5". The module carries it as written; the kernel
+	// compares versions as Semantic Versioning orders them, so "1.4.2"
+	// equals "v1.4.2".
 	Version string
 
 	// Kinds are the component kinds the catalog provides, such as
-	// "Deployment": at least one, each an upper-case-initial identifier.
+	// "Deployment", each an upper-case-initial identifier. It is optional:
+	// a catalog that lists no kinds provides any kind, and its module
+	// carries no kinds field.
 	Kinds []string
 
 	// Disabled keeps the catalog in the platform but lets no instance use
@@ -100,9 +106,6 @@ func (in Input) check() ([]Catalog, error) {
 			return nil, &InputError{fmt.Sprintf("Catalogs[%d].Path", i), c.Path, fmt.Sprintf("duplicates Catalogs[%d].Path", j)}
 		}
 		seen[c.Path] = i
-		if len(c.Kinds) == 0 {
-			return nil, &InputError{fmt.Sprintf("Catalogs[%d].Kinds", i), "", "must list at least one kind"}
-		}
 		kinds := map[string]bool{}
 		for j, k := range c.Kinds {
 			if rule := rules.Kind(k); rule != "" {

@@ -22,17 +22,17 @@ func genInput() *rapid.Generator[platformmodule.Input] {
 		n := rapid.IntRange(0, 6).Draw(t, "catalogs")
 		var cats []platformmodule.Catalog
 		seen := map[string]bool{}
-		for i := range n {
+		for range n {
 			major := rapid.IntRange(0, 3).Draw(t, "major")
 			path := fmt.Sprintf("%s.example.com/%s@v%d", label.Draw(t, "host"), label.Draw(t, "name"), major)
 			if seen[path] {
 				continue
 			}
 			seen[path] = true
-			kinds := rapid.SliceOfNDistinct(rapid.StringMatching(`[A-Z][a-zA-Z0-9]{0,10}`), 1, 4, rapid.ID[string]).Draw(t, "kinds")
+			kinds := rapid.SliceOfNDistinct(rapid.StringMatching(`[A-Z][a-zA-Z0-9]{0,10}`), 0, 4, rapid.ID[string]).Draw(t, "kinds")
 			cats = append(cats, platformmodule.Catalog{
 				Path:     path,
-				Version:  fmt.Sprintf("v%d.%d.%d", major, rapid.IntRange(0, 20).Draw(t, "minor"), i),
+				Version:  genVersion(major).Draw(t, "version"),
 				Kinds:    kinds,
 				Disabled: rapid.Bool().Draw(t, "disabled"),
 			})
@@ -43,6 +43,17 @@ func genInput() *rapid.Generator[platformmodule.Input] {
 			Labels:   rapid.MapOfN(rapid.StringMatching(`([a-z]{1,8}\.io/)?[a-z][a-z0-9]{0,8}`), rapid.StringMatching(`([a-zA-Z0-9]([-a-zA-Z0-9_.]{0,10}[a-zA-Z0-9])?)?`), 0, 4).Draw(t, "labels"),
 			Catalogs: cats,
 		}
+	})
+}
+
+// genVersion draws a semantic version of the given major version, with or
+// without a leading 'v', a prerelease and build metadata.
+func genVersion(major int) *rapid.Generator[string] {
+	return rapid.Custom(func(t *rapid.T) string {
+		v := fmt.Sprintf("%s%d.%d.%d", rapid.SampledFrom([]string{"", "v"}).Draw(t, "v"), major,
+			rapid.IntRange(0, 20).Draw(t, "minor"), rapid.IntRange(0, 20).Draw(t, "patch"))
+		v += rapid.SampledFrom([]string{"", "", "-rc.1", "-alpha", "-0.3.7"}).Draw(t, "prerelease")
+		return v + rapid.SampledFrom([]string{"", "", "+build.5", "+exp.sha.5114f85"}).Draw(t, "build")
 	})
 }
 

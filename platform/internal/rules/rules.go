@@ -15,6 +15,13 @@ var (
 	kindName   = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 	labelName  = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
 	labelValue = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`)
+
+	// semVer is Semantic Versioning 2.0.0's own grammar, with an optional
+	// leading 'v': no leading zeros in a numeric identifier, dot-separated
+	// prerelease and build identifiers.
+	semVer = regexp.MustCompile(`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)` +
+		`(-((0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
+		`(\+([0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*))?$`)
 )
 
 // DNSLabel checks a name: lower-case letters, digits and '-', starting and
@@ -73,28 +80,63 @@ func LabelValue(v string) string {
 
 // Catalog checks a catalog's module path and version. It returns the field
 // ("path" or "version") and the rule of the first problem, or "", "": the
-// path is a CUE module path with a major version, the version a canonical
-// semantic version of that major version.
+// path is a CUE module path with a major version, the version a semantic
+// version (see [Version]) of that major version.
 func Catalog(path, version string) (field, rule string) {
+	if rule := CatalogPath(path); rule != "" {
+		return "path", rule
+	}
+	if rule := Version(version); rule != "" {
+		return "version", rule
+	}
+	if _, major, _ := ast.SplitPackageVersion(path); semver.Major(goVersion(version)) != major {
+		return "version", fmt.Sprintf("must have the major version of the path, %s", major)
+	}
+	return "", ""
+}
+
+// CatalogPath checks a catalog's module path: a CUE module path with a
+// major version.
+func CatalogPath(path string) string {
 	if _, major, ok := ast.SplitPackageVersion(path); !ok || major == "" {
-		return "path", "must be a CUE module path with a major version, such as example.com/catalogs/web@v1"
+		return "must be a CUE module path with a major version, such as example.com/catalogs/web@v1"
 	}
 	if err := module.CheckPath(path); err != nil {
 		msg := err.Error()
 		if i := strings.LastIndex(msg, ": "); i >= 0 {
 			msg = msg[i+2:]
 		}
-		return "path", "must be a valid CUE module path: " + msg
+		return "must be a valid CUE module path: " + msg
 	}
-	if !semver.IsValid(version) || semver.Canonical(version) != version {
-		return "version", "must be a canonical semantic version such as v1.2.3"
-	}
-	if _, major, _ := ast.SplitPackageVersion(path); semver.Major(version) != major {
-		return "version", fmt.Sprintf("must have the major version of the path, %s", major)
-	}
-	return "", ""
+	return ""
 }
 
+// Version checks a catalog version: a semantic version as Semantic
+// Versioning 2.0.0 writes it, MAJOR.MINOR.PATCH with optional prerelease
+// and build metadata, with or without a leading 'v': "1.4.2", "v1.4.2",
+// "v0.3.0-rc.1", "1.0.0+build.5". Nothing else is accepted: no shorthand
+// ("v1.2"), no leading zeros ("01.2.3"), no upper-case 'V', no spaces.
+func Version(s string) string {
+	if !semVer.MatchString(s) {
+		return "must be a semantic version such as 1.2.3 or v1.2.3"
+	}
+	return ""
+}
+
+// Compare compares two valid versions (see [Version]) as Semantic
+// Versioning orders them: the leading 'v' and build metadata are ignored,
+// a prerelease is older than its release. It returns -1, 0 or +1.
+func Compare(a, b string) int { return semver.Compare(goVersion(a), goVersion(b)) }
+
 // Newer reports whether version a is newer than version b. Both must be
-// valid semantic versions.
-func Newer(a, b string) bool { return semver.Compare(a, b) > 0 }
+// valid versions (see [Version]).
+func Newer(a, b string) bool { return Compare(a, b) > 0 }
+
+// goVersion spells a valid version with its leading 'v', as
+// golang.org/x/mod/semver wants it.
+func goVersion(s string) string {
+	if strings.HasPrefix(s, "v") {
+		return s
+	}
+	return "v" + s
+}

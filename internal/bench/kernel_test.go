@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"leasekit.dev/internal/baseline"
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/platformmodule"
+)
+
+// kernelComponents are the instance sizes the render benchmarks measure.
+var kernelComponents = []int{0, 1, 10, 20}
+
+// writeDir writes files, slash-separated paths to contents, into a new
+// directory and returns it.
+func writeDir(t testing.TB, files map[string][]byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// catalogPath is the path of the i-th catalog of the benchmark platform.
+func catalogPath(i int) string { return fmt.Sprintf("example.com/catalogs/c%02d@v1", i) }
+
+// platform20 writes the benchmark platform, the kernel's own: 20
+// catalogs of three kinds each, half their versions written without a 'v'.
+func platform20(t testing.TB) string {
+	t.Helper()
+	in := platformmodule.Input{Name: "bench", Labels: map[string]string{"team": "platform"}}
+	for i := range 20 {
+		in.Catalogs = append(in.Catalogs, platformmodule.Catalog{
+			Path: catalogPath(i), Version: fmt.Sprintf("%s1.%d.0", []string{"v", ""}[i%2], i),
+			Kinds: []string{"Deployment", "Service", "CronJob"},
+		})
+	}
+	files, err := platformmodule.Generate(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeDir(t, files)
+}
+
+// shopDir writes an instance module named shop with n components, the
+// i-th of the catalog i%20, and returns its directory. A requirement of
+// the newest version of catalog 0 makes it skew.
+func shopDir(t testing.TB, n int, skew bool) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("package shop\n\nname: \"shop\"\nnamespace: \"prod\"\nlabels: tier: \"web\"\n")
+	version := "v1.0.0"
+	if skew {
+		version = "1.9.0"
+	}
+	fmt.Fprintf(&b, "requires: %q: %q\n", catalogPath(0), version)
+	for i := range min(n, 20) {
+		if i > 0 {
+			fmt.Fprintf(&b, "requires: %q: \"v1.0.0\"\n", catalogPath(i))
+		}
+	}
+	for i := range n {
+		fmt.Fprintf(&b, "components: c%02d: {kind: %q, catalog: %q, replicas: %d, labels: role: \"r%d\", spec: {image: \"app:%d\", port: %d}}\n",
+			i, []string{"Deployment", "Service", "CronJob"}[i%3], catalogPath(i%20), i%3, i, i, 8000+i)
+	}
+	return writeDir(t, map[string][]byte{
+		"cue.mod/module.cue": []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+		"shop.cue":           []byte(b.String()),
+	})
+}
+
+// TestNaiveKernelMatches: for the benchmark inputs, the naive kernel
+// builds the same platform and renders the same resources, and the same
+// skews, as the kernel.
+func TestNaiveKernelMatches(t *testing.T) {
+	ctx := context.Background()
+	dir := platform20(t)
+	p, err := kernel.New().BuildPlatform(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np, err := baseline.NaiveKernel{}.BuildPlatform(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if np.Name != p.Name || np.Type != p.Type || !reflect.DeepEqual(np.Labels, p.Labels) || len(np.Catalogs) != len(p.Catalogs) {
+		t.Fatalf("naive platform %+v, kernel's %+v", np, p)
+	}
+	for _, c := range p.Catalogs {
+		nc := np.Catalogs[c.Path]
+		if nc.Version != c.Version || (nc.Enabled == nil || *nc.Enabled) != c.Enabled || !reflect.DeepEqual(nc.Kinds, c.Kinds) {
+			t.Fatalf("naive catalog %s %+v, kernel's %+v", c.Path, nc, c)
+		}
+	}
+	for _, skew := range []bool{false, true} {
+		for _, n := range kernelComponents {
+			t.Run(fmt.Sprintf("components=%d/skew=%v", n, skew), func(t *testing.T) {
+				inst := shopDir(t, n, skew)
+				out, err := kernel.New().Render(ctx, kernel.RenderInput{Platform: p, Instance: kernel.Instance{Dir: inst}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				resources, skews, err := baseline.NaiveKernel{}.Render(ctx, np, inst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(resources) != n || len(out.Resources) != n {
+					t.Fatalf("naive rendered %d resources, the kernel %d, want %d", len(resources), len(out.Resources), n)
+				}
+				for i, r := range out.Resources {
+					want := baseline.NaiveResource{Component: r.Component, Kind: r.Kind, Name: r.Name, Object: r.Object}
+					if !reflect.DeepEqual(resources[i], want) {
+						t.Fatalf("resource %d:\nnaive  %v\nkernel %v", i, resources[i], want)
+					}
+				}
+				var want []baseline.NaiveSkew
+				for _, d := range out.Diagnostics {
+					want = append(want, baseline.NaiveSkew{Path: d.Path, InstanceVersion: d.InstanceVersion, PlatformVersion: d.PlatformVersion})
+				}
+				if len(want) != btoi(skew) || !reflect.DeepEqual(skews, want) {
+					t.Fatalf("naive skews %v, kernel's %v; want %d", skews, want, btoi(skew))
+				}
+			})
+		}
+	}
+}
+
+// reportCPU reports the process's CPU time per operation, as cpu-ns/op,
+// for a benchmark that called it with the loop's start.
+func reportCPU(b *testing.B, start time.Duration) {
+	if end, ok := processCPU(); ok && b.N > 0 {
+		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// BenchmarkBuildPlatform builds the 20-catalog platform.
+func BenchmarkBuildPlatform(b *testing.B) {
+	ctx := context.Background()
+	dir := platform20(b)
+	b.Run("catalogs=20/impl=leasekit", func(b *testing.B) {
+		k := kernel.New()
+		b.ReportAllocs()
+		start, _ := processCPU()
+		for b.Loop() {
+			if _, err := k.BuildPlatform(ctx, dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, start)
+	})
+	b.Run("catalogs=20/impl=naive", func(b *testing.B) {
+		b.ReportAllocs()
+		start, _ := processCPU()
+		for b.Loop() {
+			if _, err := (baseline.NaiveKernel{}).BuildPlatform(ctx, dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, start)
+	})
+}
+
+// BenchmarkRender renders instances of 0 to 20 components, from their
+// directories, against the 20-catalog platform.
+func BenchmarkRender(b *testing.B) {
+	ctx := context.Background()
+	dir := platform20(b)
+	p, err := kernel.New().BuildPlatform(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	np, err := baseline.NaiveKernel{}.BuildPlatform(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range kernelComponents {
+		inst := shopDir(b, n, false)
+		b.Run(fmt.Sprintf("components=%d/impl=leasekit", n), func(b *testing.B) {
+			k := kernel.New()
+			in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Dir: inst}}
+			b.ReportAllocs()
+			start, _ := processCPU()
+			for b.Loop() {
+				if _, err := k.Render(ctx, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportCPU(b, start)
+		})
+		b.Run(fmt.Sprintf("components=%d/impl=naive", n), func(b *testing.B) {
+			b.ReportAllocs()
+			start, _ := processCPU()
+			for b.Loop() {
+				if _, _, err := (baseline.NaiveKernel{}).Render(ctx, np, inst); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportCPU(b, start)
+		})
+	}
+}

@@ -1,0 +1,87 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+)
+
+// A flatError is an error reduced to plain data: its text, the sentinels
+// it matched and the kernel's own errors it wrapped, plain data too.
+type flatError struct {
+	msg string
+	is  []error
+}
+
+func (e *flatError) Error() string   { return e.msg }
+func (e *flatError) Unwrap() []error { return e.is }
+
+// plainSentinels are the sentinels a flattened error still matches.
+var plainSentinels = []error{
+	context.Canceled, context.DeadlineExceeded,
+	fs.ErrNotExist, fs.ErrPermission, fs.ErrExist, fs.ErrInvalid, fs.ErrClosed,
+}
+
+// flatten returns err reduced to plain data: an error with its text that
+// matches, for errors.Is, each of the plainSentinels err matches, and for
+// errors.As each of the kernel's own errors in its tree. Nothing else of
+// err's tree stays reachable: a CUE error keeps its evaluation alive, a
+// hundred kilobytes and more.
+func flatten(err error) error {
+	if err == nil {
+		return nil
+	}
+	f := &flatError{msg: err.Error()}
+	for _, s := range plainSentinels {
+		if errors.Is(err, s) {
+			f.is = append(f.is, s)
+		}
+	}
+	f.is = append(f.is, kernelErrors(err)...)
+	return f
+}
+
+// kernelErrors returns the kernel's own errors, plain data, in err's tree.
+func kernelErrors(err error) []error {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *Error, *SkewError, *CatalogError, *flatError:
+		return []error{e}
+	case interface{ Unwrap() error }:
+		return kernelErrors(e.Unwrap())
+	case interface{ Unwrap() []error }:
+		var found []error
+		for _, e := range e.Unwrap() {
+			found = append(found, kernelErrors(e)...)
+		}
+		return found
+	}
+	return nil
+}
+
+// plainOf returns err if it is plain data already: one of the kernel's
+// own error types, a context error, or a join of nothing else (joined
+// afresh).
+func plainOf(err error) (error, bool) {
+	switch err.(type) {
+	case *Error, *SkewError, *CatalogError, *flatError:
+		return err, true
+	}
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return err, true
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs := j.Unwrap()
+		if len(errs) == 0 {
+			return nil, false
+		}
+		for _, e := range errs {
+			if _, ok := plainOf(e); !ok {
+				return nil, false
+			}
+		}
+		return errors.Join(errs...), true
+	}
+	return nil, false
+}
