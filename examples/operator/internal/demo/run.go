@@ -281,8 +281,17 @@ func status(pub *platform.Publisher, pool *Pool, check *Checker, start time.Time
 	if st.Generation > 0 {
 		gen = fmt.Sprint(st.Generation)
 	}
-	return fmt.Sprintf("generation %s  on disk %v  leased %v  leases %d  renders %d  %.0f renders/s  violations %d",
-		gen, st.OnDisk, st.Leased, pool.Outstanding(), done, rate, n)
+	return fmt.Sprintf("generation %s  on disk %s  leased %s  leases %d  renders %d (%.0f/s)  violations %d",
+		gen, brief(st.OnDisk), brief(st.Leased), pool.Outstanding(), done, rate, n)
+}
+
+// brief formats a few generations in full and many as a count, so the
+// status line stays on one line of a terminal.
+func brief(gens []int64) string {
+	if len(gens) > 4 {
+		return fmt.Sprintf("%d generations", len(gens))
+	}
+	return fmt.Sprint(gens)
 }
 
 // summarise fills in sum from what the run's parts collected.

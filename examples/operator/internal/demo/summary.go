@@ -33,7 +33,7 @@ type Summary struct {
 	MaxIdleOnDisk        int      `json:"max_idle_on_disk"` // most superseded, unleased directories seen on disk at once
 	Outlived             Outlived `json:"outlived"`         // leases held past their generation's supersession
 
-	Reclaimed     int       `json:"reclaimed"` // directories the reclaim loop removed
+	Reclaimed     int       `json:"reclaimed"` // superseded directories removed, by the reclaim loop or a publish's prune
 	ReclaimErrors int       `json:"reclaim_errors"`
 	ReclaimDelay  Quantiles `json:"reclaim_delay"` // from reclaimable to removed
 	Prunes        uint64    `json:"prunes"`        // directories removed by publishes' prunes and by reclaim
@@ -136,9 +136,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 		msText(l.Set.P50), msText(l.Set.Max), msText(l.Prune.P50), msText(l.Prune.Max))
 	row("leases", "at most %d outstanding at once; %d outlived their generation (%d superseded generations kept on disk while leased, up to %s past supersession)",
 		s.MaxOutstandingLeases, s.Outlived.Leases, s.Outlived.Generations, msText(s.Outlived.LongestMS))
-	row("reclaimed", "%d directories after their last lease (%d removals failed and were retried); %d removed in all",
-		s.Reclaimed, s.ReclaimErrors, s.Prunes)
-	row("reclaim delay", "p50 %s  max %s  (last release to removal)", msText(s.ReclaimDelay.P50), msText(s.ReclaimDelay.Max))
+	row("reclaimed", "%d superseded directories removed (%d removals failed and were retried)", s.Reclaimed, s.ReclaimErrors)
+	row("reclaim delay", "p50 %s  max %s  (from reclaimable, superseded and its last lease released, to removed)",
+		msText(s.ReclaimDelay.P50), msText(s.ReclaimDelay.Max))
 	row("idle on disk", "at most %d superseded, unleased directories at once", s.MaxIdleOnDisk)
 	if err := tw.Flush(); err != nil {
 		return err
