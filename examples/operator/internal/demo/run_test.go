@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -16,7 +17,17 @@ import (
 // dozen publishes, every outcome among them, renders on every generation,
 // slow readers spanning publishes. It must end with no violation and no
 // unexpected outcome, and with only the current generation on disk.
+//
+// It runs in a synctest bubble: the run's clock moves only when all its
+// goroutines wait, so a slow machine cannot make a prompt reclaim look
+// late. TestRunKeepsPromisesInRealTime runs it on the real clock.
 func TestRunKeepsPromises(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) { testRunKeepsPromises(t) })
+}
+
+func TestRunKeepsPromisesInRealTime(t *testing.T) { testRunKeepsPromises(t) }
+
+func testRunKeepsPromises(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "platform")
 	sum, err := Run(t.Context(), Config{
 		Dir: dir, Generations: 12, Seed: 1, Renders: 6,
@@ -82,43 +93,28 @@ func TestRunNeedsAnEnd(t *testing.T) {
 	}
 }
 
-// TestRunStopsWhenCancelled cancels a run meant to last an hour once it
-// has shown two status lines.
+// TestRunStopsWhenCancelled cancels a run meant to last an hour after a
+// second of it, in a synctest bubble.
 func TestRunStopsWhenCancelled(t *testing.T) {
-	{
+	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		dir := filepath.Join(t.TempDir(), "platform")
-		progress := &cancelAfter{lines: 2, cancel: cancel}
-		sum, err := Run(ctx, Config{Dir: dir, Duration: time.Hour, Seed: 2, NoSync: true,
-			Progress: progress, ProgressEvery: 100 * time.Millisecond})
+		time.AfterFunc(time.Second, cancel)
+		sum, err := Run(ctx, Config{Dir: dir, Duration: time.Hour, Seed: 2, NoSync: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !sum.Interrupted {
 			t.Error("a cancelled run does not say it was interrupted")
 		}
+		if sum.Publishes.Total < 5 {
+			t.Errorf("%d publishes in a second, publishing every 100ms", sum.Publishes.Total)
+		}
 		if sum.Violations != 0 || sum.RenderCounts.Failed != 0 || len(sum.Unexpected) != 0 {
 			t.Errorf("a cancelled run reports violations %v, failed renders %v, unexpected %v",
 				sum.ViolationDetails, sum.RenderFailures, sum.Unexpected)
 		}
-	}
-}
-
-// cancelAfter is a progress writer that cancels a run after it has shown
-// a number of status lines.
-type cancelAfter struct {
-	mu     sync.Mutex
-	lines  int
-	cancel func()
-}
-
-func (c *cancelAfter) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.lines--; c.lines == 0 {
-		c.cancel()
-	}
-	return len(p), nil
+	})
 }
 
 // onDisk lists the generation directories under dir.
