@@ -4,10 +4,10 @@
 //
 //	go run ./examples/operator
 //
-// It boots a [platform.Publisher] on a platform directory (a fresh
+// It boots a platform.Publisher on a platform directory (a fresh
 // temporary one unless --platform-dir names one), runs its reclaim loop and
 // publishes a stream of platform generations made by
-// [platformmodule.Generate]: catalogs added, bumped, disabled and enabled
+// platformmodule.Generate: catalogs added, bumped, disabled and enabled
 // again; now and then the same generation again (unchanged), the current
 // generation with changed labels (rewritten once its leases drain), a late
 // older generation (stale) and a deliberately broken module the kernel
@@ -30,8 +30,6 @@
 // instance module in DIR against it, printing the resources as YAML and
 // diagnostics and errors as the kernel reports them (file:line:col).
 //
-// Run it with -h for the flags.
-//
-// [platform.Publisher]: https://pkg.go.dev/leasekit.dev/platform#Publisher
-// [platformmodule.Generate]: https://pkg.go.dev/leasekit.dev/platform/platformmodule#Generate
+// Run it with -h for the flags. The machinery is the package
+// leasekit.dev/examples/operator/internal/demo.
 package main

@@ -38,6 +38,7 @@ type Violation struct {
 	Detail     string `json:"detail"`
 }
 
+// String returns the violation as "kind: generation N: detail".
 func (v Violation) String() string {
 	return fmt.Sprintf("%s: generation %d: %s", v.Kind, v.Generation, v.Detail)
 }
