@@ -37,7 +37,7 @@ unexpected happened, 1 otherwise, 2 for bad flags or an unusable directory.
 With --render DIR, publishes one default generation instead and renders the
 instance module in DIR against it, printing its resources as YAML.
 
-Flags:
+Flags (one dash or two):
 `
 
 // parseFlags parses args; it writes -h's text, or a usage error, to stderr.
@@ -48,13 +48,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long to publish generations and render; with --generations and no --duration, no limit")
 	fs.IntVar(&o.generations, "generations", 0, "stop after this many publishes (0: until --duration)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the generation stream and the renders' instance choices (0: a random seed, printed in the summary); timing still varies, so counts do too")
-	fs.IntVar(&o.renders, "renders", runtime.GOMAXPROCS(0)*4, "concurrent renders, each leasing the store (default GOMAXPROCS x 4)")
+	fs.IntVar(&o.renders, "renders", runtime.GOMAXPROCS(0)*4, "concurrent renders, each leasing the store; the default is GOMAXPROCS x 4")
 	fs.DurationVar(&o.publishEvery, "publish-every", 100*time.Millisecond, "pause between publishes")
-	fs.StringVar(&o.platformDir, "platform-dir", "", "the publisher's directory: empty or one it owned before, emptied at boot (default: a fresh temporary directory, removed at exit unless --keep)")
+	fs.StringVar(&o.platformDir, "platform-dir", "", "the publisher's directory `DIR`: empty or one it owned before, emptied at boot; kept at exit (default: a fresh temporary directory, removed at exit unless --keep)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary platform directory at exit and print its path")
 	fs.BoolVar(&o.noSync, "no-sync", false, "turn the layout's durability (fsync) off, as for a disk wiped at boot")
 	fs.BoolVar(&o.json, "json", false, "print the summary (or, with --render, the render) as JSON on stdout and nothing else there; progress goes to stderr")
-	fs.StringVar(&o.render, "render", "", "render the instance module in this directory against a default generation, print the resources as YAML, and exit")
+	fs.StringVar(&o.render, "render", "", "render the instance module in directory `DIR` against a default generation, print the resources as YAML, and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
