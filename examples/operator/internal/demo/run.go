@@ -42,7 +42,9 @@ type Config struct {
 
 	// Grace is how long a superseded directory may stay on disk after
 	// its last lease is released before the Checker calls it late; 0
-	// means 2s.
+	// means 5s: far beyond a prompt reclaim (milliseconds), and far
+	// enough that a loaded machine's scheduling cannot pass for a late
+	// one.
 	Grace time.Duration
 
 	// NoSync turns the layout's durability off.
@@ -70,7 +72,7 @@ func (c Config) withDefaults() Config {
 		c.PublishEvery = 100 * time.Millisecond
 	}
 	if c.Grace <= 0 {
-		c.Grace = 2 * time.Second
+		c.Grace = 5 * time.Second
 	}
 	if c.ProgressEvery <= 0 {
 		c.ProgressEvery = time.Second
