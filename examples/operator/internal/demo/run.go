@@ -42,9 +42,8 @@ type Config struct {
 
 	// Grace is how long a superseded directory may stay on disk after
 	// its last lease is released before the Checker calls it late; 0
-	// means 5s: far beyond a prompt reclaim (milliseconds), and far
-	// enough that a loaded machine's scheduling cannot pass for a late
-	// one.
+	// means 5s: far beyond a prompt reclaim (milliseconds), so that a
+	// loaded machine's scheduling delays are not taken for a late one.
 	Grace time.Duration
 
 	// NoSync turns the layout's durability off.
