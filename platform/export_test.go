@@ -1,6 +1,10 @@
 package platform
 
-import "context"
+import (
+	"context"
+
+	"leasekit.dev/platform/platformmodule"
+)
 
 // ReclaimNow runs one step of the reclaim loop: what Run does when woken.
 func (p *Publisher) ReclaimNow() []ReclaimEvent {
@@ -9,6 +13,13 @@ func (p *Publisher) ReclaimNow() []ReclaimEvent {
 	p.unlock()
 	p.finishReclaims(reclaims)
 	return reclaims
+}
+
+// SetWrite replaces the write step, so that tests can make it fail.
+func (p *Publisher) SetWrite(write func(generation int64, files platformmodule.Files) (string, error)) {
+	_ = p.lock(context.Background())
+	p.write = write
+	p.unlock()
 }
 
 // SetPrune replaces the removal step, so that tests can make it fail.

@@ -94,7 +94,7 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 	}
 
 	start := time.Now()
-	dir, err := p.layout.Write(generation, files)
+	dir, err := p.write(generation, files)
 	t.Write = time.Since(start)
 	outcome := Failed
 	var plat *kernel.Platform
@@ -141,7 +141,7 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 // again. If the old files cannot be written back, the store stays empty: a
 // record is never set over a directory that does not hold its files.
 func (p *Publisher) restore(cur Generated, cause error) error {
-	if _, err := p.layout.Write(cur.Generation, p.files); err != nil {
+	if _, err := p.write(cur.Generation, p.files); err != nil {
 		p.files = nil
 		return errors.Join(cause, fmt.Errorf("platform: restoring generation %d after a failed rewrite: %w", cur.Generation, err))
 	}

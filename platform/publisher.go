@@ -60,10 +60,11 @@ type Publisher struct {
 	sem chan struct{}
 
 	// Under sem.
-	files      platformmodule.Files // the current generation's files, as published
-	superseded map[int64]time.Time  // generations no longer current, since when
-	prune      func(keep ...int64) error
-	dirty      bool // Root may hold entries that are not generation directories
+	files      platformmodule.Files                                               // the current generation's files, as published
+	superseded map[int64]time.Time                                                // generations no longer current, since when
+	prune      func(keep ...int64) error                                          // Layout.Prune; a test seam
+	write      func(generation int64, files platformmodule.Files) (string, error) // Layout.Write; a test seam
+	dirty      bool                                                               // Root may hold entries that are not generation directories
 
 	poke chan struct{} // asks the reclaim loop to retry; capacity 1
 
@@ -100,6 +101,7 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 	}
 	p.retryMax = max(p.retryMax, p.retryMin)
 	p.prune = p.layout.Prune
+	p.write = p.layout.Write
 	return p
 }
 

@@ -86,6 +86,9 @@ func (p *Publisher) reclaimLocked() []ReclaimEvent {
 		if pruneErr != nil {
 			return p.reclaimFailed(0, pruneErr)
 		}
+		p.statsMu.Lock()
+		p.stats.LastError = nil // the retry of a failed removal succeeded
+		p.statsMu.Unlock()
 		return nil
 	}
 	after, err := p.layout.Generations()
@@ -93,13 +96,16 @@ func (p *Publisher) reclaimLocked() []ReclaimEvent {
 		return p.reclaimFailed(0, errors.Join(pruneErr, err))
 	}
 	now := time.Now()
-	events := make([]ReclaimEvent, 0, len(doomed))
+	events := make([]ReclaimEvent, 0, len(doomed)+1)
+	reported := false
 	for _, g := range doomed {
 		if _, found := slices.BinarySearch(after, g); found {
 			if pruneErr == nil {
 				pruneErr = errors.New("platform: directory still present after prune")
+				p.dirty = true
 			}
 			events = append(events, ReclaimEvent{Generation: g, Err: pruneErr})
+			reported = true
 			continue
 		}
 		since, ok := p.superseded[g]
@@ -112,6 +118,11 @@ func (p *Publisher) reclaimLocked() []ReclaimEvent {
 			ev.Delay = max(now.Sub(since), 0)
 		}
 		events = append(events, ev)
+	}
+	if pruneErr != nil && !reported {
+		// Every doomed generation went; something else would not (a
+		// staging leftover, an earlier removal).
+		events = append(events, ReclaimEvent{Err: pruneErr})
 	}
 	for g := range p.superseded {
 		if _, found := slices.BinarySearch(after, g); !found {

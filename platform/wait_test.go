@@ -314,3 +314,64 @@ func TestRunTakesOverPruningWithoutPileUp(t *testing.T) {
 		<-ran
 	})
 }
+
+// A prune that removes every superseded generation but fails on something
+// else still reports its error, and the reclaim loop retries.
+func TestPruneErrorBesideRemovedGenerationsIsReported(t *testing.T) {
+	var events []platform.ReclaimEvent
+	p := newBooted(t, platform.PublisherOptions{OnReclaim: func(ev platform.ReclaimEvent) { events = append(events, ev) }})
+	ctx := context.Background()
+	if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	errLeftover := errors.New("a staging leftover would not go")
+	prune := p.Layout().Prune
+	p.SetPrune(func(keep ...int64) error { return errors.Join(prune(keep...), errLeftover) })
+	if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
+		t.Fatalf("a failed removal failed the publish: %v", err)
+	}
+	if len(events) != 2 || events[0].Generation != 1 || events[0].Err != nil || !errors.Is(events[1].Err, errLeftover) {
+		t.Fatalf("events %+v, want generation 1 removed and the leftover's error", events)
+	}
+	if st := p.Stats(); !errors.Is(st.LastError, errLeftover) {
+		t.Fatalf("Stats().LastError = %v", st.LastError)
+	}
+	p.SetPrune(prune)
+	if evs := p.ReclaimNow(); len(evs) != 0 {
+		t.Fatalf("the retry reported %+v", evs)
+	}
+	if st := p.Stats(); st.LastError != nil {
+		t.Fatalf("after a successful retry, Stats().LastError = %v", st.LastError)
+	}
+}
+
+// A Publish waiting for its turn behind another returns when its context
+// ends, having changed nothing.
+func TestPublishWaitingForItsTurnIsCancellable(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		p := newBooted(t, platform.PublisherOptions{})
+		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, release, _ := p.Store().Lease()
+		rewrite := publishAsync(p, context.Background(), 1, 1, t) // holds the turn while it drains
+		synctest.Wait()
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := p.Publish(ctx, 2, moduleFiles(t, 2), 0); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Publish behind a draining rewrite: %v, want context.DeadlineExceeded", err)
+		}
+		if g := generations(t, p); !slices.Equal(g, []int64{1}) {
+			t.Fatalf("Generations() = %v, want [1]", g)
+		}
+		release()
+		if r := <-rewrite; r.err != nil {
+			t.Fatal(r.err)
+		}
+		if g := p.Store().Generation(); g != 1 {
+			t.Fatalf("Generation() = %d", g)
+		}
+	})
+}

@@ -1,0 +1,48 @@
+package platform_test
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+
+	"leasekit.dev/platform"
+)
+
+// Stats reports the current generation, the disk, the leases and the
+// counters, and clears LastError after a success.
+func TestStats(t *testing.T) {
+	p := newBooted(t, platform.PublisherOptions{})
+	ctx := context.Background()
+	if st := p.Stats(); st.Generation != 0 || len(st.OnDisk) != 0 || len(st.Leased) != 0 || st.Publishes != 0 {
+		t.Fatalf("fresh stats %+v", st)
+	}
+	p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	_, r1, _ := p.Store().Lease()
+	_, r2, _ := p.Store().Lease()
+	p.Publish(ctx, 2, moduleFiles(t, 1), 0)
+	_, r3, _ := p.Store().Lease()
+	p.Publish(ctx, 2, moduleFiles(t, 1), 0)
+	p.Publish(ctx, 3, brokenFiles(t, true), 0)
+
+	st := p.Stats()
+	if st.Generation != 2 || !slices.Equal(st.OnDisk, []int64{1, 2}) || !slices.Equal(st.Leased, []int64{1, 2}) ||
+		!maps.Equal(st.Leases, map[int64]int{1: 2, 2: 1}) {
+		t.Fatalf("stats %+v", st)
+	}
+	if st.Publishes != 2 || st.Unchanged != 1 || st.FailedBuilds != 1 || st.Prunes != 1 || st.LastError == nil {
+		t.Fatalf("counters %+v: want 2 publishes, 1 unchanged, 1 failed build, 1 prune (the failed directory), an error", st)
+	}
+	if st.LastPublish.Write == 0 || st.LastPublish.Build == 0 {
+		t.Fatalf("LastPublish %+v: the failed build wrote and built", st.LastPublish)
+	}
+	r1()
+	r2()
+	r3()
+	p.ReclaimNow()
+	p.Publish(ctx, 3, moduleFiles(t, 2), 0)
+	st = p.Stats()
+	if st.LastError != nil || st.Prunes != 3 || !slices.Equal(st.OnDisk, []int64{3}) || len(st.Leases) != 0 {
+		t.Fatalf("after releases, a reclaim and a publish: %+v", st)
+	}
+}
