@@ -23,6 +23,10 @@ type RenderCounts struct {
 	CatalogRefused int `json:"catalog_refused"` // refused with a *kernel.CatalogError: a catalog missing or disabled
 	Failed         int `json:"failed"`          // any other error: unexpected
 	Cancelled      int `json:"cancelled"`       // stopped by the run's context
+
+	// Inconsistent counts renders whose outcome differed from an earlier
+	// render of the same instance against the same platform files.
+	Inconsistent int `json:"inconsistent"`
 }
 
 // maxFailureDetails bounds the unexpected render failures a pool keeps in
@@ -49,6 +53,7 @@ type Pool struct {
 	done        atomic.Int64
 
 	mu       sync.Mutex
+	seen     consistency
 	counts   RenderCounts
 	latency  Histogram
 	failures []string
@@ -103,7 +108,7 @@ func (p *Pool) work(ctx context.Context, stop <-chan struct{}, w int) {
 		pause(ctx, stop, hold)
 		h.Release(release)
 		p.outstanding.Add(-1)
-		p.record(g, inst, out, err, took)
+		p.record(g, h.digest, inst, out, err, took)
 	}
 }
 
@@ -153,7 +158,7 @@ func pause(ctx context.Context, stop <-chan struct{}, d time.Duration) {
 }
 
 // record classifies one render.
-func (p *Pool) record(g platform.Generated, inst Instance, out kernel.RenderOutput, err error, took time.Duration) {
+func (p *Pool) record(g platform.Generated, files digest, inst Instance, out kernel.RenderOutput, err error, took time.Duration) {
 	var skew *kernel.SkewError
 	var catalog *kernel.CatalogError
 	p.mu.Lock()
@@ -179,10 +184,19 @@ func (p *Pool) record(g platform.Generated, inst Instance, out kernel.RenderOutp
 	default:
 		p.counts.Failed++
 		p.latency.Record(took)
-		if len(p.failures) < maxFailureDetails {
-			msg, _, _ := strings.Cut(err.Error(), "\n")
-			p.failures = append(p.failures, "generation "+strconv.FormatInt(g.Generation, 10)+", instance "+inst.Name+": "+msg)
-		}
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		p.fail(g, inst, msg)
+	}
+	if !p.seen.check(renderKey{g.Generation, files, inst.Name}, renderDigest(out, err)) {
+		p.counts.Inconsistent++
+		p.fail(g, inst, "the outcome differs from an earlier render of the same instance against the same files")
+	}
+}
+
+// fail keeps the first unexpected render failures; p.mu is held.
+func (p *Pool) fail(g platform.Generated, inst Instance, msg string) {
+	if len(p.failures) < maxFailureDetails {
+		p.failures = append(p.failures, "generation "+strconv.FormatInt(g.Generation, 10)+", instance "+inst.Name+": "+msg)
 	}
 }
 

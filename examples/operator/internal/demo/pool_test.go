@@ -34,7 +34,7 @@ func TestPoolClassifiesRenders(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Pool{}
-			p.record(tc.g, Instance{Name: "shop"}, tc.out, tc.err, time.Millisecond)
+			p.record(tc.g, digest{}, Instance{Name: "shop"}, tc.out, tc.err, time.Millisecond)
 			counts, latency, failures := p.Results()
 			if counts != tc.want {
 				t.Errorf("counts %+v, want %+v", counts, tc.want)
@@ -59,4 +59,35 @@ func firstLine(s string) string {
 		}
 	}
 	return s
+}
+
+func TestPoolCatchesAnInconsistentRender(t *testing.T) {
+	g := platform.Generated{Generation: 3}
+	shop := Instance{Name: "shop"}
+	out := func(name string) kernel.RenderOutput {
+		return kernel.RenderOutput{Instance: "shop", Resources: []kernel.Resource{{Component: "web", Kind: "Deployment", Name: name}}}
+	}
+	p := &Pool{}
+	p.record(g, digest{1}, shop, out("shop-web"), nil, time.Millisecond)
+	p.record(g, digest{1}, shop, out("shop-web"), nil, time.Millisecond)
+	p.record(g, digest{2}, shop, out("shop-other"), nil, time.Millisecond) // other files: no comparison
+	if counts, _, _ := p.Results(); counts.Inconsistent != 0 {
+		t.Fatalf("consistent renders counted inconsistent: %+v", counts)
+	}
+	p.record(g, digest{1}, shop, out("shop-other"), nil, time.Millisecond)
+	p.record(g, digest{1}, shop, kernel.RenderOutput{}, errors.New("refused"), time.Millisecond)
+	counts, _, failures := p.Results()
+	if counts.Inconsistent != 2 || len(failures) != 3 { // and the error, a failure of its own
+		t.Errorf("counts %+v, failures %q: want 2 inconsistent renders reported", counts, failures)
+	}
+}
+
+func TestConsistencyMemoryIsBounded(t *testing.T) {
+	var c consistency
+	for g := range int64(10 * maxRemembered) {
+		c.check(renderKey{generation: g, instance: "shop"}, digest{})
+	}
+	if len(c.seen) > maxRemembered+1 {
+		t.Errorf("remembers %d outcomes, want at most %d", len(c.seen), maxRemembered+1)
+	}
 }
