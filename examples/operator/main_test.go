@@ -251,3 +251,21 @@ func TestMainRenderOfAMissingDirectory(t *testing.T) {
 		t.Errorf("exit %d, stderr %q: want %d and the directory named", code, stderr, exitViolation)
 	}
 }
+
+func TestMainRenderRefusesALinkLeadingOut(t *testing.T) {
+	dir := writeInstance(t, "shop", nil)
+	secret := filepath.Join(t.TempDir(), "secret.cue")
+	if err := os.WriteFile(secret, []byte("package shop\nsecret: \"s3cr3t\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "leak.cue")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	code, stdout, stderr := runArgs(t, "--render", dir)
+	if code != exitViolation || stdout != "" {
+		t.Errorf("exit %d, stdout %q: want %d and nothing", code, stdout, exitViolation)
+	}
+	if !strings.Contains(stderr, "leak.cue") || strings.Contains(stdout+stderr, "s3cr3t") {
+		t.Errorf("stderr %q: want the link named and nothing of what it points to", stderr)
+	}
+}
