@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 )
@@ -31,5 +33,38 @@ func TestAheadPanics(t *testing.T) {
 			t.Fatalf("wait recovered %v, want boom", recovered)
 		}
 		a.wait() // the panic was handed over: a second wait returns
+	})
+}
+
+// TestAheadWaitContext: waitContext returns ctx.Err() at once when ctx is
+// done before the work ends, and the work still runs to its end; when the
+// work ends first, it returns nil, and hands over a panic as wait does.
+func TestAheadWaitContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release, ended := make(chan struct{}), false
+		a := goAhead(func() { <-release; ended = true })
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := a.waitContext(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("waitContext with a cancelled context = %v", err)
+		}
+		close(release)
+		a.wait()
+		if !ended {
+			t.Fatal("the work did not run to its end")
+		}
+		if err := a.waitContext(context.Background()); err != nil {
+			t.Fatalf("waitContext after the work ended = %v", err)
+		}
+
+		a = goAhead(func() { panic("boom") })
+		recovered := func() (r any) {
+			defer func() { r = recover() }()
+			a.waitContext(context.Background())
+			return nil
+		}()
+		if recovered != "boom" {
+			t.Fatalf("waitContext recovered %v, want boom", recovered)
+		}
 	})
 }

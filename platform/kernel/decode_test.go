@@ -56,7 +56,7 @@ func TestDecodeMatchesExport(t *testing.T) {
 			moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
 			"shop.cue": []byte(b.String()),
 		}}}
-		e, err := evaluate(context.Background(), in)
+		e, err := evaluate(context.Background(), Limits{}.mustResolve(), in)
 		if err != nil {
 			t.Skipf("does not render: %v", err) // conflicting labels
 		}

@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -92,4 +93,60 @@ components: web: {kind: "Deployment", catalog: "example.com/catalogs/web@v1", re
 	// Output:
 	// Deployment shop-web platform map[image:shop:1 replicas:2]
 	// warning: example.com/catalogs/web@v1 v1.5.0 > v1.4.0
+}
+
+// A platform is bound to the content it was built from: once its
+// directory changes, a render against it is refused until it is built
+// again.
+func ExampleContentError() {
+	files, _ := platformmodule.Generate(platformmodule.Input{
+		Name:     "acme",
+		Catalogs: []platformmodule.Catalog{{Path: "example.com/catalogs/web@v1", Version: "v1.4.0", Kinds: []string{"Deployment"}}},
+	})
+	dir := writeTemp(files)
+	defer os.RemoveAll(dir)
+	k := kernel.New()
+	p, err := k.BuildPlatform(context.Background(), dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: map[string][]byte{
+		"cue.mod/module.cue": []byte(`module: "example.com/shop@v0", language: version: "v0.14.0"`),
+		"shop.cue":           []byte("package shop\nname: \"shop\"\n"),
+	}}}
+
+	// Another file in the platform's directory.
+	os.WriteFile(filepath.Join(dir, "extra.cue"), []byte("package platform\nlabels: extra: \"x\"\n"), 0o644)
+	_, err = k.Render(context.Background(), in)
+	var ce *kernel.ContentError
+	fmt.Println(errors.Is(err, kernel.ErrPlatformChanged), errors.As(err, &ce) && ce.Want == p.Digest)
+
+	// Built again, the platform renders.
+	if p, err = k.BuildPlatform(context.Background(), dir); err != nil {
+		log.Fatal(err)
+	}
+	in.Platform = p
+	_, err = k.Render(context.Background(), in)
+	fmt.Println(err)
+	// Output:
+	// true true
+	// <nil>
+}
+
+// Limits bound what a build reads before it parses it: here, a platform
+// file nested deeper than a Kernel allows.
+func ExampleLimits() {
+	dir := writeTemp(map[string][]byte{
+		"cue.mod/module.cue": []byte(`module: "platform.leasekit.dev/acme@v0", language: version: "v0.14.0"`),
+		"platform.cue":       []byte("package platform\nname: \"acme\"\n_deep: [[[[[[1]]]]]]\n"),
+	})
+	defer os.RemoveAll(dir)
+	k := &kernel.Kernel{Limits: kernel.Limits{MaxDepth: 5}}
+	_, err := k.BuildPlatform(context.Background(), dir)
+	var le *kernel.LimitError
+	if errors.As(err, &le) {
+		fmt.Println(le.Limit, filepath.Base(le.File), le.Value, le.Max)
+	}
+	// Output:
+	// MaxDepth platform.cue 6 5
 }

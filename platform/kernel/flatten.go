@@ -46,7 +46,7 @@ func kernelErrors(err error) []error {
 	switch e := err.(type) {
 	case nil:
 		return nil
-	case *Error, *SkewError, *CatalogError, *flatError:
+	case *Error, *SkewError, *CatalogError, *ContentError, *FileError, *LimitError, *flatError:
 		return []error{e}
 	case interface{ Unwrap() error }:
 		return kernelErrors(e.Unwrap())
@@ -65,7 +65,7 @@ func kernelErrors(err error) []error {
 // afresh).
 func plainOf(err error) (error, bool) {
 	switch err.(type) {
-	case *Error, *SkewError, *CatalogError, *flatError:
+	case *Error, *SkewError, *CatalogError, *ContentError, *FileError, *LimitError, *flatError:
 		return err, true
 	}
 	if err == context.Canceled || err == context.DeadlineExceeded {

@@ -36,9 +36,24 @@ const (
 )
 
 // A Kernel builds platforms and renders instances. The zero value is ready
-// to use, and so is the result of [New]. A Kernel holds no state: it is
-// safe for concurrent use by multiple goroutines, with no mutex.
-type Kernel struct{}
+// to use, with the default [Limits], and so is the result of [New]. A
+// Kernel holds no state but its limits, which its calls only read: it is
+// safe for concurrent use by multiple goroutines, with no mutex. Set
+// Limits before the Kernel's first use.
+type Kernel struct {
+	// Limits bounds what each build and render reads and evaluates; its
+	// zero fields mean the defaults.
+	Limits Limits
+}
+
+// limits returns the Kernel's limits with their defaults; a nil Kernel
+// has the default limits.
+func (k *Kernel) limits() (Limits, error) {
+	if k == nil {
+		return Limits{}.resolved()
+	}
+	return k.Limits.resolved()
+}
 
 // New returns a Kernel.
 func New() *Kernel { return &Kernel{} }
@@ -54,6 +69,18 @@ type Platform struct {
 	// Dir is the absolute directory the platform was built from: its
 	// source, which every Render loads again.
 	Dir string
+
+	// Digest binds the platform to the content it was built from: a
+	// digest ("sha256:" and 64 hexadecimal digits) of the name and
+	// contents of every file the build read from Dir, taken from the
+	// bytes as they were read. Those are the files the CUE loader reads:
+	// the module file, the package's CUE files, the CUE files it then
+	// leaves out (such as _x.cue or x_tool.cue) and the data files beside
+	// them (.json, .yaml, .txt, ...); not files of other kinds, such as a
+	// README.md. A Render refuses,
+	// with a *ContentError, to render against a Dir that no longer holds
+	// that content; a Platform with no Digest cannot be rendered against.
+	Digest string
 }
 
 // A Catalog is one component catalog a platform carries.
@@ -77,27 +104,39 @@ func (p *Platform) Catalog(path string) (Catalog, bool) {
 }
 
 // BuildPlatform loads the platform module at dir and returns the platform
-// it describes. The module is loaded with no registry (CUE_REGISTRY=none)
-// and no process environment, so a build never touches the network; a
-// module that declares dependencies is refused. The platform package is
-// unified with the kernel's #Platform schema and validated concretely,
-// definitions included. Every problem is reported in one *Error with its
-// file positions.
+// it describes, bound to the content it was read from (see
+// Platform.Digest). The module is loaded with no registry
+// (CUE_REGISTRY=none) and no process environment, so a build never touches
+// the network; a module that declares dependencies is refused. The
+// platform package is unified with the kernel's #Platform schema and
+// validated concretely, definitions included.
+//
+// The directory is read through an os.Root: a file that is not regular or
+// a symbolic link leading out of it fails the build with a *FileError, and
+// input past the Kernel's Limits with a *LimitError, before anything is
+// parsed. Any other problem is reported in one *Error with its file
+// positions. BuildPlatform reads on a goroutine of its own; when ctx is
+// done it returns ctx.Err() at once, even while a read is blocked, and
+// that goroutine reads nothing more once its current read returns.
 func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*Platform, error) { return nil, asError("build", abs, err) }
+	limits, err := k.limits()
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Platform, error) { return nil, moduleError("build", abs, err) }
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m, err := dirModule(abs)
+	m, err := loadAside(ctx, func() (loadedModule, error) { return loadDir(ctx, limits, abs) })
 	if err != nil {
 		return fail(err)
 	}
 	cc := cuecontext.New()
-	v, err := loadPackage(ctx, cc, m)
+	v, err := buildPackage(ctx, cc, m.inst)
 	if err != nil {
 		return fail(err)
 	}
@@ -113,7 +152,7 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err != nil {
 		return nil, asError("build", abs, err, source{[]string{"#Platform"}, v})
 	}
-	p.Module, p.Dir = m.info.path, abs
+	p.Module, p.Dir, p.Digest = m.info.path, abs, m.digest
 	return p, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -21,39 +20,69 @@ import (
 // cue.mod/module.cue, and the names its files have in positions.
 type moduleSource struct {
 	fsys fs.FS
-	name func(fsPath string) string // maps a path in fsys ("/x.cue") to its name in positions
+	name func(fsPath string) string // maps a path in fsys ("x.cue") to its name in positions
 	info moduleInfo
 }
 
-// dirModule returns the module in the directory dir, an absolute path,
-// after checking that it is one and reading its module file.
-func dirModule(dir string) (moduleSource, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return moduleSource{}, err
-	}
-	if !fi.IsDir() {
-		return moduleSource{}, &fs.PathError{Op: "build", Path: dir, Err: fmt.Errorf("not a directory")}
-	}
-	fsys := os.DirFS(dir)
-	info, err := readModuleFile(fsys, filepath.Join(dir, moduleFile))
-	if err != nil {
-		return moduleSource{}, err
-	}
-	name := func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) }
-	return moduleSource{fsys: fsys, name: name, info: info}, nil
+// A loadedModule is a module loaded but not built.
+type loadedModule struct {
+	inst   *build.Instance
+	info   moduleInfo
+	digest string // of every file the load read; see moduleFS.digest
 }
 
-// loadPackage loads the package at the root of module m into cc.
-func loadPackage(ctx context.Context, cc *cue.Context, m moduleSource) (cue.Value, error) {
-	inst, err := loadBuild(m)
-	if err := ctx.Err(); err != nil {
-		return cue.Value{}, err
+// loadDir loads the package at the root of the module in the directory
+// dir through an os.Root; see loadSource. It closes the directory before
+// it returns.
+func loadDir(ctx context.Context, limits Limits, dir string) (loadedModule, error) {
+	src, closeSrc, err := openDirSource(dir)
+	if err != nil {
+		return loadedModule{}, err
+	}
+	defer closeSrc()
+	return loadSource(ctx, limits, src, func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) })
+}
+
+// loadSource loads the package at the root of the module in src, whose
+// files errors name with name. It reads the module through a moduleFS,
+// which refuses what the kernel does not read and input past limits; a
+// refusal is returned as it is, whatever the loader made of it; with any
+// other error, the digest of the files read so far is returned too. Once
+// ctx is done, loadSource reads nothing more and returns its error.
+func loadSource(ctx context.Context, limits Limits, src fileSource, name func(string) string) (loadedModule, error) {
+	fsys := newModuleFS(ctx, src, limits, name)
+	var lm loadedModule
+	var err error
+	lm.info, err = readModuleFile(fsys, name(moduleFile))
+	if err == nil {
+		err = checkCueMod(fsys, name)
+	}
+	if err == nil {
+		lm.inst, err = loadBuild(moduleSource{fsys: fsys, name: name, info: lm.info})
+	}
+	if refusal := fsys.refusal(); refusal != nil {
+		return loadedModule{}, refusal
 	}
 	if err != nil {
-		return cue.Value{}, err
+		// The digest of what was read still tells a platform that no
+		// longer loads from one that never did.
+		return loadedModule{digest: fsys.digest()}, err
 	}
-	return buildPackage(ctx, cc, inst)
+	lm.digest = fsys.digest()
+	return lm, nil
+}
+
+// loadAside runs load on a goroutine of its own and waits for it to end,
+// or for ctx to be done: then it returns ctx.Err() at once, and the load,
+// reading through a moduleFS with the same ctx, stops at its next read.
+func loadAside(ctx context.Context, load func() (loadedModule, error)) (loadedModule, error) {
+	var lm loadedModule
+	var err error
+	a := goAhead(func() { lm, err = load() })
+	if werr := a.waitContext(ctx); werr != nil {
+		return loadedModule{}, werr
+	}
+	return lm, err
 }
 
 // buildPackage builds the loaded package inst into cc.

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"path"
+	"slices"
 	"strings"
 
 	"cuelang.org/go/cue"
@@ -34,9 +37,12 @@ type moduleInfo struct {
 func (m moduleInfo) plain() bool { return m.language != "" }
 
 // readModuleFile reads the module file of the module at the root of fsys,
-// shown in errors as name. It refuses a module that declares dependencies:
-// the kernel loads no registry, so each platform and instance module must
-// stand alone. The loader validates the rest of the file.
+// shown in errors as name, and validates it as the loader would, with
+// errors that name it. It refuses a module that declares dependencies,
+// however the file spells them: the kernel loads no registry, so each
+// platform and instance module must stand alone. A plain file (see
+// plainLanguage) is valid and declares none by construction; any other
+// is evaluated, as the loader will evaluate it again.
 func readModuleFile(fsys fs.FS, name string) (moduleInfo, error) {
 	data, err := fs.ReadFile(fsys, moduleFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -50,20 +56,82 @@ func readModuleFile(fsys fs.FS, name string) (moduleInfo, error) {
 		return moduleInfo{}, err
 	}
 	var m moduleInfo
-	for _, d := range f.Decls {
-		fd, ok := d.(*ast.Field)
-		if !ok {
-			continue
-		}
-		switch label, _, _ := ast.LabelName(fd.Label); label {
-		case "deps":
-			return moduleInfo{}, cueerrors.Newf(fd.Pos(), "the module declares dependencies; platform and instance modules must be self-contained, and the kernel uses no registry")
-		case "module":
-			m.path, _ = stringLit(fd.Value)
+	m.path, _ = moduleField(f)
+	if m.language = plainLanguage(f); m.plain() {
+		return m, nil
+	}
+	mf, err := modfile.ParseNonStrict(data, name)
+	if err != nil {
+		return moduleInfo{}, namingFile(name, err)
+	}
+	if len(mf.Deps) > 0 {
+		deps := slices.Sorted(maps.Keys(mf.Deps))
+		return moduleInfo{}, cueerrors.Newf(depsPos(f), "the module declares dependencies (%s); platform and instance modules must be self-contained, and the kernel uses no registry",
+			strings.Join(deps, ", "))
+	}
+	return m, nil
+}
+
+// namingFile returns err, from the module file name, with name in front
+// unless one of its problems has a position in the file already.
+func namingFile(name string, err error) error {
+	for _, e := range cueerrors.Errors(err) {
+		if e.Position().IsValid() {
+			return err
 		}
 	}
-	m.language = plainLanguage(f)
-	return m, nil
+	return fmt.Errorf("%s: %v", name, err)
+}
+
+// moduleField returns the module path a file sets at its top level with a
+// string literal.
+func moduleField(f *ast.File) (string, bool) {
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.Field); ok {
+			if label, _, _ := ast.LabelName(fd.Label); label == "module" {
+				return stringLit(fd.Value)
+			}
+		}
+	}
+	return "", false
+}
+
+// depsPos returns the position of the first field labelled deps anywhere
+// in f, or the position of the file.
+func depsPos(f *ast.File) token.Pos {
+	pos := f.Pos()
+	found := false
+	ast.Walk(f, func(n ast.Node) bool {
+		if fd, ok := n.(*ast.Field); ok && !found {
+			if label, _, _ := ast.LabelName(fd.Label); label == "deps" {
+				pos, found = fd.Pos(), true
+			}
+		}
+		return !found
+	}, nil)
+	return pos
+}
+
+// checkCueMod refuses a module whose cue.mod directory holds anything the
+// loader would read beside the module file: vendored packages (pkg, gen,
+// usr) and a local-module.cue, which replaces dependencies. A module the
+// kernel loads stands alone.
+func checkCueMod(fsys fs.FS, name func(string) string) error {
+	entries, err := fs.ReadDir(fsys, path.Dir(moduleFile))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		switch e.Name() {
+		case "pkg", "gen", "usr":
+			return &FileError{File: name(path.Join(path.Dir(moduleFile), e.Name())),
+				Rule: "holds vendored packages, which the kernel does not load: a platform or instance module must be self-contained"}
+		case "local-module.cue":
+			return &FileError{File: name(path.Join(path.Dir(moduleFile), e.Name())),
+				Rule: "replaces dependencies, which the kernel does not load: a platform or instance module must be self-contained"}
+		}
+	}
+	return nil
 }
 
 // plainLanguage returns the language version of a module file that holds
@@ -76,10 +144,11 @@ func readModuleFile(fsys fs.FS, name string) (moduleInfo, error) {
 // The loader validates a module file by evaluating it against a CUE
 // schema: a fifth of the cost of a render. A plain file passes that
 // validation by construction, so the kernel loads its package without
-// showing the loader the file (see loadPackage); any other file is left to
-// the loader.
+// showing the loader the file (see loadBuild); any other file
+// readModuleFile validates as the loader does, and the loader again.
 func plainLanguage(f *ast.File) string {
 	var path, version string
+	var havePath, haveVersion bool
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.Field)
 		if !ok || !regular(fd) {
@@ -90,11 +159,13 @@ func plainLanguage(f *ast.File) string {
 			return ""
 		}
 		switch {
-		case label == "module" && path == "":
+		case label == "module" && !havePath:
+			havePath = true
 			if path, ok = stringLit(fd.Value); !ok {
 				return ""
 			}
-		case label == "language" && version == "":
+		case label == "language" && !haveVersion:
+			haveVersion = true
 			if version, ok = languageVersion(fd.Value); !ok {
 				return ""
 			}

@@ -3,16 +3,22 @@ package kernel
 import (
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/parser"
 	"cuelang.org/go/mod/modfile"
 	"pgregory.net/rapid"
 )
 
-// readModuleText reads a module file holding text.
+// readModuleText reads what the kernel reads of a module file holding
+// text before it validates it: its module path and plain language.
 func readModuleText(text string) (moduleInfo, error) {
-	return readModuleFile(fstest.MapFS{moduleFile: {Data: []byte(text)}}, moduleFile)
+	f, err := parser.ParseFile(moduleFile, text)
+	if err != nil {
+		return moduleInfo{}, err
+	}
+	path, _ := moduleField(f)
+	return moduleInfo{path: path, language: plainLanguage(f)}, nil
 }
 
 func TestPlainModuleFile(t *testing.T) {
@@ -34,6 +40,7 @@ func TestPlainModuleFile(t *testing.T) {
 		{"module: \"example.com/shop@v0\"\nlanguage: version: \"v0.1.0\"\n", false},                          // too old
 		{"module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\nsource: kind: \"self\"\n", false}, // another field
 		{"module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\", language: version: \"v0.14.0\"\n", false},
+		{"module: \"\"\nlanguage: version: \"v0.14.0\"\nmodule: \"example.com/other@v0\"\n", false}, // set twice, first to ""
 		{"module?: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n", false},
 		{"module: \"example.com/shop@v0\" @attr()\nlanguage: version: \"v0.14.0\"\n", false},
 		{"module: 'example.com/shop@v0'\nlanguage: version: \"v0.14.0\"\n", false},     // bytes

@@ -19,7 +19,8 @@ import (
 // RenderInput is what Render renders.
 type RenderInput struct {
 	// Platform is the platform to render against, as BuildPlatform
-	// returned it; Render loads its module again from Platform.Dir.
+	// returned it; Render loads its module again from Platform.Dir, and
+	// refuses it unless it holds the content of Platform.Digest.
 	Platform *Platform
 
 	// Instance is the instance module to render.
@@ -71,10 +72,20 @@ type Resource struct {
 // version than the platform carries renders against the platform's
 // version with a diagnostic under SkewWarn, and fails before evaluation
 // with a *SkewError for each skewed catalog under SkewRefuse.
-// Any other problem, in either module, comes back in one *Error. Render
-// retains nothing: every call evaluates in a cue.Context of its own.
+// A platform directory that no longer holds the content the platform was
+// built from fails the render with a *ContentError, under either policy.
+// A file that is not regular or a symbolic link leading out of either
+// module fails it with a *FileError, and input past the Kernel's Limits
+// with a *LimitError, before it is parsed. Any other problem, in either
+// module, comes back in one *Error. Render retains nothing: every call
+// evaluates in a cue.Context of its own. When ctx is done Render returns
+// ctx.Err() at once, even while a load is blocked in a read.
 func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, error) {
-	e, err := evaluate(ctx, in)
+	limits, err := k.limits()
+	if err != nil {
+		return RenderOutput{}, err
+	}
+	e, err := evaluate(ctx, limits, in)
 	if err != nil {
 		return RenderOutput{}, err
 	}
@@ -95,7 +106,7 @@ type evaluation struct {
 }
 
 // evaluate does all of Render but decode the resources.
-func evaluate(ctx context.Context, in RenderInput) (*evaluation, error) {
+func evaluate(ctx context.Context, limits Limits, in RenderInput) (*evaluation, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -104,31 +115,34 @@ func evaluate(ctx context.Context, in RenderInput) (*evaluation, error) {
 	}
 	// Loading needs no cue.Context: the vocabulary and the platform load
 	// on a goroutine of their own while the instance loads and is checked.
-	// Render returns only once that goroutine has ended.
+	// Render returns only once that goroutine has ended, unless ctx is
+	// done first.
 	var ready struct {
-		vocabulary, platform       *build.Instance
-		vocabularyErr, platformErr error
+		vocabulary    *build.Instance
+		platform      loadedModule
+		vocabularyErr error
+		platformErr   error
 	}
 	ahead := goAhead(func() {
 		ready.vocabulary, ready.vocabularyErr = vocabulary(true)
-		var pm moduleSource
-		if pm, ready.platformErr = dirModule(in.Platform.Dir); ready.platformErr == nil {
-			ready.platform, ready.platformErr = loadBuild(pm)
-		}
+		ready.platform, ready.platformErr = loadDir(ctx, limits, in.Platform.Dir)
 	})
-	defer ahead.wait()
+	defer ahead.waitContext(ctx) // its error is ctx.Err(), which the call reports where it sees it
 
 	cc := cuecontext.New()
-	dir, iv, err := loadInstance(ctx, cc, in.Instance)
+	dir, iv, err := loadInstance(ctx, cc, limits, in.Instance)
 	if err != nil {
 		if dir == "" { // misuse, not a problem in a module
 			return nil, err
 		}
-		return nil, asError("render", dir, err)
+		return nil, moduleError("render", dir, err)
 	}
 	// The catalogs first, from the instance as written: a refusal comes
 	// before any evaluation against the schema or the platform.
 	e := &evaluation{dir: dir, written: readInstance(iv)}
+	if n := len(e.written.components); n > limits.MaxComponents {
+		return nil, &LimitError{Limit: "MaxComponents", File: dir, Value: int64(n), Max: int64(limits.MaxComponents)}
+	}
 	if err := checkInstanceValues(e.written); err != nil {
 		return nil, asError("render", dir, err, source{nil, iv})
 	}
@@ -139,11 +153,21 @@ func evaluate(ctx context.Context, in RenderInput) (*evaluation, error) {
 		return nil, err
 	}
 
-	ahead.wait()
-	if ready.platformErr != nil {
-		return nil, asError("render", in.Platform.Dir, ready.platformErr)
+	if err := ahead.waitContext(ctx); err != nil {
+		return nil, err
 	}
-	pv, err := buildPackage(ctx, cc, ready.platform)
+	if err := ready.platformErr; err != nil {
+		// A platform that built and no longer loads has changed, unless
+		// it cannot be read at all, or is refused.
+		if got := ready.platform.digest; got != "" && in.Platform.Digest != "" && got != in.Platform.Digest {
+			return nil, &ContentError{Dir: in.Platform.Dir, Want: in.Platform.Digest, Got: got, Err: moduleError("render", in.Platform.Dir, err)}
+		}
+		return nil, moduleError("render", in.Platform.Dir, err)
+	}
+	if got := ready.platform.digest; got != in.Platform.Digest {
+		return nil, &ContentError{Dir: in.Platform.Dir, Want: in.Platform.Digest, Got: got}
+	}
+	pv, err := buildPackage(ctx, cc, ready.platform.inst)
 	if err != nil {
 		return nil, asError("render", in.Platform.Dir, err)
 	}
@@ -174,39 +198,42 @@ func evaluate(ctx context.Context, in RenderInput) (*evaluation, error) {
 }
 
 // loadInstance loads the instance module into cc and returns the directory
-// its errors name.
-func loadInstance(ctx context.Context, cc *cue.Context, in Instance) (string, cue.Value, error) {
+// its errors name. An instance in a directory loads on a goroutine of its
+// own, waited for as ctx allows; one in memory cannot block.
+func loadInstance(ctx context.Context, cc *cue.Context, limits Limits, in Instance) (string, cue.Value, error) {
+	var dir string
+	var m loadedModule
+	var err error
 	switch {
 	case in.Dir != "" && in.Files != nil:
 		return "", cue.Value{}, errors.New("kernel: render: the instance has both Dir and Files")
 	case in.Dir != "":
-		abs, err := filepath.Abs(in.Dir)
-		if err != nil {
+		if dir, err = filepath.Abs(in.Dir); err != nil {
 			return in.Dir, cue.Value{}, err
 		}
-		m, err := dirModule(abs)
-		if err != nil {
-			return abs, cue.Value{}, err
-		}
-		v, err := loadPackage(ctx, cc, m)
-		return abs, v, err
+		m, err = loadAside(ctx, func() (loadedModule, error) { return loadDir(ctx, limits, dir) })
 	case len(in.Files) > 0:
+		dir = "instance"
+		if n := len(in.Files); n > limits.MaxFiles {
+			return dir, cue.Value{}, &LimitError{Limit: "MaxFiles", File: dir, Value: int64(n), Max: int64(limits.MaxFiles)}
+		}
 		fsys := fstest.MapFS{}
 		for name, data := range in.Files {
 			if !fs.ValidPath(name) {
-				return "instance", cue.Value{}, fmt.Errorf("instance file %q: not a valid slash-separated relative path", name)
+				return dir, cue.Value{}, fmt.Errorf("instance file %q: not a valid slash-separated relative path", name)
 			}
 			fsys[name] = &fstest.MapFile{Data: data}
 		}
-		info, err := readModuleFile(fsys, "instance/"+moduleFile)
-		if err != nil {
-			return "instance", cue.Value{}, err
-		}
 		name := func(p string) string { return path.Join("instance", p) }
-		v, err := loadPackage(ctx, cc, moduleSource{fsys: fsys, name: name, info: info})
-		return "instance", v, err
+		m, err = loadSource(ctx, limits, memSource{fsys}, name)
+	default:
+		return "", cue.Value{}, errors.New("kernel: render: no instance (set Dir or Files)")
 	}
-	return "", cue.Value{}, errors.New("kernel: render: no instance (set Dir or Files)")
+	if err != nil {
+		return dir, cue.Value{}, err
+	}
+	v, err := buildPackage(ctx, cc, m.inst)
+	return dir, v, err
 }
 
 // checkCatalogs checks the catalogs the instance w requires and its
