@@ -265,7 +265,9 @@ func TestMainRenderRefusesALinkLeadingOut(t *testing.T) {
 	if code != exitViolation || stdout != "" {
 		t.Errorf("exit %d, stdout %q: want %d and nothing", code, stdout, exitViolation)
 	}
-	if !strings.Contains(stderr, "leak.cue") || strings.Contains(stdout+stderr, "s3cr3t") {
-		t.Errorf("stderr %q: want the link named and nothing of what it points to", stderr)
+	// Read through the link, the file would add a field the instance
+	// schema refuses: "secret: field not allowed".
+	if !strings.Contains(stderr, "leak.cue") || strings.Contains(stderr, "secret") || strings.Contains(stdout+stderr, "s3cr3t") {
+		t.Errorf("stderr %q: want the link named and nothing read through it", stderr)
 	}
 }
