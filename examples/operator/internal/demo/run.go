@@ -283,12 +283,12 @@ func status(pub *platform.Publisher, pool *Pool, check *Checker, start time.Time
 		gen = fmt.Sprint(st.Generation)
 	}
 	return fmt.Sprintf("generation %s  on disk %s  leased %s  leases %d  renders %d (%.0f/s)  violations %d",
-		gen, brief(st.OnDisk), brief(st.Leased), pool.Outstanding(), done, rate, n)
+		gen, shortList(st.OnDisk), shortList(st.Leased), pool.Outstanding(), done, rate, n)
 }
 
-// brief formats a few generations in full and many as a count, so the
+// shortList formats a few generations in full and many as a count, so the
 // status line stays on one line of a terminal.
-func brief(gens []int64) string {
+func shortList(gens []int64) string {
 	if len(gens) > 4 {
 		return fmt.Sprintf("%d generations", len(gens))
 	}
