@@ -143,10 +143,10 @@ func (s *Summary) WriteText(w io.Writer) error {
 	row("publish latency", "p50 / max: write %s / %s, build %s / %s, set %s / %s, prune %s / %s",
 		msText(l.Write.P50), msText(l.Write.Max), msText(l.Build.P50), msText(l.Build.Max),
 		msText(l.Set.P50), msText(l.Set.Max), msText(l.Prune.P50), msText(l.Prune.Max))
-	row("leases", "at most %d outstanding at once; %d outlived their generation (%d superseded generations kept on disk while leased, up to %s past supersession)",
+	row("leases", "at most %d at once; %d outlived their generation (%d generations kept while leased, up to %s)",
 		s.MaxOutstandingLeases, s.Outlived.Leases, s.Outlived.Generations, msText(s.Outlived.LongestMS))
 	row("reclaimed", "%d superseded directories removed (%d removals failed and were retried)", s.Reclaimed, s.ReclaimErrors)
-	row("reclaim delay", "p50 %s  max %s  (from reclaimable, superseded and its last lease released, to removed)",
+	row("reclaim delay", "p50 %s  max %s  (from superseded and last lease released to removed)",
 		msText(s.ReclaimDelay.P50), msText(s.ReclaimDelay.Max))
 	row("idle on disk", "at most %d superseded, unleased directories at once", s.MaxIdleOnDisk)
 	if err := tw.Flush(); err != nil {
