@@ -9,10 +9,15 @@ import (
 // A Codec turns IDs into directory names under a layout's root and back.
 //
 // Format must return a single safe path element that does not start with a
-// dot (the layout reserves those) and is at most 255 bytes; the layout
+// dot (the layout reserves those), is at most 255 bytes and is portable
+// (see [NameError] for the rules: no character Windows refuses, no control
+// character, no trailing dot or space, no Windows device name); the layout
 // refuses an ID whose name breaks these rules with a [NameError]. Parse
 // must return false for every name that Format does not produce, and
-// Parse(Format(id)) must return id.
+// Parse(Format(id)) must return id. Format should also give distinct IDs
+// names that differ by more than case, as [StringCodec] and [IntCodec] do:
+// the layout cannot tell, and on a case-insensitive filesystem two such IDs
+// share one directory.
 type Codec[ID cmp.Ordered] interface {
 	Format(id ID) string
 	Parse(name string) (ID, bool)
@@ -27,7 +32,9 @@ type Integer interface {
 // IntCodec names the directory of integer ID n Prefix followed by n in
 // canonical decimal: with Prefix "gen-", ID 10 is "gen-10". Only the
 // canonical form parses, so "gen-010" and "gen-+10" are not IDs. Prefix
-// must not start with a dot or contain a slash.
+// must not start with a dot or contain a slash, and must make names the
+// layout accepts: with Prefix "com" or "lpt", the IDs 0 to 9 are Windows
+// device names, which the layout refuses.
 type IntCodec[ID Integer] struct {
 	Prefix string
 }
@@ -84,21 +91,34 @@ func canonicalDecimal(s string) bool {
 	return true
 }
 
-// StringCodec names the directory of string ID s Prefix followed by s with
-// every byte outside [A-Za-z0-9_.-] written as %XX (upper-case hex), and a
-// leading dot escaped too, so that any string, including an empty one or one
-// holding slashes, round-trips through one safe path element. The empty
-// string is written as Prefix followed by "%". An ID whose escaped name
-// exceeds 255 bytes is refused by the layout.
+// StringCodec names the directory of string ID s Prefix followed by s
+// escaped, so that any string, including an empty one or one holding
+// slashes, round-trips through one safe, portable path element:
+//
+//   - every byte outside [a-z0-9_.-] is written as %XX (upper-case hex),
+//     upper-case letters included, so that no two IDs have names that
+//     differ only by case and collide on a case-insensitive filesystem
+//     (macOS and Windows by default): "A" is "%41", "a" is "a";
+//   - a leading dot (with an empty Prefix) and a trailing dot are escaped,
+//     so that the name is not hidden or reserved by the layout and Windows
+//     drops nothing from it;
+//   - when the name would be a device name that Windows reserves ("con",
+//     "nul.txt", "com1"), the first byte of s is escaped ("%63on").
+//
+// The empty string is written as Prefix followed by "%". Only this
+// canonical form parses. An ID whose escaped name exceeds 255 bytes is
+// refused by the layout, and so is every ID when Prefix itself breaks the
+// layout's name rules (a Prefix holding a dot after a reserved device name,
+// such as "nul.", or a character Windows refuses).
 type StringCodec struct {
 	Prefix string
 }
 
 const upperHex = "0123456789ABCDEF"
 
+// plainByte reports whether b stands for itself in a StringCodec name.
 func plainByte(b byte) bool {
-	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
-		b == '_' || b == '-' || b == '.'
+	return 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '_' || b == '-' || b == '.'
 }
 
 // Format returns Prefix followed by the escaped form of id.
@@ -106,12 +126,25 @@ func (c StringCodec) Format(id string) string {
 	if id == "" {
 		return c.Prefix + "%"
 	}
+	name := c.format(id, false)
+	if _, reserved := reservedDevice(name); reserved {
+		name = c.format(id, true)
+	}
+	return name
+}
+
+// format escapes id after Prefix; escapeFirst escapes its first byte
+// whatever it is.
+func (c StringCodec) format(id string, escapeFirst bool) string {
 	var b strings.Builder
 	b.Grow(len(c.Prefix) + len(id))
 	b.WriteString(c.Prefix)
 	for i := 0; i < len(id); i++ {
 		ch := id[i]
-		if plainByte(ch) && !(ch == '.' && i == 0 && c.Prefix == "") {
+		plain := plainByte(ch) &&
+			!(i == 0 && (escapeFirst || ch == '.' && c.Prefix == "")) &&
+			!(ch == '.' && i == len(id)-1)
+		if plain {
 			b.WriteByte(ch)
 			continue
 		}

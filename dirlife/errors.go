@@ -28,7 +28,11 @@ var (
 )
 
 // A NameError reports a file name or ID that the layout refuses, and the
-// rule it breaks. Nothing has been written when a NameError is returned.
+// rule it breaks (see the package documentation's Names): unsafe (empty,
+// absolute, escaping, over-long, a duplicate), unportable (a character or
+// device name Windows refuses, a trailing dot or space) or colliding with
+// another name of the same Files by case. Nothing has been written when a
+// NameError is returned.
 type NameError struct {
 	Name string // the name as given
 	Rule string // the rule it breaks, such as "escapes the directory"

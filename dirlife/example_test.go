@@ -77,7 +77,37 @@ func ExampleStringCodec() {
 	name := c.Format("acme/prod")
 	id, _ := c.Parse(name)
 	fmt.Println(name, id)
-	// Output: tenant-acme%2Fprod acme/prod
+	// Upper case is escaped: the two names differ by more than case, so
+	// they stay two directories on a case-insensitive filesystem.
+	fmt.Println(c.Format("Acme"), c.Format("acme"))
+	// Output:
+	// tenant-acme%2Fprod acme/prod
+	// tenant-%41cme tenant-acme
+}
+
+// A Files map that would not survive a copy to Windows or macOS is
+// refused before anything is written, with the name and the rule.
+func ExampleNameError_portable() {
+	tmp, err := os.MkdirTemp("", "dirlife-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	l := dirlife.Layout[int64]{Root: filepath.Join(tmp, "root"), Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}}
+
+	for _, files := range []dirlife.Files{
+		{"logs/nul.txt": nil},
+		{"README": nil, "readme": nil},
+	} {
+		_, err := l.Write(1, files)
+		var ne *dirlife.NameError
+		if errors.As(err, &ne) {
+			fmt.Printf("%q: %s\n", ne.Name, ne.Rule)
+		}
+	}
+	// Output:
+	// "logs/nul.txt": has an element "nul.txt" that is a reserved device name on Windows (NUL)
+	// "readme": differs only by case from another name, and the two collide on a case-insensitive filesystem: "README" and "readme"
 }
 
 func ExampleIntCodec() {

@@ -24,8 +24,8 @@ const (
 	reservedLead = "."
 )
 
-// checkElement reports whether name is a single safe path element: what a
-// Codec must produce for an ID's directory.
+// checkElement reports whether name is a single safe and portable path
+// element: what a Codec must produce for an ID's directory.
 func checkElement(name string) *NameError {
 	switch {
 	case name == "":
@@ -41,7 +41,7 @@ func checkElement(name string) *NameError {
 	case strings.HasPrefix(name, reservedLead):
 		return &NameError{name, "starts with a dot, which the layout reserves for its own entries"}
 	}
-	return nil
+	return checkPortable(name)
 }
 
 // cleanFile validates one relative, slash-separated file name of a Files
@@ -69,6 +69,13 @@ func cleanFile(name string) (string, *NameError) {
 	for elem := range strings.SplitSeq(clean, "/") {
 		if len(elem) > maxElement {
 			return "", &NameError{name, fmt.Sprintf("has a %d-byte element, over the %d-byte limit", len(elem), maxElement)}
+		}
+		if err := checkPortable(elem); err != nil {
+			if elem != name {
+				err.Rule = fmt.Sprintf("has an element %q that %s", elem, err.Rule)
+			}
+			err.Name = name
+			return "", err
 		}
 	}
 	return clean, nil
@@ -107,19 +114,25 @@ func planFiles(files Files) (*plan, error) {
 		p.names = append(p.names, clean)
 		p.from = append(p.from, name)
 	}
-	dirs := map[string]bool{}
+	dirs := map[string]string{} // directory -> the first file (as given) in it
 	for _, clean := range p.names {
 		for d := path.Dir(clean); d != "."; d = path.Dir(d) {
 			if other, isFile := seen[d]; isFile {
 				return nil, &NameError{other, fmt.Sprintf("is a file but also the directory of %q", seen[clean])}
 			}
-			dirs[d] = true
+			if _, ok := dirs[d]; ok {
+				break // and so are its parents
+			}
+			dirs[d] = seen[clean]
 		}
 	}
 	for d := range dirs {
 		p.dirs = append(p.dirs, d)
 	}
 	slices.Sort(p.dirs)
+	if err := checkCase(p, seen, dirs); err != nil {
+		return nil, err
+	}
 	// Sort names too, keeping from aligned.
 	idx := make([]int, len(p.names))
 	for i := range idx {
@@ -132,4 +145,63 @@ func planFiles(files Files) (*plan, error) {
 	}
 	p.names, p.from = names, from
 	return p, nil
+}
+
+// checkCase refuses two paths of p, files or directories, that differ only
+// by case: on a case-insensitive filesystem they are one entry. The error
+// names both files as given, the later path in sorted order as the
+// NameError's Name. files maps a cleaned file name to the name as given,
+// dirs a directory to a file in it, as given.
+//
+// Two paths that foldKey leaves as they are cannot collide, so only the
+// others are looked up: a module of lower-case names costs no allocation.
+func checkCase(p *plan, files, dirs map[string]string) *NameError {
+	type entry struct{ path, given string }
+	var folded map[string]entry // the paths foldKey changes, by key
+	collide := func(a, b entry) *NameError {
+		if a.path > b.path {
+			a, b = b, a
+		}
+		return &NameError{b.given, fmt.Sprintf("%s: %s and %s", ruleCase, describe(a.path, a.given), describe(b.path, b.given))}
+	}
+	check := func(e entry) *NameError {
+		key := foldKey(e.path)
+		if key == e.path {
+			return nil // found from the other side, if it collides
+		}
+		if given, ok := files[key]; ok {
+			return collide(entry{key, given}, e)
+		}
+		if given, ok := dirs[key]; ok {
+			return collide(entry{key, given}, e)
+		}
+		if other, ok := folded[key]; ok {
+			return collide(other, e)
+		}
+		if folded == nil {
+			folded = make(map[string]entry)
+		}
+		folded[key] = e
+		return nil
+	}
+	for _, d := range p.dirs {
+		if err := check(entry{d, dirs[d]}); err != nil {
+			return err
+		}
+	}
+	for _, clean := range p.names {
+		if err := check(entry{clean, files[clean]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describe quotes a path as cleaned, and the file name it comes from when
+// that differs.
+func describe(clean, given string) string {
+	if clean == given {
+		return fmt.Sprintf("%q", given)
+	}
+	return fmt.Sprintf("%q (in %q)", clean, given)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestHostileNames feeds Write names that must be refused before anything
@@ -32,6 +33,41 @@ func TestHostileNames(t *testing.T) {
 		{"duplicate dot", Files{"a/./b": nil, "a/b": nil}, "a/b", "same file as"},
 		{"file and directory", Files{"a": nil, "a/b": nil}, "a", "also the directory"},
 		{"file and deep directory", Files{"a/b": nil, "a/b/c/d": nil}, "a/b", "also the directory"},
+
+		// Portability: names Windows cannot hold or folds together.
+		{"trailing dot", Files{"a.": nil}, "a.", ruleTrailing},
+		{"trailing dot in a directory", Files{"d./f": nil}, "d./f", ruleTrailing},
+		{"trailing space", Files{"a ": nil}, "a ", ruleTrailing},
+		{"trailing space in a directory", Files{"x/d /f": nil}, "x/d /f", ruleTrailing},
+		{"device", Files{"con": nil}, "con", ruleDevice},
+		{"device upper case", Files{"PRN": nil}, "PRN", ruleDevice},
+		{"device mixed case", Files{"aUx": nil}, "aUx", ruleDevice},
+		{"device with extension", Files{"nul.txt": nil}, "nul.txt", ruleDevice},
+		{"device with two extensions", Files{"d/Nul.tar.gz": nil}, "d/Nul.tar.gz", ruleDevice},
+		{"device before spaces and extension", Files{"con .txt": nil}, "con .txt", ruleDevice},
+		{"device as a directory", Files{"lpt1/f": nil}, "lpt1/f", ruleDevice},
+		{"com0", Files{"COM0": nil}, "COM0", ruleDevice},
+		{"com9", Files{"com9.log": nil}, "com9.log", ruleDevice},
+		{"lpt superscript", Files{"lpt¹": nil}, "lpt¹", ruleDevice},
+		{"com superscript", Files{"COM³.txt": nil}, "COM³.txt", ruleDevice},
+		{"colon", Files{"a:b": nil}, "a:b", ruleWindows},
+		{"less", Files{"a<b": nil}, "a<b", ruleWindows},
+		{"greater", Files{"a>b": nil}, "a>b", ruleWindows},
+		{"quote", Files{`a"b`: nil}, `a"b`, ruleWindows},
+		{"pipe", Files{"d/a|b": nil}, "d/a|b", ruleWindows},
+		{"question mark", Files{"a?": nil}, "a?", ruleWindows},
+		{"asterisk", Files{"*": nil}, "*", ruleWindows},
+		{"control", Files{"a\x01b": nil}, "a\x01b", ruleControl},
+		{"tab", Files{"a\tb": nil}, "a\tb", ruleControl},
+		{"unit separator", Files{"d\x1f/f": nil}, "d\x1f/f", ruleControl},
+		{"newline", Files{"a\n": nil}, "a\n", ruleControl},
+		{"case", Files{"README": nil, "readme": nil}, "readme", `"README" and "readme"`},
+		{"case deep", Files{"d/File.cue": nil, "d/file.cue": nil}, "d/file.cue", `"d/File.cue" and "d/file.cue"`},
+		{"case of directories", Files{"Pkg/a": nil, "pkg/b": nil}, "pkg/b", `"Pkg" (in "Pkg/a") and "pkg" (in "pkg/b")`},
+		{"case of file and directory", Files{"A/b": nil, "a": nil}, "a", `"A" (in "A/b") and "a"`},
+		{"case after clean", Files{"./X": nil, "x": nil}, "x", `"X" (in "./X") and "x"`},
+		{"case by unicode folding", Files{"\u212a": nil, "k": nil}, "\u212a", ruleCase},
+		{"case non-ascii", Files{"Ü": nil, "ü": nil}, "ü", ruleCase},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,9 +102,17 @@ func TestAcceptedNames(t *testing.T) {
 		".hidden":       []byte("4"),
 		"x/y/z/w.cue":   []byte("5"),
 		"sp ace/ü.json": []byte("6"),
+		"console":       []byte("7"), // not a device: longer than one
+		"com10":         []byte("8"),
+		"lpt/nul-x":     []byte("9"),
+		"conx.txt":      []byte("10"),
+		"a.b/c.d":       []byte("11"),
+		"\xff":          []byte("12"), // not UTF-8: no case to fold
+		"\xfe":          []byte("13"),
 	}
 	mustWrite(t, l, 1, files)
-	want := Files{"b": []byte("1"), "c": []byte("2"), "d/e": []byte("3"), ".hidden": []byte("4"), "x/y/z/w.cue": []byte("5"), "sp ace/ü.json": []byte("6")}
+	want := Files{"b": []byte("1"), "c": []byte("2"), "d/e": []byte("3"), ".hidden": []byte("4"), "x/y/z/w.cue": []byte("5"), "sp ace/ü.json": []byte("6"),
+		"console": []byte("7"), "com10": []byte("8"), "lpt/nul-x": []byte("9"), "conx.txt": []byte("10"), "a.b/c.d": []byte("11"), "\xff": []byte("12"), "\xfe": []byte("13")}
 	if got := readTree(t, l.Dir(1)); !sameFiles(got, want) {
 		t.Fatalf("tree = %v, want %v", got, want)
 	}
@@ -90,7 +134,8 @@ func TestEmptyFilesRefused(t *testing.T) {
 // element is refused by Write and skipped by Prune's keep set.
 func TestBadCodecNameRefused(t *testing.T) {
 	root := t.TempDir() + "/root"
-	for _, id := range []string{"", ".", "..", "a/b", ".hidden", strings.Repeat("x", 256)} {
+	for _, id := range []string{"", ".", "..", "a/b", ".hidden", strings.Repeat("x", 256),
+		"con", "NUL.txt", "com1", "lpt²", "a.", "a ", "a:b", "a*", "a\x01", "a\\b"} {
 		l := Layout[string]{Root: root, Codec: rawCodec{}}
 		_, err := l.Write(id, Files{"f": nil})
 		var ne *NameError
@@ -113,6 +158,7 @@ func FuzzPlanFiles(f *testing.F) {
 	for _, seed := range [][2]string{
 		{"a", "b"}, {"a/b", "a//b"}, {"a", "a/b"}, {"../x", "y"}, {"a/../../x", ""},
 		{"/abs", "rel"}, {"a\x00", "b"}, {"./a", "a"}, {"a/./b/../c", "a/c"}, {`a\b`, "c"},
+		{"A", "a"}, {"D/x", "d/y"}, {"con.txt", "x"}, {"a.", "b "}, {"a:b", "c"}, {"\u212a", "k"}, {"lpt¹/x", "y"},
 	} {
 		f.Add(seed[0], seed[1])
 	}
@@ -141,6 +187,25 @@ func FuzzPlanFiles(f *testing.F) {
 			for _, m := range p.names {
 				if strings.HasPrefix(m, n+"/") {
 					t.Fatalf("accepted %q as a file and as the directory of %q", n, m)
+				}
+			}
+		}
+		// Portable: every element passes the rules, and no two paths,
+		// files or directories, differ only by case.
+		var all []string
+		for _, n := range p.names {
+			for e := range strings.SplitSeq(n, "/") {
+				if err := checkPortable(e); err != nil {
+					t.Fatalf("accepted %q with an unportable element: %v", n, err)
+				}
+			}
+			all = append(all, n)
+		}
+		all = append(all, p.dirs...)
+		for i, n := range all {
+			for _, m := range all[i+1:] {
+				if n != m && utf8.ValidString(n) && utf8.ValidString(m) && strings.EqualFold(n, m) {
+					t.Fatalf("accepted %q and %q, which differ only by case", n, m)
 				}
 			}
 		}

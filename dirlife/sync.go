@@ -45,9 +45,9 @@ type filePool struct {
 }
 
 type fileJob struct {
-	dir  *os.Root // the file's directory in the staging tree
-	base string   // the file's name in dir
-	name string   // its root-relative name, for errors and the fault seam
+	dir  *dirHandle // the file's directory in the staging tree, released once the file is done
+	base string     // the file's name in dir
+	name string     // its root-relative name, for errors and the fault seam
 	data []byte
 }
 
@@ -60,12 +60,14 @@ func (l Layout[ID]) newFilePool(dir *os.File, stage string) *filePool {
 }
 
 // add writes one file, or under syncFiles queues it for a worker,
-// blocking while every worker is busy.
+// blocking while every worker is busy. It releases j.dir when the file is
+// done.
 func (p *filePool) add(j fileJob) {
 	if p.noSync || p.mode != syncFiles {
 		if !p.failed() {
 			p.record(p.writeFile(j))
 		}
+		j.dir.release()
 		return
 	}
 	if p.jobs == nil {
@@ -81,10 +83,10 @@ func (p *filePool) add(j fileJob) {
 func (p *filePool) work() {
 	defer p.wg.Done()
 	for j := range p.jobs {
-		if p.failed() {
-			continue
+		if !p.failed() {
+			p.record(p.writeFile(j))
 		}
-		p.record(p.writeFile(j))
+		j.dir.release()
 	}
 }
 
@@ -92,7 +94,7 @@ func (p *filePool) writeFile(j fileJob) error {
 	if err := p.fault(stepCreate, j.name); err != nil {
 		return &os.PathError{Op: "create", Path: j.name, Err: err}
 	}
-	f, err := j.dir.OpenFile(j.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := j.dir.dir().OpenFile(j.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -132,17 +134,23 @@ func (p *filePool) record(err error) {
 	p.mu.Unlock()
 }
 
-// wait waits until every queued file is done and returns the first
-// failure. Under syncFS it then syncs the filesystem.
-func (p *filePool) wait() error {
+// stop waits until every queued file is done, and returns the first
+// failure.
+func (p *filePool) stop() error {
 	if p.jobs != nil {
 		close(p.jobs)
 		p.wg.Wait()
 		p.jobs = nil
 	}
 	p.mu.Lock()
-	err := p.err
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// wait waits until every queued file is done and returns the first
+// failure. Under syncFS it then syncs the filesystem.
+func (p *filePool) wait() error {
+	err := p.stop()
 	if err != nil || p.noSync || p.mode != syncFS {
 		return err
 	}

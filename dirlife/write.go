@@ -27,8 +27,9 @@ import (
 // Reset. Root is created when missing, and claimed when empty; a non-empty
 // Root the layout does not own is refused with [ErrNotOwned].
 //
-// Write holds Root's lock shared: Writes run alongside one another, and a
-// Prune or Reset waits for them. Concurrent Writes of one ID each publish a
+// Write holds a bounded number of descriptors (a few dozen), whatever the
+// depth and width of the tree. It holds Root's lock shared: Writes run
+// alongside one another, and a Prune or Reset waits for them. Concurrent Writes of one ID each publish a
 // complete directory; the last to publish wins.
 func (l Layout[ID]) Write(id ID, files Files) (string, error) {
 	name, err := l.name(id)
@@ -126,36 +127,28 @@ func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err e
 }
 
 // stage fills the staging directory and, unless NoSync, makes it durable.
+//
+// It holds a bounded number of descriptors whatever the tree's shape (see
+// maxWriteFDs): directories are opened by a dirCursor, from their nearest
+// open ancestor, and closed once the cursor has moved on and their files
+// are written.
 func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, content func(int) []byte) error {
-	// Each file is created by a single-element openat in its own directory:
-	// the staging tree is the layout's own fresh directory, opened as a
-	// Root of its own so nothing in it can lead outside.
+	// Each file and directory is created by a single-element openat or
+	// mkdirat in its own directory: the staging tree is the layout's own
+	// fresh directory, opened as a Root of its own so nothing in it can
+	// lead outside.
 	sr, err := r.OpenRoot(stage)
 	if err != nil {
 		return err
 	}
 	defer sr.Close()
-	dirs := map[string]*os.Root{".": sr}
-	defer func() {
-		for d, dr := range dirs {
-			if d != "." {
-				dr.Close()
-			}
-		}
-	}()
-	for _, d := range p.dirs {
-		if err := l.mkdir(r, path.Join(stage, d)); err != nil {
-			return err
-		}
-		dr, err := dirs[path.Dir(d)].OpenRoot(path.Base(d))
-		if err != nil {
-			return err
-		}
-		dirs[d] = dr
-	}
+	cur := newDirCursor(sr)
 	files := l.newFilePool(dir, stage)
-	for i, name := range p.names {
-		files.add(fileJob{dirs[path.Dir(name)], path.Base(name), path.Join(stage, name), content(i)})
+	err = l.fill(cur, files, stage, p, content)
+	cur.close()
+	if err != nil {
+		files.stop()
+		return err
 	}
 	if err := files.wait(); err != nil {
 		return err
@@ -165,19 +158,75 @@ func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, conte
 	}
 	// Directories after their files, deepest first, the staging directory
 	// last: each entry is durable before the directory that names it.
+	// Reverse sorted order puts every directory before its parent.
+	cur = newDirCursor(sr)
+	defer cur.close()
 	for i := len(p.dirs) - 1; i >= 0; i-- {
-		if err := l.syncDir(r, path.Join(stage, p.dirs[i])); err != nil {
+		if err := l.syncStaged(cur, stage, p.dirs[i]); err != nil {
 			return err
 		}
 	}
 	return l.syncDir(r, stage)
 }
 
-func (l Layout[ID]) mkdir(r *os.Root, name string) error {
+// fill creates the directories and files of p in the staging tree, in
+// sorted order, so that every directory is made before what it holds.
+func (l Layout[ID]) fill(cur *dirCursor, files *filePool, stage string, p *plan, content func(int) []byte) error {
+	di, fi := 0, 0
+	for di < len(p.dirs) || fi < len(p.names) {
+		if di < len(p.dirs) && (fi == len(p.names) || p.dirs[di] < p.names[fi]) {
+			d := p.dirs[di]
+			di++
+			h, err := cur.at(path.Dir(d))
+			if err != nil {
+				return err
+			}
+			err = l.mkdirIn(h.dir(), path.Base(d), path.Join(stage, d))
+			h.release()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		name := p.names[fi]
+		h, err := cur.at(path.Dir(name))
+		if err != nil {
+			return err
+		}
+		files.add(fileJob{h, path.Base(name), path.Join(stage, name), content(fi)}) // releases h
+		fi++
+		if files.failed() {
+			return nil // wait reports it
+		}
+	}
+	return nil
+}
+
+// syncStaged syncs directory d of the staging tree.
+func (l Layout[ID]) syncStaged(cur *dirCursor, stage, d string) error {
+	name := path.Join(stage, d)
+	if err := l.fault(stepSyncDir, name); err != nil {
+		return &os.PathError{Op: "sync", Path: name, Err: err}
+	}
+	h, err := cur.at(d)
+	if err != nil {
+		return err
+	}
+	defer h.release()
+	return syncDir(h.dir(), ".")
+}
+
+// mkdirIn makes directory base in parent; name is its root-relative name,
+// for errors and the fault seam.
+func (l Layout[ID]) mkdirIn(parent *os.Root, base, name string) error {
 	if err := l.fault(stepMkdir, name); err != nil {
 		return &os.PathError{Op: "mkdir", Path: name, Err: err}
 	}
-	return r.Mkdir(name, 0o755)
+	return parent.Mkdir(base, 0o755)
+}
+
+func (l Layout[ID]) mkdir(r *os.Root, name string) error {
+	return l.mkdirIn(r, name, name)
 }
 
 func (l Layout[ID]) syncDir(r *os.Root, name string) error {

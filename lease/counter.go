@@ -38,7 +38,13 @@ type Lease[K cmp.Ordered] struct {
 // Acquire leases k and returns the lease. k counts as leased until the
 // returned lease, and every other lease on k, is released. Acquire never
 // blocks for longer than it takes to update the count.
+//
+// It panics if k is NaN: NaN equals no key, not even itself, so a lease on
+// it could never be found again. -0.0 and +0.0 are one key.
 func (c *Counter[K]) Acquire(k K) *Lease[K] {
+	if isNaN(k) {
+		panic(errNaN)
+	}
 	c.mu.Lock()
 	if c.counts == nil {
 		c.counts = make(map[K]int)
@@ -53,7 +59,8 @@ func (c *Counter[K]) Acquire(k K) *Lease[K] {
 	return l
 }
 
-// Count returns the number of outstanding leases on k.
+// Count returns the number of outstanding leases on k. Count(NaN) is 0,
+// since [Counter.Acquire] refuses NaN.
 func (c *Counter[K]) Count(k K) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -83,7 +90,8 @@ func (c *Counter[K]) Leased() []K {
 // done.
 //
 // A key may be leased again right after Wait returns: Wait reports that the
-// count reached zero, not that it stays there.
+// count reached zero, not that it stays there. Wait(ctx, NaN) returns nil at
+// once, since [Counter.Acquire] refuses NaN.
 func (c *Counter[K]) Wait(ctx context.Context, k K) error {
 	c.mu.Lock()
 	if c.counts[k] == 0 {

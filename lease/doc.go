@@ -10,6 +10,11 @@
 // being released is reported to a hook, never released behind its holder's
 // back.
 //
+// Keys are compared with ==, as map keys are. A floating-point NaN equals
+// nothing, so it cannot be a key: [Counter.Acquire] panics on NaN, and
+// [Counter.Count] and [Counter.Wait] treat it as a key that is never leased.
+// -0.0 and +0.0 are equal, so they are one key.
+//
 // A Counter is safe for concurrent use by multiple goroutines without
 // additional locking or coordination. No caller-supplied function ever runs
 // while a Counter holds its lock.

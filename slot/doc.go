@@ -12,6 +12,11 @@
 // [lease.Counter]. [Slot.ReportLeaks] reports leases dropped without
 // Release, as the Counter's does.
 //
+// Keys are compared with == and <. A floating-point NaN is neither equal to
+// nor ordered against any key, so it cannot be a key: [Slot.Set] and
+// [Slot.SetIfNewer] panic on NaN and leave the slot unchanged. -0.0 and
+// +0.0 are equal, so they are one key.
+//
 // A Slot is safe for concurrent use by multiple goroutines without
 // additional locking or coordination. Leasing and releasing the current
 // value take no lock.

@@ -50,7 +50,13 @@ type held[K cmp.Ordered, V any] struct {
 // Set stores v under key k, replacing whatever the slot held. Leases on the
 // replaced value are unaffected: their key stays leased until they are
 // released.
+//
+// It panics if k is NaN, and then leaves the slot as it was. -0.0 and +0.0
+// are one key.
 func (s *Slot[K, V]) Set(k K, v V) {
+	if isNaN(k) {
+		panic(errNaN)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.store(k, v)
@@ -59,7 +65,13 @@ func (s *Slot[K, V]) Set(k K, v V) {
 // SetIfNewer stores v under key k only when the slot is empty or k is
 // greater than the held key, and reports whether it stored. A refused call
 // leaves the slot exactly as it was.
+//
+// It panics if k is NaN, and then leaves the slot as it was. -0.0 and +0.0
+// are one key: neither is newer than the other.
 func (s *Slot[K, V]) SetIfNewer(k K, v V) bool {
+	if isNaN(k) {
+		panic(errNaN)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if h := s.cur.Load(); h != nil && !(cmp.Less(h.key, k)) {

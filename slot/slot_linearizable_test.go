@@ -2,6 +2,7 @@ package slot_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,43 +25,44 @@ const (
 	opLease
 	opRelease
 	opLeased
+	opSetNaN // a Set refused with a panic: changes nothing
 )
 
 type opInput struct {
 	kind opKind
-	key  int // Set, SetIfNewer
-	id   int // Lease, Release: the lease's identity
+	key  float64 // Set, SetIfNewer
+	id   int     // Lease, Release: the lease's identity
 }
 
 type opOutput struct {
-	key    int    // Get, Lease: the key read
-	value  string // Get, Lease: the value read
-	ok     bool   // Get, Lease, SetIfNewer
-	leased string // Leased: the keys, comma-separated
+	key    float64 // Get, Lease: the key read
+	value  string  // Get, Lease: the value read
+	ok     bool    // Get, Lease, SetIfNewer; SetNaN: it panicked as documented
+	leased string  // Leased: the keys, comma-separated
 }
 
 // slotState is the sequential model's state: what is held and which lease
 // holds which key. It is comparable, as porcupine requires.
 type slotState struct {
 	has  bool
-	key  int
+	key  float64
 	held string // sorted "id:key," pairs of the outstanding leases
 }
 
-func (s slotState) holders() map[int]int {
-	m := map[int]int{}
+func (s slotState) holders() map[int]float64 {
+	m := map[int]float64{}
 	for _, p := range strings.Split(s.held, ",") {
 		if p == "" {
 			continue
 		}
 		id, k, _ := strings.Cut(p, ":")
 		i, _ := strconv.Atoi(id)
-		m[i], _ = strconv.Atoi(k)
+		m[i], _ = strconv.ParseFloat(k, 64)
 	}
 	return m
 }
 
-func encodeHolders(m map[int]int) string {
+func encodeHolders(m map[int]float64) string {
 	ids := make([]int, 0, len(m))
 	for id := range m {
 		ids = append(ids, id)
@@ -68,28 +70,40 @@ func encodeHolders(m map[int]int) string {
 	slices.Sort(ids)
 	var b strings.Builder
 	for _, id := range ids {
-		fmt.Fprintf(&b, "%d:%d,", id, m[id])
+		fmt.Fprintf(&b, "%d:%s,", id, formatKey(m[id]))
 	}
 	return b.String()
 }
 
-func leasedKeys(m map[int]int) string {
-	var keys []int
+func leasedKeys(m map[int]float64) string {
+	var keys []float64
 	for _, k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	return joinInts(keys)
+	return joinKeys(keys)
 }
 
-func joinInts(keys []int) string {
+// formatKey formats k exactly, -0 as 0: they are one key.
+func formatKey(k float64) string {
+	if k == 0 {
+		k = 0
+	}
+	return strconv.FormatFloat(k, 'g', -1, 64)
+}
+
+func joinKeys(keys []float64) string {
 	s := make([]string, len(keys))
 	for i, k := range keys {
-		s[i] = strconv.Itoa(k)
+		s[i] = formatKey(k)
 	}
 	return strings.Join(s, ",")
 }
+
+// linKeys are the keys the clients set: the signed zeros (one key), an
+// infinity and the extremes of float64 among small values.
+var linKeys = []float64{0, math.Copysign(0, -1), 1, 2, math.Inf(1), -math.MaxFloat64}
 
 var slotModel = porcupine.Model{
 	Init: func() any { return slotState{} },
@@ -131,6 +145,8 @@ var slotModel = porcupine.Model{
 			return true, s
 		case opLeased:
 			return out.leased == leasedKeys(s.holders()), s
+		case opSetNaN:
+			return out.ok, s
 		}
 		panic("unknown operation")
 	},
@@ -141,7 +157,9 @@ var slotModel = porcupine.Model{
 
 // TestSlotLinearizable runs Set, SetIfNewer, Clear, Get, Lease, Release and
 // Leased from several goroutines at once and checks each recorded history
-// for linearizability against the sequential model.
+// for linearizability against the sequential model. Keys are float64 with
+// the signed zeros, an infinity and an extreme; some Sets are of NaN, which
+// must panic and change nothing while the others run.
 func TestSlotLinearizable(t *testing.T) {
 	const (
 		rounds  = 200
@@ -150,7 +168,7 @@ func TestSlotLinearizable(t *testing.T) {
 	)
 	for round := range rounds {
 		var (
-			s       slot.Slot[int, string]
+			s       slot.Slot[float64, string]
 			clock   atomic.Int64
 			mu      sync.Mutex
 			history []porcupine.Operation
@@ -170,7 +188,7 @@ func TestSlotLinearizable(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				var mine []struct {
-					l  *slot.Lease[int, string]
+					l  *slot.Lease[float64, string]
 					id int
 				}
 				seed := uint64(round*clients + c + 1)
@@ -179,10 +197,16 @@ func TestSlotLinearizable(t *testing.T) {
 					r := int(seed >> 33)
 					switch r % 9 {
 					case 0:
-						k := r / 9 % 5
+						if i%5 == 4 {
+							record(c, opInput{kind: opSetNaN}, func() opOutput {
+								return opOutput{ok: panicValue(func() { s.Set(math.NaN(), "nan") }) == nanPanic}
+							})
+							continue
+						}
+						k := linKeys[r/9%len(linKeys)]
 						record(c, opInput{kind: opSet, key: k}, func() opOutput { s.Set(k, value(k)); return opOutput{} })
 					case 1:
-						k := r / 9 % 5
+						k := linKeys[r/9%len(linKeys)]
 						record(c, opInput{kind: opSetIfNewer, key: k}, func() opOutput { return opOutput{ok: s.SetIfNewer(k, value(k))} })
 					case 2:
 						if i%4 == 0 {
@@ -195,7 +219,7 @@ func TestSlotLinearizable(t *testing.T) {
 						})
 					case 4, 5:
 						id := int(nextID.Add(1))
-						var l *slot.Lease[int, string]
+						var l *slot.Lease[float64, string]
 						record(c, opInput{kind: opLease, id: id}, func() opOutput {
 							var ok bool
 							l, ok = s.Lease()
@@ -206,7 +230,7 @@ func TestSlotLinearizable(t *testing.T) {
 						})
 						if l != nil {
 							mine = append(mine, struct {
-								l  *slot.Lease[int, string]
+								l  *slot.Lease[float64, string]
 								id int
 							}{l, id})
 						}
@@ -220,7 +244,7 @@ func TestSlotLinearizable(t *testing.T) {
 						record(c, opInput{kind: opRelease, id: m.id}, func() opOutput { m.l.Release(); return opOutput{} })
 						m.l.Release() // a repeated release changes nothing
 					case 8:
-						record(c, opInput{kind: opLeased}, func() opOutput { return opOutput{leased: joinInts(s.Leased())} })
+						record(c, opInput{kind: opLeased}, func() opOutput { return opOutput{leased: joinKeys(s.Leased())} })
 					}
 				}
 				for _, m := range mine {
