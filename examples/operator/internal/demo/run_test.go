@@ -150,8 +150,8 @@ func TestRunCatchesAPlantedViolation(t *testing.T) {
 			var once sync.Once
 			var tamperErr error
 			sum, err := Run(t.Context(), Config{
-				Dir: filepath.Join(t.TempDir(), "platform"), Generations: 4, Seed: 1, Renders: 2,
-				PublishEvery: 20 * time.Millisecond, NoSync: true,
+				Dir: filepath.Join(t.TempDir(), "platform"), Generations: 10, Seed: 1, Renders: 2,
+				PublishEvery: 30 * time.Millisecond, NoSync: true,
 				afterLease: func(g platform.Generated) { once.Do(func() { tamperErr = tc.tamper(g.Dir) }) },
 			})
 			if err != nil || tamperErr != nil {
