@@ -7,17 +7,30 @@
 // place, so a reader sees an ID's directory either absent or complete, also
 // after the writer is killed at any instant; rewriting an ID swaps the new
 // directory in with no instant where the path is missing. By default a
-// Write's directory survives power loss once Write returns. [Layout.Prune]
-// removes everything but the directories to keep; [Layout.Reset] empties
-// the root. Every write and removal goes through an [os.Root], so a symbolic
-// link planted under the root never leads the layout outside it, and Prune
-// and Reset refuse a root the layout did not create (see [ErrNotOwned]).
+// Write's directory survives power loss once Write returns. A Write whose
+// sync after the rename fails reports [ErrNotDurable] and leaves its
+// directory published: a publication is never undone, so the last Write to
+// publish wins. [Layout.Prune] removes everything but the directories to
+// keep; [Layout.Reset] empties the root. Every write and removal goes
+// through an [os.Root], so a symbolic link planted under the root never
+// leads the layout outside it; removal never crosses into another
+// filesystem mounted under the root ([ErrMountPoint]); and Prune and Reset
+// refuse a non-empty root that no layout ever claimed (see [ErrNotOwned]).
+//
+// At rest the root holds only ID directories. The layout records that it
+// owns the root in an extended attribute of the root itself
+// (user.leasekit.dirlife), and locks the root's own directory, so neither
+// needs an entry in it. Garbage (pruned and replaced trees, already out of
+// every ID's path) is removed in the background: once [Layout.Settle]
+// returns, a root that no call is using lists exactly its IDs.
 //
 // Layout values are safe for concurrent use by multiple goroutines and by
-// several processes sharing one root: Write, Prune, Reset and IDs may run at
-// once without corrupting one another, and Prune never removes a directory
-// that a live Write is still filling. The coordination is an advisory file
-// lock in the root, honoured by every Layout on that root.
+// several processes sharing one root: Write, Prune, Reset, IDs and Settle
+// may run at once without corrupting one another, and Prune never removes a
+// directory that a live Write is still filling. The coordination is an
+// advisory lock on the root, honoured by every Layout on that root, behind
+// an in-process reader/writer lock: however many goroutines wait, at most
+// one OS thread per root and process waits in the kernel.
 //
 // # Names
 //
@@ -60,22 +73,58 @@
 // the same ID: IDs should be immutable, one per published version. The
 // name rules do not cover Unicode normalization: macOS takes "é" as one
 // code point and as "e" with a combining accent for one name, and the
-// layout lets both through. Atomic replacement needs
-// renameat2(RENAME_EXCHANGE) (Linux 3.15 or later; ext4, xfs, btrfs, tmpfs
-// and most local filesystems have it). Where the filesystem refuses it, and
-// on every other operating system, a rewrite moves the old directory aside
-// and renames the new one into place: the directory is then missing for the
-// instant between the two renames, and a crash in that instant leaves it
-// moved aside (removed by the next Prune or Reset) rather than in place.
+// layout lets both through.
+//
+// Atomic replacement needs renameat2(RENAME_EXCHANGE) (Linux 3.15 or
+// later; ext4, xfs, btrfs, tmpfs and most local filesystems have it). Where
+// the filesystem refuses it, and on every other operating system, a
+// rewrite moves the old directory aside and renames the new one into
+// place: the directory is then missing for the instant between the two
+// renames, and a crash in that instant leaves it moved aside (removed by
+// the next Prune or Reset) rather than in place. Should both the rename
+// into place and the move back fail, Write returns an error naming both
+// copies and removes neither.
+//
 // Durability relies on fsync reaching stable storage; network filesystems
 // and disks that lie about their caches do not guarantee it. Windows has no
 // way to sync a directory, so there a Write's renames are as durable as
-// NTFS's metadata journal makes them. On Linux a
-// durable Write calls syncfs(2) once, which also flushes whatever else is
-// dirty on Root's filesystem; give Root a filesystem of its own or set
-// [Layout.PerFileSync]. Durability has a second cost on rewrites: the
-// replaced copy is on disk, and removing it frees its blocks (on a
-// filesystem mounted with discard, several milliseconds for a small tree). The lock is
-// flock(2) on Unix and LockFileEx on Windows; it does not work across
-// machines sharing a network filesystem.
+// NTFS's metadata journal makes them. On Linux a durable Write calls
+// syncfs(2) once, which also flushes whatever else is dirty on Root's
+// filesystem; give Root a filesystem of its own or set
+// [Layout.PerFileSync]. [ErrNotDurable] means the directory is published
+// but may not survive power loss: write it again. Garbage needs no sync:
+// Prune syncs Root once after renaming the pruned directories out of their
+// paths, so no pruned ID reappears after power loss, and their removal
+// follows off the caller's path.
+//
+// Background removal: one goroutine per root and process removes garbage
+// while there is some, and a Prune waits for it when it falls behind. A
+// removal that fails (a mount point under the tree, a permission) is
+// reported once, by the next Prune or [Layout.Settle], and what it left is
+// removed by the next Prune; a process that exits first leaves its garbage
+// to the next Prune or Reset. Settle waits only for the calling process's
+// removals. Reset is synchronous: when it returns, the root is empty.
+//
+// Ownership: on Linux and macOS the extended attribute is set on the root
+// directory; where its filesystem holds none (it reports ENOTSUP: some
+// network and FUSE filesystems, and tmpfs before Linux 6.6), and on every
+// other system, a marker file .dirlife-root in the root records it
+// instead and stays at rest. A root claimed by the marker of an earlier
+// version is still owned, and gets the attribute (its marker and lock
+// files then go) where the filesystem holds one. Processes sharing a root
+// must run the same version of the layout: an earlier one locks its lock
+// file, not the root.
+//
+// Locking: flock(2) on the root directory's own descriptor on Unix;
+// LockFileEx on Windows, where it locks a file and not a directory, so
+// there the root also holds the lock file .dirlife-lock (as it holds the
+// marker: Windows has no extended attributes for the layout). Neither works
+// across machines sharing a network filesystem.
+//
+// Mounts: Prune and Reset compare the device of every directory they would
+// descend into or rename with the root's, and refuse, naming it, one on
+// another device: a filesystem mounted under the root is never emptied.
+// What holds it (its parent directories) stays too. A bind mount of a
+// directory of the same filesystem is not told apart; on Windows the
+// comparison is not made (a FileInfo there carries no volume).
 package dirlife

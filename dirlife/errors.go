@@ -3,6 +3,7 @@ package dirlife
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 )
 
 var (
@@ -10,15 +11,27 @@ var (
 	ErrInvalidName = errors.New("invalid name")
 
 	// ErrNoCodec is returned by Write, IDs and Prune on a Layout whose
-	// Codec is nil.
+	// Codec is nil. Reset and Settle need no Codec.
 	ErrNoCodec = errors.New("dirlife: the layout has no Codec")
 
 	// ErrNoFiles is returned by Write for an empty [Files].
 	ErrNoFiles = errors.New("no files to write")
 
+	// ErrNotDurable is wrapped by the [NotDurableError] of a Write whose
+	// directory is published, but whose sync of Root after the publication
+	// failed: the directory is in place and readers see it, but whether it
+	// survives power loss is unknown.
+	ErrNotDurable = errors.New("published, durability unknown")
+
+	// ErrMountPoint is wrapped by the [MountError] of a Prune or Reset that
+	// found another filesystem mounted under Root: it is never removed or
+	// descended into.
+	ErrMountPoint = errors.New("another filesystem is mounted there")
+
 	// ErrNotOwned is wrapped by the [RootError] of a Write, Prune or Reset
-	// whose root is a non-empty directory that the layout did not create
-	// (it lacks the layout's marker file). Nothing in it is touched.
+	// whose root is a non-empty directory that no layout ever claimed (it
+	// has neither the layout's extended attribute nor its marker file).
+	// Nothing in it is touched.
 	ErrNotOwned = errors.New("root is not a dirlife layout root")
 
 	// ErrUnsafeRoot is wrapped by the [RootError] of a Write, Prune or Reset
@@ -49,7 +62,7 @@ func (e *NameError) Unwrap() error { return ErrInvalidName }
 // A RootError reports a root that the layout refuses to write to or remove
 // from.
 type RootError struct {
-	Op   string // "write", "prune" or "reset"
+	Op   string // "write", "prune", "reset", "ids" or "settle"
 	Root string // the root as given
 	Rule string // why it is refused
 	Err  error  // ErrUnsafeRoot or ErrNotOwned
@@ -62,3 +75,38 @@ func (e *RootError) Error() string {
 
 // Unwrap returns e.Err.
 func (e *RootError) Unwrap() error { return e.Err }
+
+// A NotDurableError reports a Write that published its directory but could
+// not make the publication durable: the sync of Root after the rename
+// failed. The directory is in place, complete, and stays (a publication is
+// never undone: another Write of the same ID may have published since,
+// and the state after a failed sync is unknown anyway); whether it
+// survives power loss is unknown. Write again to make it durable.
+type NotDurableError struct {
+	Dir string // the published directory
+	Err error  // the failed sync
+}
+
+// Error says that Dir is published and its durability unknown.
+func (e *NotDurableError) Error() string {
+	return fmt.Sprintf("dirlife: write %s: published, but durability is unknown: %v", e.Dir, e.Err)
+}
+
+// Unwrap returns [ErrNotDurable] and the failed sync's error.
+func (e *NotDurableError) Unwrap() []error { return []error{ErrNotDurable, e.Err} }
+
+// A MountError reports a directory under Root that is on another device
+// than Root: a mount point, which Prune and Reset neither remove nor
+// descend into. Its ancestors under Root stay too.
+type MountError struct {
+	Root string // the root as given
+	Path string // the directory's path relative to Root, as it was when found
+}
+
+// Error names the directory and the rule.
+func (e *MountError) Error() string {
+	return fmt.Sprintf("dirlife: refusing to remove %s: it is on another filesystem than the root (a mount point)", filepath.Join(e.Root, filepath.FromSlash(e.Path)))
+}
+
+// Unwrap returns [ErrMountPoint].
+func (e *MountError) Unwrap() error { return ErrMountPoint }

@@ -117,3 +117,31 @@ func ExampleIntCodec() {
 	fmt.Println(c.Format(10), id, ok)
 	// Output: gen-10 10 false
 }
+
+// At rest a root holds only its IDs' directories: Settle waits for the
+// background removal of what Prune set aside.
+func ExampleLayout_Settle() {
+	tmp, err := os.MkdirTemp("", "dirlife-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+
+	modules := dirlife.Layout[int64]{Root: filepath.Join(tmp, "platform"), Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}}
+	for gen := int64(1); gen <= 3; gen++ {
+		if _, err := modules.Write(gen, dirlife.Files{"platform.cue": nil}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := modules.Prune(3); err != nil {
+		log.Fatal(err)
+	}
+	if err := modules.Settle(); err != nil {
+		log.Fatal(err)
+	}
+	entries, _ := os.ReadDir(modules.Root)
+	for _, e := range entries {
+		fmt.Println(e.Name())
+	}
+	// Output: gen-3
+}

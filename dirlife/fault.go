@@ -6,10 +6,11 @@ const (
 	stepCreate   = "create"   // a file in the staging tree
 	stepWrite    = "write"    // a file's contents
 	stepSync     = "sync"     // a file's fsync
-	stepSyncDir  = "syncdir"  // a directory's fsync: staging directories, then the root
+	stepSyncDir  = "syncdir"  // a staging directory's fsync
+	stepSyncRoot = "syncroot" // the root's fsync after publication
 	stepExchange = "exchange" // renameat2 RENAME_EXCHANGE of staging and target
-	stepRename   = "rename"   // any rename: publication, move-aside, rollback
-	stepRemove   = "remove"   // removal of a replaced copy or a failed staging tree
+	stepRename   = "rename"   // any rename: publication, move-aside, moving back
+	stepRemove   = "remove"   // handing a replaced copy to the remover, or removing a failed staging tree
 )
 
 // faultFunc is the unexported test seam: when set on a Layout, it is called

@@ -112,6 +112,7 @@ func checkState(t *testing.T, l Layout[int64], want Files) {
 	if err := l.Prune(7); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, l)
 	if left := leftovers(t, l.Root); len(left) != 0 {
 		t.Fatalf("Prune left %v", left)
 	}
@@ -120,8 +121,10 @@ func checkState(t *testing.T, l Layout[int64], want Files) {
 // TestWriteFaults fails each step of a Write, at each of its occurrences,
 // in new and rewrite scenarios under every sync mode: the Write returns the
 // error, no partial directory appears, and an existing one is intact. A
-// failure to remove the replaced copy, after publication, is the exception:
-// the Write has succeeded, and the copy is left for Prune.
+// failure after publication is the exception: a failure to hand the
+// replaced copy to the remover leaves it for Prune, and the Write has
+// succeeded; a failed sync of the root leaves the new directory published
+// (never undone) and reports ErrNotDurable.
 func TestWriteFaults(t *testing.T) {
 	for _, s := range scenarios() {
 		t.Run(s.name, func(t *testing.T) {
@@ -134,14 +137,23 @@ func TestWriteFaults(t *testing.T) {
 			if s.rewrite {
 				before = oldFiles
 			}
-			steps := []string{stepMkdir, stepCreate, stepWrite, stepSync, stepSyncDir, stepExchange, stepRename, stepRemove}
+			steps := []string{stepOwnerAttr, stepMkdir, stepCreate, stepWrite, stepSync, stepSyncDir, stepExchange, stepRename, stepSyncRoot, stepRemove}
 			for _, step := range steps {
 				for n := 1; n <= counts[step]; n++ {
 					t.Run(fmt.Sprintf("%s#%d", step, n), func(t *testing.T) {
 						rec := newRecorder().failAt(step, n, errInjected)
 						l := s.layout(t, rec)
 						_, err := l.Write(7, newFiles)
+						if step == stepSyncRoot {
+							var nd *NotDurableError
+							if !errors.Is(err, ErrNotDurable) || !errors.Is(err, errInjected) || !errors.As(err, &nd) || nd.Dir != l.Dir(7) {
+								t.Fatalf("Write with a failed root sync = %v, want a NotDurableError for %s", err, l.Dir(7))
+							}
+							checkState(t, l, newFiles)
+							return
+						}
 						if step == stepRemove {
+							settle(t, l)
 							if err != nil {
 								t.Fatalf("Write with a failed removal of the old copy = %v, want success", err)
 							}
@@ -204,27 +216,31 @@ func TestExchangeFallback(t *testing.T) {
 		if !errors.Is(err, errInjected) || !errors.Is(err, rollback) || !strings.Contains(err.Error(), asidePrefix) {
 			t.Fatalf("Write = %v, want both faults and the aside name", err)
 		}
-		// The old directory is intact, under its aside name, and no partial
-		// directory is listed.
+		// The old directory is intact, under its aside name; the new one,
+		// complete, stays in its staging directory (the ID's path is
+		// empty, so neither copy is removed), and no partial directory is
+		// listed.
 		left := leftovers(t, l.Root)
-		if len(left) != 1 || !strings.HasPrefix(left[0], asidePrefix) {
-			t.Fatalf("leftovers = %v, want the one aside copy", left)
+		if len(left) != 2 || !strings.HasPrefix(left[0], asidePrefix) || !strings.HasPrefix(left[1], stagePrefix) {
+			t.Fatalf("leftovers = %v, want the aside copy and the staging directory", left)
 		}
 		if got := readTree(t, l.Root+"/"+left[0]); !sameFiles(got, oldFiles) {
 			t.Fatalf("aside copy = %v, want the old files", got)
+		}
+		if got := readTree(t, l.Root+"/"+left[1]); !sameFiles(got, newFiles) {
+			t.Fatalf("staging copy = %v, want the new files", got)
 		}
 		checkState(t, l, nil)
 	})
 	t.Run("root sync fails after the fallback", func(t *testing.T) {
 		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL)
 		l := scenario{rewrite: true}.layout(t, rec)
-		// syncdir calls: the staging tree is synced by syncfs, so the first
-		// is the root after publication.
-		rec.failAt(stepSyncDir, 1, errInjected)
-		if _, err := l.Write(7, newFiles); !errors.Is(err, errInjected) {
-			t.Fatalf("Write = %v, want the injected fault", err)
+		rec.failAt(stepSyncRoot, 1, errInjected)
+		dir, err := l.Write(7, newFiles)
+		if !errors.Is(err, errInjected) || !errors.Is(err, ErrNotDurable) || dir != l.Dir(7) {
+			t.Fatalf("Write = %q, %v, want the directory and ErrNotDurable", dir, err)
 		}
-		checkState(t, l, oldFiles)
+		checkState(t, l, newFiles)
 	})
 }
 
@@ -247,7 +263,7 @@ func TestSyncOrder(t *testing.T) {
 			}
 			var syncs, creates int
 			for i, e := range rec.events {
-				step, name, _ := strings.Cut(e, " ")
+				step, _, _ := strings.Cut(e, " ")
 				switch {
 				case step == stepCreate:
 					creates++
@@ -256,11 +272,11 @@ func TestSyncOrder(t *testing.T) {
 					if i > publish {
 						t.Fatalf("%q after the publication: %v", e, rec.events)
 					}
-				case step == stepSyncDir && name != ".":
+				case step == stepSyncDir:
 					if i > publish {
 						t.Fatalf("%q after the publication: %v", e, rec.events)
 					}
-				case step == stepSyncDir && name == ".":
+				case step == stepSyncRoot:
 					if i < publish {
 						t.Fatalf("root synced before the publication: %v", rec.events)
 					}
@@ -269,7 +285,7 @@ func TestSyncOrder(t *testing.T) {
 			if last := rec.events[len(rec.events)-1]; s.rewrite && last != stepRemove+" "+strings.Fields(rec.events[publish])[0] && !strings.HasPrefix(last, stepRemove) {
 				t.Fatalf("last step %q, want the removal of the old copy", last)
 			}
-			if !slices.Contains(rec.events, stepSyncDir+" .") {
+			if !slices.Contains(rec.events, stepSyncRoot+" .") {
 				t.Fatalf("root never synced: %v", rec.events)
 			}
 			switch {

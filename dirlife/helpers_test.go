@@ -77,6 +77,14 @@ func rootEntries(t tb, root string) []string {
 	return names
 }
 
+// settle waits for l's background removals and fails on their errors.
+func settle(t tb, l Layout[int64]) {
+	t.Helper()
+	if err := l.Settle(); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+}
+
 // leftovers lists the staging and moved-aside entries in root.
 func leftovers(t tb, root string) []string {
 	t.Helper()

@@ -18,16 +18,17 @@ type Files map[string][]byte
 // Root. The zero value of every option field is the safe default.
 //
 // A Layout is a plain value; copies of it, in one process or several, that
-// share a Root coordinate through a lock file in Root. Its methods are safe
-// for concurrent use by multiple goroutines.
+// share a Root coordinate through a lock on Root. Its methods are safe for
+// concurrent use by multiple goroutines.
 //
 // On Linux a rewrite of an ID is atomic (renameat2 with RENAME_EXCHANGE) and
 // a new ID never replaces one created concurrently (RENAME_NOREPLACE). On
 // other systems, and on Linux filesystems that refuse the exchange, a
 // rewrite moves the old directory aside first, and a new ID is renamed into
 // place after a check that it is absent: see the package documentation's
-// limits. The lock is flock(2) on Unix and LockFileEx on Windows; a durable
-// Write syncs with syncfs(2) on Linux and file by file elsewhere.
+// limits. The lock is flock(2) on Root's descriptor on Unix and LockFileEx
+// on Windows; a durable Write syncs with syncfs(2) on Linux and file by
+// file elsewhere.
 type Layout[ID cmp.Ordered] struct {
 	// Root is the directory the layout owns. Write and Reset create it,
 	// with its parents, when it is missing.
@@ -51,7 +52,8 @@ type Layout[ID cmp.Ordered] struct {
 	// sync per file.
 	PerFileSync bool
 
-	faults faultFunc // test seam; nil in production
+	faults  faultFunc                // test seam; nil in production
+	devices func(fs.FileInfo) uint64 // test seam for deviceOf; nil in production
 }
 
 // Dir returns the directory of id under Root, whether or not it exists. It

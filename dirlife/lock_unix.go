@@ -4,39 +4,47 @@ package dirlife
 
 import (
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// rootLock is a held flock(2) on the root's lock file.
-type rootLock struct{ f *os.File }
+// lockFileInRoot reports whether the system lock needs a file in Root. On
+// Unix it is flock(2) on Root's own descriptor: no entry.
+const lockFileInRoot = false
 
-// acquireLock opens (creating) the lock file in r and locks it in mode,
-// blocking until it can. flock locks belong to the open file description,
-// so goroutines of one process exclude one another as processes do.
-func acquireLock(r *os.Root, mode lockMode) (*rootLock, error) {
-	f, err := r.OpenFile(lockName, os.O_RDWR|os.O_CREATE, 0o644)
+// sysLock is a held flock(2) on a root directory's descriptor.
+type sysLock struct{ fd int }
+
+// keyOf returns the device and inode of the open directory dir.
+func keyOf(dir *os.File) (rootKey, error) {
+	fi, err := dir.Stat()
 	if err != nil {
-		return nil, err
+		return rootKey{}, err
 	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return rootKey{dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil
+}
+
+// acquireSysLock flocks dir in mode, blocking until it can. flock locks
+// belong to the open file description: two descriptors of one process
+// exclude each other as two processes do.
+func acquireSysLock(_ *os.Root, dir *os.File, mode lockMode) (sysLock, error) {
 	how := unix.LOCK_SH
 	if mode == exclusive {
 		how = unix.LOCK_EX
 	}
+	fd := int(dir.Fd())
 	for {
-		err = unix.Flock(int(f.Fd()), how)
+		err := unix.Flock(fd, how)
+		if err == nil {
+			return sysLock{fd}, nil
+		}
 		if err != unix.EINTR {
-			break
+			return sysLock{}, &os.PathError{Op: "flock", Path: dir.Name(), Err: err}
 		}
 	}
-	if err != nil {
-		f.Close()
-		return nil, &os.PathError{Op: "flock", Path: lockName, Err: err}
-	}
-	return &rootLock{f}, nil
 }
 
-// release unlocks and closes the lock file.
-func (l *rootLock) release() {
-	l.f.Close() // closing the last descriptor drops the flock
-}
+// release does nothing: closing the descriptor drops the flock.
+func (sysLock) release() {}

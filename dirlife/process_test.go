@@ -102,7 +102,7 @@ func TestCrashChild(t *testing.T) {
 
 // TestCrash kills a writing child process with SIGKILL at random instants,
 // 100 times: after each kill every listed directory is complete, and Prune
-// leaves only the kept directories and the layout's own files.
+// leaves only the kept directories (once its removals settle).
 func TestCrash(t *testing.T) {
 	kills := 100
 	if testing.Short() {
@@ -168,7 +168,8 @@ func TestCrash(t *testing.T) {
 		if err := l.Prune(keep...); err != nil {
 			t.Fatalf("kill %d: Prune: %v", i, err)
 		}
-		want := []string{lockName, markerName}
+		settle(t, l)
+		var want []string
 		for _, id := range keep {
 			want = append(want, l.Codec.Format(id))
 		}
@@ -176,7 +177,7 @@ func TestCrash(t *testing.T) {
 		if _, err := os.Stat(l.Root); os.IsNotExist(err) {
 			continue // killed before its first Write
 		}
-		if got := rootEntries(t, l.Root); !slices.Equal(got, want) {
+		if got := rootEntries(t, l.Root); !slices.Equal(got, want) && (len(got) != 0 || len(want) != 0) {
 			t.Fatalf("kill %d: root after Prune(%v) = %v, want %v", i, keep, got, want)
 		}
 	}
@@ -309,6 +310,7 @@ func TestTwoProcesses(t *testing.T) {
 	if err := l.Prune(); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, l)
 	if left := leftovers(t, l.Root); len(left) != 0 {
 		t.Fatalf("leftovers after both processes and a Prune: %v", left)
 	}
@@ -340,7 +342,8 @@ func TestGoroutines(t *testing.T) {
 	if err := l.Prune(); err != nil {
 		t.Fatal(err)
 	}
-	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{lockName, markerName}) {
+	settle(t, l)
+	if got := rootEntries(t, l.Root); len(got) != 0 {
 		t.Fatalf("root after the goroutines and a Prune: %v", got)
 	}
 }
@@ -361,6 +364,7 @@ func TestConcurrentCreate(t *testing.T) {
 			t.Fatalf("round %d: IDs() = %v", round, ids)
 		}
 		checkComplete(t, l.Dir(3), 3)
+		settle(t, l)
 		if left := leftovers(t, l.Root); len(left) != 0 {
 			t.Fatalf("round %d: leftovers %v", round, left)
 		}
@@ -399,6 +403,7 @@ func TestReplaceNeverMissing(t *testing.T) {
 		t.Fatalf("gen-1 was missing or not a directory in %d of %d stats", misses, stats)
 	}
 	checkComplete(t, l.Dir(1), 1)
+	settle(t, l)
 	if left := leftovers(t, l.Root); len(left) != 0 {
 		t.Fatalf("leftovers after 300 rewrites: %v", left)
 	}

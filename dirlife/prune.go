@@ -1,100 +1,159 @@
 package dirlife
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"strings"
 )
 
 // Prune removes every entry under Root except the directories of the IDs in
 // keep: superseded IDs, staging leftovers of failed or killed Writes,
-// moved-aside copies and anything else. An ID's directory is renamed out of
-// its path before it is removed, so a reader finds it complete or absent,
-// never half removed. The layout's marker and lock files
-// stay. A missing Root is not an error; an ID in keep without a directory is
-// ignored.
+// moved-aside copies and anything else. A missing Root is not an error; an
+// ID in keep without a directory is ignored.
+//
+// Under Root's exclusive lock, Prune renames each pruned ID's directory out
+// of its path (so a reader finds it complete or absent, never half
+// removed) and, unless NoSync, syncs Root once: when Prune returns, no
+// pruned ID is listed, and none reappears after power loss. The renamed
+// trees and other garbage are then removed in the background, off the
+// caller's path and outside the lock, by one goroutine per Root and
+// process; [Layout.Settle] waits for them. A removal that fails is
+// reported by the next Prune or Settle, and what it left is removed by the
+// next Prune. Prune waits for the background removal when it falls
+// behind, so garbage never piles up.
 //
 // Prune refuses, removing nothing, a Root that is empty, the filesystem
-// root, a symbolic link, or a non-empty directory without the layout's
-// marker ([ErrUnsafeRoot], [ErrNotOwned]). It holds Root's lock exclusively:
-// it waits for running Writes, so it never removes a staging directory that
-// a live Write is filling. On a removal error it goes on with the other
-// entries and returns the first error.
+// root, a symbolic link, or a non-empty directory the layout never claimed
+// ([ErrUnsafeRoot], [ErrNotOwned]). Its exclusive lock waits for running
+// Writes, so it never removes a staging directory that a live Write is
+// filling. It never removes across a filesystem mounted under Root
+// ([ErrMountPoint]). On an error it goes on with the other entries and
+// returns the errors.
 func (l Layout[ID]) Prune(keep ...ID) error {
 	if l.Codec == nil {
 		return ErrNoCodec // it could not tell the kept directories
 	}
-	r, release, err := l.openRoot("prune", false, exclusive)
-	if err != nil || r == nil {
+	h, err := l.openRoot("prune", false, exclusive)
+	if err != nil || h == nil {
 		return err
 	}
-	defer release()
+	defer h.close()
 	keepNames := make(map[string]bool, len(keep))
 	for _, id := range keep {
 		if name, err := l.name(id); err == nil {
 			keepNames[name] = true
 		}
 	}
-	return l.removeAllBut(r, "prune", func(e os.DirEntry) bool {
+	st := h.lock.st
+	st.retain()
+	defer putState(st)
+	garbage, err := l.setAside(h, "prune", func(e os.DirEntry) bool {
 		_, isID := l.parse(e)
 		return isID && keepNames[e.Name()]
 	})
+	h.unlock()
+	if qerr := l.enqueue(st, h, garbage); qerr != nil {
+		err = errors.Join(err, qerr)
+	}
+	return errors.Join(err, st.rm.takeErr())
 }
 
-// Reset empties Root, but for the layout's own marker and lock files, and
-// makes sure Root exists afterwards: the boot path, for state that is
-// rebuilt from its source of truth at start. Reset refuses the same roots
-// as Prune, and holds the same exclusive lock.
+// Reset empties Root and makes sure it exists afterwards: the boot path,
+// for state that is rebuilt from its source of truth at start. Reset needs
+// no Codec. It refuses the same roots as Prune and holds the same exclusive
+// lock, and it is synchronous: it waits for this process's background
+// removals, and when it returns Root holds nothing (but for the marker
+// file where Root's filesystem holds no extended attribute, and the lock
+// file on Windows).
 func (l Layout[ID]) Reset() error {
-	r, release, err := l.openRoot("reset", true, exclusive)
+	h, err := l.openRoot("reset", true, exclusive)
 	if err != nil {
 		return err
 	}
-	defer release()
-	return l.removeAllBut(r, "reset", func(os.DirEntry) bool { return false })
+	defer h.release()
+	st := h.lock.st
+	st.rm.wait() // no removal of ours runs beside the ones below
+	garbage, err := l.setAside(h, "reset", func(os.DirEntry) bool { return false })
+	dev, derr := rootDevice(h, l.devOf())
+	if derr != nil {
+		return errors.Join(err, fmt.Errorf("dirlife: reset: %w", derr))
+	}
+	for _, name := range garbage {
+		if rerr := removeTree(h.r, name, name, dev, l.devOf()); rerr != nil {
+			err = errors.Join(err, removeErr(l.Root, name, rerr))
+		}
+	}
+	if err == nil {
+		st.rm.takeErr() // whatever failed before is gone now
+	}
+	return err
 }
 
-// removeAllBut removes every entry of r except the layout's own files and
-// those kept, then syncs r unless NoSync.
-func (l Layout[ID]) removeAllBut(r *os.Root, op string, kept func(os.DirEntry) bool) error {
-	d, err := r.Open(".")
+// setAside lists Root, under its exclusive lock, and returns the garbage:
+// every entry but the layout's own and those kept. Each directory that is
+// not a layout's staging or moved-aside entry (an ID's, or anything named
+// like one) is first renamed aside, out of its path; then, unless NoSync,
+// Root is synced once, so no renamed directory reappears after power loss.
+// Entries the background remover is already removing are left to it.
+func (l Layout[ID]) setAside(h *openRoot, op string, kept func(os.DirEntry) bool) ([]string, error) {
+	d, err := h.r.Open(".")
 	if err != nil {
-		return fmt.Errorf("dirlife: %s: %w", op, err)
+		return nil, fmt.Errorf("dirlife: %s: %w", op, err)
 	}
-	entries, err := d.ReadDir(0)
+	entries, err := d.ReadDir(-1)
 	d.Close()
 	if err != nil {
-		return fmt.Errorf("dirlife: %s: %w", op, err)
+		return nil, fmt.Errorf("dirlife: %s: %w", op, err)
 	}
-	var first error
-	removed := false
+	dev, err := rootDevice(h, l.devOf())
+	if err != nil {
+		return nil, fmt.Errorf("dirlife: %s: %w", op, err)
+	}
+	var errs error
+	var garbage []string
+	renamed := false
 	for _, e := range entries {
-		if e.Name() == markerName || e.Name() == lockName || kept(e) {
+		name := e.Name()
+		if h.ownEntry(name) || kept(e) || h.lock.st.rm.isBusy(name) {
 			continue
 		}
-		name := e.Name()
-		if _, isID := l.parse(e); isID {
-			// Out of the ID's path first, atomically, so that a reader
-			// never finds it half removed.
-			aside := tempName(asidePrefix)
-			if err := r.Rename(name, aside); err != nil {
-				if first == nil {
-					first = fmt.Errorf("dirlife: %s: %w", op, err)
-				}
+		if e.IsDir() && !strings.HasPrefix(name, reservedLead) {
+			// Out of its path first, atomically, so that a reader never
+			// finds it half removed; but never a mount point.
+			fi, err := h.r.Lstat(name)
+			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			name = aside
+			if err == nil && l.devOf()(fi) != dev {
+				err = &MountError{Root: l.Root, Path: name}
+			}
+			if err == nil {
+				aside := tempName(asidePrefix)
+				if err = h.r.Rename(name, aside); err == nil {
+					name, renamed = aside, true
+				}
+			}
+			if err != nil {
+				errs = errors.Join(errs, removeErr(l.Root, name, err))
+				continue
+			}
 		}
-		// RemoveAll through the Root removes a symbolic link itself, never
-		// what it points to.
-		if err := r.RemoveAll(name); err != nil && first == nil {
-			first = fmt.Errorf("dirlife: %s: %w", op, err)
-		}
-		removed = true
+		garbage = append(garbage, name)
 	}
-	if removed && !l.NoSync {
-		if err := syncDir(r, "."); err != nil && first == nil {
-			first = fmt.Errorf("dirlife: %s: %w", op, err)
+	if renamed && !l.NoSync {
+		if err := syncDirFile(h.dir); err != nil {
+			errs = errors.Join(errs, fmt.Errorf("dirlife: %s: sync %s: %w", op, l.Root, err))
 		}
 	}
-	return first
+	return garbage, errs
+}
+
+// devOf returns the device seam: deviceOf unless a test set another.
+func (l Layout[ID]) devOf() func(fs.FileInfo) uint64 {
+	if l.devices != nil {
+		return l.devices
+	}
+	return deviceOf
 }

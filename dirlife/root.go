@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // checkRoot refuses a Root that no layout may write to or remove from, and
@@ -36,65 +35,101 @@ func checkRoot(op, root string) (exists bool, err error) {
 	return true, nil
 }
 
-// A lockMode says how a method holds the root's lock.
-type lockMode int
+// An openRoot is a checked, owned and locked root.
+type openRoot struct {
+	r    *os.Root
+	dir  *os.File // Root's directory, for its attribute and syncs
+	key  rootKey
+	own  ownership // byAttr or byMarker
+	lock *rootLock
+}
 
-const (
-	shared    lockMode = iota // Write: many at once
-	exclusive                 // Prune, Reset: alone
-)
+// release unlocks and closes the root.
+func (h *openRoot) release() {
+	h.unlock()
+	h.close()
+}
+
+// unlock releases the lock; the root stays open.
+func (h *openRoot) unlock() {
+	if h.lock != nil {
+		h.lock.release()
+		h.lock = nil
+	}
+}
+
+// close closes the root, which must be unlocked.
+func (h *openRoot) close() {
+	h.dir.Close()
+	h.r.Close()
+}
+
+// ownEntry reports whether name is one of the layout's own entries in the
+// root, which Prune and Reset keep: the marker of a root owned by it, and
+// the lock file where the system lock needs one.
+func (h *openRoot) ownEntry(name string) bool {
+	return (h.own == byMarker && name == markerName) || (lockFileInRoot && name == lockName)
+}
 
 // openRoot checks l.Root, creates it when create is set and it is missing,
-// opens it, takes its lock in mode and makes sure the layout owns it: the
-// marker is there, or Root is empty and gets the marker now. Refusals touch
-// nothing. For a missing Root when create is not set, it returns a nil
-// *os.Root and no error. The caller closes what it returns with release.
-func (l Layout[ID]) openRoot(op string, create bool, mode lockMode) (r *os.Root, release func(), err error) {
+// opens it, makes sure the layout owns it, takes its lock in mode and, if
+// Root was empty, claims it. Refusals touch nothing. For a missing Root
+// when create is not set, it returns nil and no error. The caller releases
+// what it returns.
+func (l Layout[ID]) openRoot(op string, create bool, mode lockMode) (*openRoot, error) {
 	exists, err := checkRoot(op, l.Root)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !exists {
 		if !create {
-			return nil, nil, nil
+			return nil, nil
 		}
 		if err := l.createRoot(); err != nil {
-			return nil, nil, fmt.Errorf("dirlife: %s: %w", op, err)
+			return nil, fmt.Errorf("dirlife: %s: %w", op, err)
 		}
 		if _, err := checkRoot(op, l.Root); err != nil { // raced by a symlink
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	r, err = os.OpenRoot(l.Root)
+	r, err := os.OpenRoot(l.Root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("dirlife: %s: %w", op, err)
+		return nil, fmt.Errorf("dirlife: %s: %w", op, err)
 	}
-	// Refuse a foreign root before creating the lock file in it.
-	owned, err := l.owned(op, r)
-	if err != nil {
-		r.Close()
-		return nil, nil, err
-	}
-	lock, err := acquireLock(r, mode)
-	if err != nil {
-		r.Close()
-		return nil, nil, fmt.Errorf("dirlife: %s: lock %s: %w", op, l.Root, err)
-	}
-	release = func() {
-		lock.release()
-		r.Close()
-	}
-	if !owned {
-		// Under the lock, no Prune or Reset is running: recheck and claim.
-		if owned, err = l.owned(op, r); err == nil && !owned {
-			err = l.writeMarker(r)
+	h := &openRoot{r: r}
+	fail := func(err error) (*openRoot, error) {
+		if h.dir != nil {
+			h.dir.Close()
 		}
-		if err != nil {
-			release()
-			return nil, nil, err
+		r.Close()
+		return nil, err
+	}
+	if h.dir, err = r.Open("."); err != nil {
+		return fail(fmt.Errorf("dirlife: %s: %w", op, err))
+	}
+	if h.key, err = keyOf(h.dir); err != nil {
+		return fail(fmt.Errorf("dirlife: %s: %w", op, err))
+	}
+	// Refuse a foreign root before locking it (on Windows, the lock
+	// creates a file).
+	if h.own, err = l.ownedBy(op, r, h.dir); err != nil {
+		return fail(err)
+	}
+	lockDir, err := r.Open(".")
+	if err != nil {
+		return fail(fmt.Errorf("dirlife: %s: %w", op, err))
+	}
+	if h.lock, err = lockRoot(r, lockDir, h.key, mode); err != nil {
+		return fail(fmt.Errorf("dirlife: %s: lock %s: %w", op, l.Root, err))
+	}
+	if h.own == unclaimed || h.own == legacy {
+		// Under the lock no Prune or Reset runs: claim.
+		if h.own, err = l.claim(op, r, h.dir); err != nil {
+			h.release()
+			return nil, err
 		}
 	}
-	return r, release, nil
+	return h, nil
 }
 
 // createRoot creates Root and its missing parents and, unless NoSync,
@@ -124,72 +159,6 @@ func (l Layout[ID]) createRoot() error {
 		if err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// owned reports whether r carries the marker. It returns false and no error
-// for a root that is empty but for the layout's own files, and a RootError
-// wrapping ErrNotOwned for any other root.
-//
-// The listing comes before the look at the marker: a layout writes the
-// marker before anything else and never removes it, so an entry of a
-// concurrent claimant's in the listing implies the marker is seen after.
-func (l Layout[ID]) owned(op string, r *os.Root) (bool, error) {
-	d, err := r.Open(".")
-	if err != nil {
-		return false, fmt.Errorf("dirlife: %s: %w", op, err)
-	}
-	names, err := d.Readdirnames(0)
-	d.Close()
-	if err != nil {
-		return false, fmt.Errorf("dirlife: %s: %w", op, err)
-	}
-	fi, err := r.Lstat(markerName)
-	if err == nil && fi.Mode().IsRegular() {
-		return true, nil
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("dirlife: %s: %w", op, err)
-	}
-	for _, n := range names {
-		// A marker that is not a regular file (a planted link) is foreign
-		// too; one listed but not found by Lstat is not possible, as
-		// markers are never removed.
-		ownFile := n == lockName || strings.HasPrefix(n, markerTemp) || (n == markerName && err != nil)
-		if !ownFile {
-			return false, &RootError{Op: op, Root: l.Root,
-				Rule: fmt.Sprintf("it is not empty and has no %s marker (it holds %q)", markerName, n),
-				Err:  ErrNotOwned}
-		}
-	}
-	return false, nil
-}
-
-// writeMarker writes the marker file atomically: a temporary file renamed
-// into place, so no reader ever sees a partial marker.
-func (l Layout[ID]) writeMarker(r *os.Root) error {
-	tmp := tempName(markerTemp)
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("dirlife: write marker: %w", err)
-	}
-	_, err = f.WriteString(markerText)
-	if err == nil && !l.NoSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = r.Rename(tmp, markerName)
-	}
-	if err == nil && !l.NoSync {
-		err = syncDir(r, ".")
-	}
-	if err != nil {
-		r.Remove(tmp)
-		return fmt.Errorf("dirlife: write marker: %w", err)
 	}
 	return nil
 }

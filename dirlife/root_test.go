@@ -78,33 +78,46 @@ func TestMissingRoot(t *testing.T) {
 	if err := l.Reset(); err != nil {
 		t.Fatalf("Reset on a missing root = %v", err)
 	}
-	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{lockName, markerName}) {
-		t.Fatalf("Reset left %v, want only the marker and lock", got)
+	if got := rootEntries(t, l.Root); len(got) != 0 {
+		t.Fatalf("Reset left %v, want nothing", got)
 	}
 }
 
 // TestEmptyRootIsClaimed: an existing empty directory becomes the layout's,
-// and its marker and lock survive Prune and Reset.
+// recorded in an extended attribute: no entry in Root, after Write, Prune
+// and Reset, but the IDs'.
 func TestEmptyRootIsClaimed(t *testing.T) {
 	l := genLayout(t)
 	if err := os.Mkdir(l.Root, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	mustWrite(t, l, 3, Files{"f": []byte("x")})
+	mustWrite(t, l, 3, Files{"f": []byte("y")})
+	settle(t, l)
+	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{"gen-3"}) {
+		t.Fatalf("root after Write = %v, want [gen-3]", got)
+	}
 	if err := l.Prune(); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, l)
+	if got := rootEntries(t, l.Root); len(got) != 0 {
+		t.Fatalf("root after Prune = %v, want nothing", got)
+	}
+	mustWrite(t, l, 4, Files{"f": []byte("x")})
 	if err := l.Reset(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{markerName, lockName}
-	slices.Sort(want)
-	if got := rootEntries(t, l.Root); !slices.Equal(got, want) {
-		t.Fatalf("root after Prune and Reset = %v, want %v", got, want)
+	if got := rootEntries(t, l.Root); len(got) != 0 {
+		t.Fatalf("root after Reset = %v, want nothing", got)
 	}
-	data, err := os.ReadFile(filepath.Join(l.Root, markerName))
-	if err != nil || string(data) != markerText {
-		t.Fatalf("marker = %q, %v", data, err)
+	d, err := os.Open(l.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if has, err := getOwnerAttr(d); !has || err != nil {
+		t.Fatalf("the root's %s attribute: %v, %v", ownerAttr, has, err)
 	}
 }
 
@@ -145,10 +158,11 @@ func TestPlantedSymlinks(t *testing.T) {
 	if err := l.Prune(1); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, l)
 	if got := readTree(t, outside); !sameFiles(got, want) {
 		t.Fatalf("Prune followed a planted link: outside is %v", got)
 	}
-	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{lockName, markerName, "gen-1"}) {
+	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{"gen-1"}) {
 		t.Fatalf("root after Prune(1) = %v", got)
 	}
 	if err := l.Reset(); err != nil {
@@ -212,5 +226,28 @@ func TestNoCodec(t *testing.T) {
 	}
 	if _, err := os.Stat(l.Root); !os.IsNotExist(err) {
 		t.Fatalf("a refused call created the root: %v", err)
+	}
+}
+
+// TestResetWithoutCodec: Reset needs no Codec: it empties Root (also of
+// what looks like IDs) and creates it when missing.
+func TestResetWithoutCodec(t *testing.T) {
+	l := genLayout(t)
+	mustWrite(t, l, 1, Files{"m/f": []byte("x")})
+	mustWrite(t, l, 2, Files{"f": []byte("y")})
+	os.WriteFile(filepath.Join(l.Root, "stray"), nil, 0o644)
+	bare := Layout[int64]{Root: l.Root}
+	if err := bare.Reset(); err != nil {
+		t.Fatalf("Reset without a Codec = %v", err)
+	}
+	if got := rootEntries(t, l.Root); len(got) != 0 {
+		t.Fatalf("root after Reset = %v, want nothing", got)
+	}
+	missing := Layout[int64]{Root: filepath.Join(t.TempDir(), "new")}
+	if err := missing.Reset(); err != nil {
+		t.Fatalf("Reset of a missing root without a Codec = %v", err)
+	}
+	if fi, err := os.Stat(missing.Root); err != nil || !fi.IsDir() {
+		t.Fatalf("Reset did not create the root: %v", err)
 	}
 }

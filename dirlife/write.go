@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 )
 
 // Write materialises files as id's directory and returns its path,
@@ -15,17 +16,21 @@ import (
 // The files are written into a staging directory beside the target and
 // renamed into place, so no reader ever observes a partial directory, also
 // if the process is killed at any instant. When id's directory exists
-// already, the new one is swapped in atomically and the old one removed:
-// the path never goes missing (but see the package limits). Unless
-// [Layout.NoSync] is set, the directory survives power loss once Write
-// returns: files and staging directories are synced before the rename and
-// Root after it.
+// already, the new one is swapped in atomically and the old one, out of
+// the path, is removed in the background (see [Layout.Settle]): the path
+// never goes missing (but see the package limits). Unless [Layout.NoSync]
+// is set, the directory survives power loss once Write returns: files and
+// staging directories are synced before the rename and Root after it.
 //
-// On failure Write returns an error and leaves id's directory exactly as it
-// was, absent or complete with its old contents; a staging directory left
-// behind by a failure it could not clean up is removed by the next Prune or
-// Reset. Root is created when missing, and claimed when empty; a non-empty
-// Root the layout does not own is refused with [ErrNotOwned].
+// If that sync of Root fails, the directory is published all the same and
+// stays: Write returns its path and a [*NotDurableError] (errors.Is
+// [ErrNotDurable]). A publication is never undone. On any other failure
+// Write returns an error and leaves id's directory exactly as it was,
+// absent or complete with its old contents (or as another Write left it);
+// a staging directory left behind by a failure it could not clean up is
+// removed by the next Prune or Reset. Root is created when missing, and
+// claimed when empty; a non-empty Root that no layout ever claimed is
+// refused with [ErrNotOwned].
 //
 // Write holds a bounded number of descriptors (a few dozen), whatever the
 // depth and width of the tree. It holds Root's lock shared: Writes run
@@ -41,6 +46,9 @@ func (l Layout[ID]) Write(id ID, files Files) (string, error) {
 		return "", l.writeErr(id, err)
 	}
 	if err := l.write(name, p, func(i int) []byte { return files[p.from[i]] }); err != nil {
+		if errors.Is(err, ErrNotDurable) {
+			return l.Dir(id), err
+		}
 		return "", l.writeErr(id, err)
 	}
 	return l.Dir(id), nil
@@ -76,54 +84,57 @@ func (l Layout[ID]) WriteFS(id ID, fsys fs.FS) (string, error) {
 
 func (l Layout[ID]) writeErr(id ID, err error) error {
 	var ne *NameError
-	if errors.As(err, &ne) {
-		return err // names the file and the rule already
+	var nd *NotDurableError
+	if errors.As(err, &ne) || errors.As(err, &nd) {
+		return err // names the file or directory already
 	}
 	return fmt.Errorf("dirlife: write %s: %w", l.Dir(id), err)
 }
 
 // write stages p under a fresh staging directory and publishes it as name.
 func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err error) {
-	r, release, err := l.openRoot("write", true, shared)
+	h, err := l.openRoot("write", true, shared)
 	if err != nil {
 		return err
 	}
-	defer release()
-	dir, err := r.Open(".")
-	if err != nil {
-		return err
-	}
-	defer dir.Close()
+	defer h.close()
+	defer h.unlock()
+	r, dir := h.r, h.dir
 
 	stage := tempName(stagePrefix)
 	if err := l.mkdir(r, stage); err != nil {
 		return err
 	}
+	published := false
 	defer func() {
-		if err != nil && l.fault(stepRemove, stage) == nil {
+		var stranded *strandedError
+		if err != nil && !published && !errors.As(err, &stranded) && l.fault(stepRemove, stage) == nil {
 			r.RemoveAll(stage) // else Prune or Reset removes it
 		}
 	}()
 	if err := l.stage(r, dir, stage, p, content); err != nil {
 		return err
 	}
-	old, undo, err := l.publish(r, dir, stage, name)
+	old, err := l.publish(r, dir, stage, name)
 	if err != nil {
 		return err
 	}
+	published = true
 	if !l.NoSync {
-		if err = l.syncDir(r, "."); err != nil {
-			// Not durable: put the previous state back before failing.
-			if uerr := undo(); uerr != nil {
-				return fmt.Errorf("%w; and undoing the publication failed: %w", err, uerr)
-			}
-			return err
+		// Never undone on failure: another Write of name may have published
+		// since, and the state after a failed sync is unknown anyway.
+		if serr := l.syncRoot(dir); serr != nil {
+			err = &NotDurableError{Dir: filepath.Join(l.Root, name), Err: serr}
 		}
 	}
 	if old != "" && l.fault(stepRemove, old) == nil {
-		r.RemoveAll(old) // else Prune or Reset removes it
+		st := h.lock.st
+		st.retain()
+		defer putState(st)
+		h.unlock()
+		l.enqueue(st, h, []string{old}) // on failure, Prune removes it
 	}
-	return nil
+	return err
 }
 
 // stage fills the staging directory and, unless NoSync, makes it durable.
@@ -234,6 +245,14 @@ func (l Layout[ID]) syncDir(r *os.Root, name string) error {
 		return &os.PathError{Op: "sync", Path: name, Err: err}
 	}
 	return syncDir(r, name)
+}
+
+// syncRoot syncs Root after a publication.
+func (l Layout[ID]) syncRoot(dir *os.File) error {
+	if err := l.fault(stepSyncRoot, "."); err != nil {
+		return &os.PathError{Op: "sync", Path: ".", Err: err}
+	}
+	return syncDirFile(dir)
 }
 
 func syncDir(r *os.Root, name string) error {

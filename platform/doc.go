@@ -32,8 +32,17 @@
 // holding a lock. The store carries no kernel gate: the [kernel.Kernel] is
 // safe for concurrent use, so renders overlap with no mutex.
 //
+// The Publisher starts no goroutine of its own: the reclaim loop is
+// [Publisher.Run] (or Start), on the caller's goroutine. While it runs,
+// Publish leaves the removal of the generation it superseded to it, so
+// Root may briefly hold that directory; without it, Publish and Forget
+// prune before they return. Removed trees are deleted in the background
+// by the layout; [Layout.Settle] waits for them.
+//
 // Limits: a lease protects a directory from removal and from the
 // Publisher's rewrites, not from another writer of Root; Root belongs to
 // one Publisher. A process that dies takes its leases with it: the next
-// process boots, which empties Root, before any reader exists.
+// process boots, which empties Root, before any reader exists. A release
+// function that is never called keeps its generation's directory for the
+// life of the process ([Store.ReportLeaks] reports it).
 package platform

@@ -70,7 +70,7 @@ func ExamplePublisher() {
 	if _, err := pub.Publish(ctx, 1, acme("v1.4.0"), kernel.SkewWarn); err != nil {
 		log.Fatal(err)
 	}
-	// the resource changed: generation 2 supersedes 1, which is pruned
+	// the resource changed: generation 2 supersedes 1, which Run removes
 	if _, err := pub.Publish(ctx, 2, acme("v1.5.0"), kernel.SkewWarn); err != nil {
 		log.Fatal(err)
 	}
@@ -79,12 +79,12 @@ func ExamplePublisher() {
 	fmt.Println(errors.Is(err, platform.ErrStale), err)
 
 	st := pub.Stats()
-	fmt.Println("publishes:", st.Publishes, "unchanged:", st.Unchanged, "on disk:", st.OnDisk)
+	fmt.Println("current:", st.Generation, "publishes:", st.Publishes, "unchanged:", st.Unchanged)
 	// Output:
 	// published generation 1
 	// generation 1 renders Deployment shop-web
 	// true platform: generation 1 is older than the current generation 2: stale generation
-	// publishes: 2 unchanged: 1 on disk: [2]
+	// current: 2 publishes: 2 unchanged: 1
 }
 
 // The render path: lease the current record, render against it with its

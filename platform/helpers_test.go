@@ -126,14 +126,17 @@ type tb interface {
 	Fatalf(format string, args ...any)
 }
 
-// strayEntries lists the entries of root that are neither generation
-// directories nor the layout's own bookkeeping files (see
-// TestSpec/"Reset empties Root entirely", which allows none).
+// strayEntries waits for the layout's background removals, then lists the
+// entries of root that are not generation directories: at rest there are
+// none.
 func strayEntries(t tb, root string) []string {
 	t.Helper()
+	if err := (platform.Layout{Root: root}).Settle(); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
 	var stray []string
 	for _, name := range rootEntries(t, root) {
-		if !strings.HasPrefix(name, "gen-") && !strings.HasPrefix(name, ".dirlife-") {
+		if !strings.HasPrefix(name, "gen-") {
 			stray = append(stray, name)
 		}
 	}

@@ -69,8 +69,16 @@ func (l Layout) Write(generation int64, files platformmodule.Files) (string, err
 
 // Prune removes every entry under Root except the generation directories
 // listed in keep: superseded generations, staging leftovers and moved-aside
-// copies. A missing Root is not an error.
+// copies. A missing Root is not an error. When Prune returns, no pruned
+// generation is listed; the trees themselves are removed in the
+// background, and [Layout.Settle] waits for that.
 func (l Layout) Prune(keep ...int64) error { return l.dirs().Prune(keep...) }
+
+// Settle waits until the removals that this process's Prunes and Writes
+// on Root started in the background are done, and returns their failures
+// not yet reported. After Settle, if nothing else runs, Root holds only
+// generation directories. A missing Root is not an error.
+func (l Layout) Settle() error { return l.dirs().Settle() }
 
 // Reset empties Root entirely (the boot path: disk is ephemeral, the
 // resource is the source of truth, and the initial reconcile regenerates)

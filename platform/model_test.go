@@ -220,6 +220,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				}
 				cur, curFiles = 0, nil
 				leases = nil
+				builds = 0
 				pruned()
 			},
 			"": func(t *rapid.T) {
@@ -239,6 +240,9 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 					t.Fatalf("Leased() = %v, want %v", got, want)
 				}
 				st := p.Stats()
+				if st.Publishes != uint64(builds) {
+					t.Fatalf("Stats().Publishes = %d, model %d", st.Publishes, builds)
+				}
 				if !maps.Equal(st.Leases, counts) {
 					t.Fatalf("Stats().Leases = %v, want %v", st.Leases, counts)
 				}
@@ -252,7 +256,6 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 		for _, l := range leases {
 			l.release()
 		}
-		_ = builds
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"time"
 
+	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 )
@@ -34,6 +35,11 @@ import (
 //     [*kernel.Error], positions intact) and leaves the current record and
 //     its directory as they were; the failed directory of a new generation
 //     is removed.
+//
+// A Write that published its directory but could not sync it
+// ([dirlife.ErrNotDurable]) fails the publish like any write error: the
+// new directory is removed (a rewrite's old files are written back) and a
+// retry publishes again.
 //
 // A removal that fails after a successful publish does not fail it: the
 // error goes to OnReclaim, Stats and the log, and the reclaim loop retries.
@@ -76,50 +82,28 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 		return cur, Unchanged, nil
 	}
 	rewrite := held && generation == cur.Generation
-	if rewrite {
-		p.store.Clear() // no new lease on the directory about to change
-	}
-	if err := p.store.waitDrained(ctx, generation); err != nil {
+	if err := p.takeOver(ctx, generation, rewrite); err != nil {
 		if rewrite {
 			p.store.SetGenerated(cur)
 		}
 		return Generated{}, Failed, err
 	}
 
-	if err := ctx.Err(); err != nil {
-		if rewrite {
-			p.store.SetGenerated(cur)
-		}
-		return Generated{}, Failed, err
-	}
-
-	start := time.Now()
-	dir, err := p.write(generation, files)
-	t.Write = time.Since(start)
-	outcome := Failed
-	var plat *kernel.Platform
-	if err == nil {
-		start = time.Now()
-		plat, err = p.kernel.BuildPlatform(ctx, dir)
-		t.Build = time.Since(start)
-		if _, ok := errors.AsType[*kernel.Error](err); ok {
-			outcome = BuildFailed
-		}
-	}
+	dir, plat, outcome, err := p.writeAndBuild(ctx, generation, files, t)
 	if err != nil {
-		p.dirty = true // a failed Write leaves its staging directory
+		p.dirty = true // Root may hold the failed directory or a staging leftover
 		if rewrite {
-			start = time.Now()
+			start := time.Now()
 			err = p.restore(cur, err)
 			t.Write += time.Since(start)
 		}
-		start = time.Now()
+		start := time.Now()
 		*reclaims = p.reclaimLocked()
 		t.Prune = time.Since(start)
 		return Generated{}, outcome, err
 	}
 
-	start = time.Now()
+	start := time.Now()
 	rec := Generated{Generation: generation, Dir: dir, Platform: plat, Skew: skew}
 	p.store.SetGenerated(rec)
 	p.files = cloneFiles(files)
@@ -137,40 +121,57 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 	return rec, Published, nil
 }
 
+// takeOver makes generation's directory free to write: for a rewrite it
+// stops new leases on the current record, then it waits until generation
+// has no lease (a forgotten generation may still have some). It returns
+// ctx's error, leaving the store cleared for a rewrite, when ctx ends
+// first or has ended. The caller holds the serialisation.
+func (p *Publisher) takeOver(ctx context.Context, generation int64, rewrite bool) error {
+	if rewrite {
+		p.store.Clear() // no new lease on the directory about to change
+	}
+	if err := p.store.waitDrained(ctx, generation); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// writeAndBuild writes files as generation's directory and builds it,
+// timing both. outcome is BuildFailed for the kernel's refusal, Failed
+// for any other error.
+func (p *Publisher) writeAndBuild(ctx context.Context, generation int64, files platformmodule.Files, t *PublishTimings) (dir string, plat *kernel.Platform, outcome Outcome, err error) {
+	start := time.Now()
+	dir, err = p.write(generation, files)
+	t.Write = time.Since(start)
+	if err != nil {
+		return "", nil, Failed, err
+	}
+	start = time.Now()
+	plat, err = p.kernel.BuildPlatform(ctx, dir)
+	t.Build = time.Since(start)
+	if _, ok := errors.AsType[*kernel.Error](err); ok {
+		return "", nil, BuildFailed, err
+	}
+	if err != nil {
+		return "", nil, Failed, err
+	}
+	return dir, plat, Published, nil
+}
+
 // restore writes the files of cur back after a failed rewrite and sets cur
 // again. If the old files cannot be written back, the store stays empty: a
 // record is never set over a directory that does not hold its files.
 func (p *Publisher) restore(cur Generated, cause error) error {
-	if _, err := p.write(cur.Generation, p.files); err != nil {
+	if _, err := p.write(cur.Generation, p.files); errors.Is(err, dirlife.ErrNotDurable) {
+		// The old files are back in place; only their sync failed.
+		p.store.SetGenerated(cur)
+		return errors.Join(cause, err)
+	} else if err != nil {
 		p.files = nil
 		return errors.Join(cause, fmt.Errorf("platform: restoring generation %d after a failed rewrite: %w", cur.Generation, err))
 	}
 	p.store.SetGenerated(cur)
 	return cause
-}
-
-// Forget drops the current record, for a deleted Platform resource: the
-// store holds nothing afterwards, and the directory is removed once its
-// last lease is released (at once when it has none). Like Publish, it
-// removes every other directory that is neither current nor leased. Forget
-// waits for a running Publish to finish.
-func (p *Publisher) Forget() {
-	_ = p.lock(context.Background())
-	cur, held := p.store.Generated()
-	p.store.Clear()
-	p.files = nil
-	var reclaims []ReclaimEvent
-	if held {
-		p.superseded[cur.Generation] = time.Now()
-	}
-	if p.booted.Load() {
-		reclaims = p.reclaimLocked()
-	}
-	p.unlock()
-	if held {
-		p.log.Info("platform: forgot", "generation", cur.Generation)
-	}
-	p.finishReclaims(reclaims)
 }
 
 // finishPublish records ev in the stats, logs it and calls the callbacks.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -347,5 +348,38 @@ func TestWriteFailingAfterPublication(t *testing.T) {
 	}
 	if writes != 2 {
 		t.Fatalf("the failed rewrite wrote %d times, want the new files then the old ones", writes)
+	}
+}
+
+// When a failed rewrite's restore puts the old files back but cannot sync
+// them, the old record is set again (its files are in place) and both
+// errors are returned.
+func TestRestoreNotDurableKeepsOldRecord(t *testing.T) {
+	p := newBooted(t, platform.PublisherOptions{})
+	ctx := context.Background()
+	rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := p.Layout().Write
+	writes := 0
+	p.SetWrite(func(gen int64, files platformmodule.Files) (string, error) {
+		writes++
+		dir, err := write(gen, files)
+		if err == nil && writes == 2 { // the restore
+			err = fmt.Errorf("syncing %s: %w", dir, dirlife.ErrNotDurable)
+		}
+		return dir, err
+	})
+	_, err = p.Publish(ctx, 1, brokenFiles(t, true), 0)
+	if _, ok := errors.AsType[*kernel.Error](err); !ok || !errors.Is(err, dirlife.ErrNotDurable) {
+		t.Fatalf("failed rewrite with an undurable restore: %v, want the build's error and ErrNotDurable", err)
+	}
+	if got, ok := p.Store().Generated(); !ok || got != rec {
+		t.Fatalf("store holds %+v, %v; want the old record %+v", got, ok, rec)
+	}
+	checkTree(t, rec.Dir, moduleFiles(t, 0))
+	if _, _, err := p.Render(ctx, renderInstance(t)); err != nil {
+		t.Fatalf("render against the restored files: %v", err)
 	}
 }

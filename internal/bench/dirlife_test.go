@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -37,7 +38,8 @@ func newBaseline(b *testing.B) baseline.DirLayout {
 // Write of 32 files x 4 KiB, as a new ID each time (the common path: one
 // directory per generation) and as a rewrite of one existing ID (the rare
 // path: a re-reconcile of the same generation), which also removes the
-// replaced copy.
+// replaced copy. For new IDs the previous one is removed outside the timer,
+// so Root holds one ID whatever b.N.
 func BenchmarkWrite32x4K(b *testing.B) {
 	files := moduleFiles()
 	for _, c := range []struct {
@@ -54,28 +56,123 @@ func BenchmarkWrite32x4K(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				l := newLayout(b, noSync)
-				settle()
-				b.ReportAllocs()
-				var i int64
-				for b.Loop() {
-					i++
-					if _, err := l.Write(c.id(i), dirlife.Files(files)); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchWrite(b, leasekitLayout{l, !noSync}, c.id, files)
 			})
 		}
 		b.Run(c.name+"/impl=baseline", func(b *testing.B) {
-			l := newBaseline(b)
+			benchWrite(b, newBaseline(b), c.id, files)
+		})
+	}
+}
+
+func benchWrite(b *testing.B, l dirLayout, id func(int64) int64, files map[string][]byte) {
+	settle()
+	b.ReportAllocs()
+	var i int64
+	for b.Loop() {
+		i++
+		if _, err := l.Write(id(i), files); err != nil {
+			b.Fatal(err)
+		}
+		if id(i) != id(i-1) {
+			b.StopTimer()
+			if err := l.Prune(id(i)); err != nil {
+				b.Fatal(err)
+			}
+			if err := settleLayout(l); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	}
+}
+
+// The disk cycle of a reconcile: Write of the new generation (32 files x
+// 4 KiB), then Prune of the old, keeping only the new. Root holds one ID
+// between iterations; the time includes leasekit's background removals
+// (waited for at the end), except in durable/caller, which times only what
+// the caller waits for.
+func BenchmarkCycle32x4K(b *testing.B) {
+	files := moduleFiles()
+	cycle := func(b *testing.B, l dirLayout) {
+		settle()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range int64(b.N) {
+			if _, err := l.Write(i, files); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Prune(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// The background removals still running are part of the cost.
+		if err := settleLayout(l); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("impl=leasekit/durable", func(b *testing.B) { cycle(b, leasekitLayout{newLayout(b, false), true}) })
+	// The caller's path alone: the background removal is waited for
+	// outside the timer, after each cycle.
+	b.Run("impl=leasekit/durable/caller", func(b *testing.B) {
+		l := leasekitLayout{newLayout(b, false), true}
+		settle()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := range int64(b.N) {
+			if _, err := l.Write(i, files); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Prune(i); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if err := l.Settle(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
+	b.Run("impl=leasekit/nosync", func(b *testing.B) { cycle(b, leasekitLayout{newLayout(b, true), false}) })
+	b.Run("impl=baseline", func(b *testing.B) { cycle(b, newBaseline(b)) })
+}
+
+const bigRoot = 10_000
+
+// Write of one small file as a new ID into a root that holds 10,000 other
+// IDs, beside the same into an empty root: a Write's cost does not grow with
+// the IDs under Root. The written directory is removed outside the timer.
+func BenchmarkWriteIntoRoot(b *testing.B) {
+	one := map[string][]byte{"f": []byte("x")}
+	for _, ids := range []int{0, bigRoot} {
+		run := func(b *testing.B, l dirLayout, dir func(int64) string) {
+			for id := range int64(ids) {
+				if _, err := l.Write(-id-1, one); err != nil {
+					b.Fatal(err)
+				}
+			}
 			settle()
 			b.ReportAllocs()
 			var i int64
 			for b.Loop() {
 				i++
-				if _, err := l.Write(c.id(i), files); err != nil {
+				if _, err := l.Write(i, one); err != nil {
 					b.Fatal(err)
 				}
+				b.StopTimer()
+				if err := os.RemoveAll(dir(i)); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
 			}
+		}
+		b.Run(fmt.Sprintf("ids=%d/impl=leasekit/nosync", ids), func(b *testing.B) {
+			l := newLayout(b, true)
+			run(b, leasekitLayout{l, false}, l.Dir)
+		})
+		b.Run(fmt.Sprintf("ids=%d/impl=baseline", ids), func(b *testing.B) {
+			l := newBaseline(b)
+			run(b, l, l.Dir)
 		})
 	}
 }
@@ -84,7 +181,7 @@ const manyDirs = 1000
 
 // IDs over 1,000 directories.
 func BenchmarkIDs1000(b *testing.B) {
-	b.Run("impl=leasekit", func(b *testing.B) { benchIDs(b, leasekitLayout{newLayout(b, true)}) })
+	b.Run("impl=leasekit", func(b *testing.B) { benchIDs(b, leasekitLayout{newLayout(b, true), false}) })
 	b.Run("impl=baseline", func(b *testing.B) { benchIDs(b, newBaseline(b)) })
 }
 
@@ -110,31 +207,51 @@ type dirLayout interface {
 	IDs() ([]int64, error)
 }
 
-// leasekitLayout adapts dirlife.Layout to dirLayout; writes, which only set
-// up the IDs and Prune benchmarks, skip syncing.
-type leasekitLayout struct{ l dirlife.Layout[int64] }
+// leasekitLayout adapts dirlife.Layout to dirLayout. Unless durable is
+// set, writes skip syncing (they only set up the IDs and Prune
+// benchmarks); Prune keeps the layout's own setting.
+type leasekitLayout struct {
+	l       dirlife.Layout[int64]
+	durable bool
+}
 
 func (a leasekitLayout) Write(id int64, files map[string][]byte) (string, error) {
-	nosync := a.l
-	nosync.NoSync = true
-	return nosync.Write(id, files)
+	w := a.l
+	w.NoSync = !a.durable
+	return w.Write(id, files)
 }
 
 func (a leasekitLayout) Prune(keep ...int64) error { return a.l.Prune(keep...) }
 func (a leasekitLayout) IDs() ([]int64, error)     { return a.l.IDs() }
+func (a leasekitLayout) Settle() error             { return a.l.Settle() }
 
-// Prune of 1,000 one-file directories down to one; the directories are
-// recreated outside the timer.
-func BenchmarkPrune1000(b *testing.B) {
-	b.Run("impl=leasekit", func(b *testing.B) { benchPrune(b, leasekitLayout{newLayout(b, false)}) })
-	b.Run("impl=baseline", func(b *testing.B) { benchPrune(b, newBaseline(b)) })
+// settleLayout waits for l's background removals, if it has any.
+func settleLayout(l dirLayout) error {
+	if s, ok := l.(interface{ Settle() error }); ok {
+		return s.Settle()
+	}
+	return nil
 }
 
-func benchPrune(b *testing.B, l dirLayout) {
+// Prune of 1,000 one-file directories down to one; the directories are
+// recreated outside the timer. impl=leasekit is the caller's cost (the
+// removal runs in the background and is waited for outside the timer);
+// impl=leasekit/settled also waits for the removal inside it: the whole
+// work.
+func BenchmarkPrune1000(b *testing.B) {
+	b.Run("impl=leasekit", func(b *testing.B) { benchPrune(b, leasekitLayout{newLayout(b, false), false}, false) })
+	b.Run("impl=leasekit/settled", func(b *testing.B) { benchPrune(b, leasekitLayout{newLayout(b, false), false}, true) })
+	b.Run("impl=baseline", func(b *testing.B) { benchPrune(b, newBaseline(b), false) })
+}
+
+func benchPrune(b *testing.B, l dirLayout, settled bool) {
 	one := map[string][]byte{"f": []byte("x")}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
+		if err := settleLayout(l); err != nil {
+			b.Fatal(err)
+		}
 		for id := range int64(manyDirs) {
 			if _, err := l.Write(id, one); err != nil {
 				b.Fatal(err)
@@ -143,6 +260,11 @@ func benchPrune(b *testing.B, l dirLayout) {
 		b.StartTimer()
 		if err := l.Prune(0); err != nil {
 			b.Fatal(err)
+		}
+		if settled {
+			if err := settleLayout(l); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }

@@ -7,8 +7,18 @@
 // one [*Error], each with its file positions. [Kernel.Render] loads the
 // platform's directory and an instance module, checks the catalog versions
 // the instance requires against those the platform carries (the catalog
-// skew, governed by a [SkewPolicy]) and evaluates the render: one resource
-// per component, in a stable order.
+// skew, governed by a [SkewPolicy]) and renders: one resource per
+// component, in a stable order. Where the result is certain to be what
+// the kernel's #Render evaluates (a Platform that BuildPlatform returned,
+// an instance valid under the kernel's #Instance, no label set twice with
+// different values, no spec that sets replicas), a render is assembled in
+// Go from the instance and from what BuildPlatform decoded of the
+// platform's content, which the render has just read again and found
+// unchanged. Any other render, and every one that fails, is evaluated in
+// CUE under #Render, so its errors carry the positions of both modules.
+// Every render reads and hashes the platform's directory; while its
+// digest matches, only the package clause and imports of its files are
+// parsed, all the loader needs to choose the files it reads.
 //
 // Catalog versions are semantic versions as Semantic Versioning 2.0.0
 // writes them, with or without a leading 'v': "1.4.2" equals "v1.4.2",

@@ -12,7 +12,6 @@ import (
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/cuecontext"
-	"cuelang.org/go/cue/parser"
 )
 
 // The kernel's vocabulary: schema.cue holds the platform's shape, which
@@ -81,6 +80,10 @@ type Platform struct {
 	// with a *ContentError, to render against a Dir that no longer holds
 	// that content; a Platform with no Digest cannot be rendered against.
 	Digest string
+
+	// built is what the build decoded, bound to Digest: a render of
+	// unchanged content uses it instead of evaluating the module again.
+	built *builtPlatform
 }
 
 // A Catalog is one component catalog a platform carries.
@@ -140,7 +143,7 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err != nil {
 		return fail(err)
 	}
-	bi, err := vocabulary(false)
+	bi, err := vocabulary(platformVocabulary)
 	if err != nil {
 		return nil, err
 	}
@@ -153,28 +156,8 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 		return nil, asError("build", abs, err, source{[]string{"#Platform"}, v})
 	}
 	p.Module, p.Dir, p.Digest = m.info.path, abs, m.digest
+	p.built = sealPlatform(p, m.digest)
 	return p, nil
-}
-
-// vocabulary returns the kernel's vocabulary as a build instance: the
-// platform schema, and the render vocabulary too when render is set.
-// Building it writes to its syntax, so each call parses the source anew.
-func vocabulary(render bool) (*build.Instance, error) {
-	bi := build.NewContext().NewInstance("", nil)
-	files := [][2]any{{schemaFile, schemaSource}}
-	if render {
-		files = append(files, [2]any{renderFile, renderSource})
-	}
-	for _, f := range files {
-		syntax, err := parser.ParseFile(f[0].(string), f[1])
-		if err == nil {
-			err = bi.AddSyntax(syntax)
-		}
-		if err != nil {
-			return nil, flatten(fmt.Errorf("kernel: the embedded schema does not parse: %w", err))
-		}
-	}
-	return bi, nil
 }
 
 // compileSchema builds the vocabulary bi into cc.

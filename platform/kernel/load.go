@@ -22,11 +22,27 @@ type moduleSource struct {
 	fsys fs.FS
 	name func(fsPath string) string // maps a path in fsys ("x.cue") to its name in positions
 	info moduleInfo
+	mode parseMode
 }
+
+// A parseMode is how much of each CUE file a load parses.
+type parseMode int
+
+const (
+	// parseAll parses each file whole: the load can be built.
+	parseAll parseMode = iota
+	// parseHeaders parses each file's package clause and imports only,
+	// all the loader needs to choose the files it reads: the load reads
+	// and hashes the same files as parseAll and cannot be built. A render
+	// loads a platform so to check its content, which, once the digest
+	// matches, loaded in full when the platform was built.
+	parseHeaders
+)
 
 // A loadedModule is a module loaded but not built.
 type loadedModule struct {
-	inst   *build.Instance
+	inst   *build.Instance // cannot be built unless mode is parseAll
+	mode   parseMode
 	info   moduleInfo
 	digest string // of every file the load read; see moduleFS.digest
 }
@@ -35,12 +51,17 @@ type loadedModule struct {
 // dir through an os.Root; see loadSource. It closes the directory before
 // it returns.
 func loadDir(ctx context.Context, limits Limits, dir string) (loadedModule, error) {
+	return loadDirMode(ctx, limits, dir, parseAll)
+}
+
+// loadDirMode is loadDir, parsing as mode says.
+func loadDirMode(ctx context.Context, limits Limits, dir string, mode parseMode) (loadedModule, error) {
 	src, closeSrc, err := openDirSource(dir)
 	if err != nil {
 		return loadedModule{}, err
 	}
 	defer closeSrc()
-	return loadSource(ctx, limits, src, func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) })
+	return loadSourceMode(ctx, limits, src, func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) }, mode)
 }
 
 // loadSource loads the package at the root of the module in src, whose
@@ -50,6 +71,11 @@ func loadDir(ctx context.Context, limits Limits, dir string) (loadedModule, erro
 // other error, the digest of the files read so far is returned too. Once
 // ctx is done, loadSource reads nothing more and returns its error.
 func loadSource(ctx context.Context, limits Limits, src fileSource, name func(string) string) (loadedModule, error) {
+	return loadSourceMode(ctx, limits, src, name, parseAll)
+}
+
+// loadSourceMode is loadSource, parsing as mode says.
+func loadSourceMode(ctx context.Context, limits Limits, src fileSource, name func(string) string, mode parseMode) (loadedModule, error) {
 	fsys := newModuleFS(ctx, src, limits, name)
 	var lm loadedModule
 	var err error
@@ -58,7 +84,7 @@ func loadSource(ctx context.Context, limits Limits, src fileSource, name func(st
 		err = checkCueMod(fsys, name)
 	}
 	if err == nil {
-		lm.inst, err = loadBuild(moduleSource{fsys: fsys, name: name, info: lm.info})
+		lm.inst, err = loadBuild(moduleSource{fsys: fsys, name: name, info: lm.info, mode: mode})
 	}
 	if refusal := fsys.refusal(); refusal != nil {
 		return loadedModule{}, refusal
@@ -68,7 +94,7 @@ func loadSource(ctx context.Context, limits Limits, src fileSource, name func(st
 		// longer loads from one that never did.
 		return loadedModule{digest: fsys.digest()}, err
 	}
-	lm.digest = fsys.digest()
+	lm.digest, lm.mode = fsys.digest(), mode
 	return lm, nil
 }
 
@@ -105,13 +131,20 @@ func buildPackage(ctx context.Context, cc *cue.Context, inst *build.Instance) (c
 // load, which is then given the module path and language version the
 // loader would have read from it.
 func loadBuild(m moduleSource) (*build.Instance, error) {
+	var opts []parser.Option
+	if m.mode == parseHeaders {
+		opts = append(opts, parser.ImportsOnly)
+	}
 	full := load.Config{FS: m.fsys, Dir: "/", FromFSPath: m.name, Env: []string{"CUE_REGISTRY=none"}}
+	if len(opts) > 0 {
+		full.ParseFile = parseWith(opts...)
+	}
 	quick := full
 	quick.SkipImports = true
 	if m.info.plain() {
 		quick.FS = withoutModuleFile{m.fsys}
 		quick.Module = m.info.path
-		quick.ParseFile = parseAt(m.info.language)
+		quick.ParseFile = parseWith(append(slices.Clip(opts), parser.Version(m.info.language))...)
 	}
 	inst, err := loadOne(&quick)
 	if err == nil && slices.ContainsFunc(inst.ImportPaths, notStandard) {
@@ -136,12 +169,13 @@ func notStandard(path string) bool {
 	return strings.Contains(first, ".")
 }
 
-// parseAt returns a parser for the loader that parses at the given
-// language version, as the loader does with the version of a module file
-// it has read.
-func parseAt(version string) func(string, any, parser.Config) (*ast.File, error) {
+// parseWith returns a parser for the loader that applies opts to the
+// loader's own configuration: parser.Version(v) parses at the language
+// version v, as the loader does with the version of a module file it has
+// read.
+func parseWith(opts ...parser.Option) func(string, any, parser.Config) (*ast.File, error) {
 	return func(name string, src any, cfg parser.Config) (*ast.File, error) {
-		return parser.ParseFile(name, src, cfg.Apply(parser.Version(version)))
+		return parser.ParseFile(name, src, cfg.Apply(opts...))
 	}
 }
 

@@ -19,7 +19,9 @@ import (
 // loads it with its module file kept from a quick load or in full, the
 // evaluated value, or the error's details, equals what cue/load gives when
 // it loads the directory itself, and so do the module and import paths
-// of a module that loads. It compares these modules only: files,
+// of a module that loads, and a load that parses headers only reads the
+// files a full load reads: it has the same digest. It compares these
+// modules only: files,
 // packages, build attributes, imports and language versions; the
 // refusals the kernel adds are tested where they are made.
 func TestLoadDirMatchesLoader(t *testing.T) {
@@ -39,6 +41,8 @@ func TestLoadDirMatchesLoader(t *testing.T) {
 			".y.cue": "package m\n\nc: 3\n", "t_tool.cue": "package m\n\nd: 4\n", "u_test.cue": "package m\n\ne: 5\n"}},
 		{"build attribute", map[string]string{"m.cue": "package m\n\na: 1\n", "tagged.cue": "@if(debug)\n\npackage m\n\nb: 2\n"}},
 		{"two packages", map[string]string{"m.cue": "package m\n\na: 1\n", "n.cue": "package n\n\nb: 2\n"}},
+		{"data files", map[string]string{"m.cue": "package m\n\na: 1\n", "d.json": "{\"b\": 2}", "t.txt": "x",
+			"y.yaml": "c: 3\n", "README.md": "# m\n", "sub/s.cue": "package sub\n\nb: 2\n"}},
 		{"no package clause", map[string]string{"m.cue": "a: 1\n"}},
 		{"no files", map[string]string{}},
 		{"syntax error", map[string]string{"m.cue": "package m\n\na: {\n"}},
@@ -59,6 +63,12 @@ func TestLoadDirMatchesLoader(t *testing.T) {
 			}
 			writeFiles(t, dir, files)
 			m, err := loadDir(context.Background(), Limits{}.mustResolve(), dir)
+			if err == nil {
+				h, herr := loadDirMode(context.Background(), Limits{}.mustResolve(), dir, parseHeaders)
+				if herr != nil || h.digest != m.digest || h.mode != parseHeaders {
+					t.Errorf("a load of headers only = digest %s, %v; a full load's digest %s", h.digest, herr, m.digest)
+				}
+			}
 			inst := m.inst
 			var got cue.Value
 			if err == nil {

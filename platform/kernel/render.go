@@ -62,8 +62,18 @@ type Resource struct {
 
 // Render renders in.Instance against in.Platform. It loads the instance
 // module, checks the catalogs it requires against those the platform
-// carries, loads the platform's module, unifies both under the kernel's
-// #Render and returns the resources.
+// carries, loads the platform's module, renders both as the kernel's
+// #Render defines and returns the resources.
+//
+// When the platform's directory holds the content BuildPlatform decoded
+// and the instance is valid under the kernel's #Instance with no label
+// set twice with different values and no spec that sets replicas, Render
+// assembles the resources in Go from the instance and what the build
+// decoded, without evaluating the platform's module or #Render in CUE:
+// the resources are the same. It still reads and hashes every file of the
+// platform's directory, but parses only the package clause and imports
+// of each. Otherwise it evaluates #Render, and its errors name the files
+// and positions of both modules.
 //
 // A catalog the instance requires or a component uses that the platform
 // lacks or has disabled, or a kind its catalog does not provide (a catalog
@@ -85,7 +95,14 @@ func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, erro
 	if err != nil {
 		return RenderOutput{}, err
 	}
-	e, err := evaluate(ctx, limits, in)
+	r, err := prepare(ctx, limits, in)
+	if err != nil {
+		return RenderOutput{}, err
+	}
+	if out, ok, err := assemble(ctx, in.Platform, r); ok || err != nil {
+		return out, err
+	}
+	e, err := evaluateRender(ctx, in, r)
 	if err != nil {
 		return RenderOutput{}, err
 	}
@@ -105,8 +122,64 @@ type evaluation struct {
 	diagnostics []Diagnostic
 }
 
-// evaluate does all of Render but decode the resources.
+// A preparedRender is a render whose modules are loaded and whose
+// catalogs are checked, ready to evaluate: all of Render that comes before
+// the evaluation.
+type preparedRender struct {
+	cc          *cue.Context
+	dir         string          // the directory the instance's errors name
+	iv          cue.Value       // the instance as built
+	written     writtenInstance // the instance as written
+	diagnostics []Diagnostic
+	platform    loadedModule // the platform's module, holding the content of in.Platform.Digest
+	schema      cue.Value    // the instance vocabulary (#Instance), compiled into cc
+	limits      Limits
+}
+
+// loadPlatform loads p's module in full, on a goroutine of its own, and
+// checks that it holds the content p was built from.
+func loadPlatform(ctx context.Context, limits Limits, p *Platform) (loadedModule, error) {
+	m, err := loadAside(ctx, func() (loadedModule, error) { return loadDir(ctx, limits, p.Dir) })
+	if cerr := ctx.Err(); cerr != nil {
+		return loadedModule{}, cerr
+	}
+	if err := platformLoaded(p, m, err); err != nil {
+		return loadedModule{}, err
+	}
+	return m, nil
+}
+
+// platformLoaded returns the error of a render whose platform p loaded as
+// m, with err: nil if it loaded and holds the content p was built from.
+func platformLoaded(p *Platform, m loadedModule, err error) error {
+	if err != nil {
+		// A platform that built and no longer loads has changed, unless
+		// it cannot be read at all, or is refused.
+		if got := m.digest; got != "" && p.Digest != "" && got != p.Digest {
+			return &ContentError{Dir: p.Dir, Want: p.Digest, Got: got, Err: moduleError("render", p.Dir, err)}
+		}
+		return moduleError("render", p.Dir, err)
+	}
+	if got := m.digest; got != p.Digest {
+		return &ContentError{Dir: p.Dir, Want: p.Digest, Got: got}
+	}
+	return nil
+}
+
+// evaluate does all of Render but decode the resources, evaluating
+// #Render in CUE.
 func evaluate(ctx context.Context, limits Limits, in RenderInput) (*evaluation, error) {
+	r, err := prepare(ctx, limits, in)
+	if err != nil {
+		return nil, err
+	}
+	return evaluateRender(ctx, in, r)
+}
+
+// prepare loads the instance and the platform's module, checks the
+// instance's values and catalogs and the platform's content, and compiles
+// the vocabulary.
+func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRender, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -123,30 +196,37 @@ func evaluate(ctx context.Context, limits Limits, in RenderInput) (*evaluation, 
 		vocabularyErr error
 		platformErr   error
 	}
+	// A platform BuildPlatform returned is loaded to check its content
+	// only, unless that turns out to be not enough (see loadPlatform).
+	mode := parseAll
+	if in.Platform.built != nil {
+		mode = parseHeaders
+	}
 	ahead := goAhead(func() {
-		ready.vocabulary, ready.vocabularyErr = vocabulary(true)
-		ready.platform, ready.platformErr = loadDir(ctx, limits, in.Platform.Dir)
+		ready.vocabulary, ready.vocabularyErr = vocabulary(instanceVocabulary)
+		ready.platform, ready.platformErr = loadDirMode(ctx, limits, in.Platform.Dir, mode)
 	})
 	defer ahead.waitContext(ctx) // its error is ctx.Err(), which the call reports where it sees it
 
-	cc := cuecontext.New()
-	dir, iv, err := loadInstance(ctx, cc, limits, in.Instance)
+	r := &preparedRender{cc: cuecontext.New()}
+	dir, iv, err := loadInstance(ctx, r.cc, limits, in.Instance)
 	if err != nil {
 		if dir == "" { // misuse, not a problem in a module
 			return nil, err
 		}
 		return nil, moduleError("render", dir, err)
 	}
+	r.dir, r.iv = dir, iv
 	// The catalogs first, from the instance as written: a refusal comes
 	// before any evaluation against the schema or the platform.
-	e := &evaluation{dir: dir, written: readInstance(iv)}
-	if n := len(e.written.components); n > limits.MaxComponents {
+	r.written = readInstance(iv)
+	if n := len(r.written.components); n > limits.MaxComponents {
 		return nil, &LimitError{Limit: "MaxComponents", File: dir, Value: int64(n), Max: int64(limits.MaxComponents)}
 	}
-	if err := checkInstanceValues(e.written); err != nil {
+	if err := checkInstanceValues(r.written); err != nil {
 		return nil, asError("render", dir, err, source{nil, iv})
 	}
-	if e.diagnostics, err = checkCatalogs(e.written, in.Platform, in.Skew); err != nil {
+	if r.diagnostics, err = checkCatalogs(r.written, in.Platform, in.Skew); err != nil {
 		return nil, asError("render", dir, err, source{nil, iv})
 	}
 	if err := ctx.Err(); err != nil {
@@ -156,43 +236,65 @@ func evaluate(ctx context.Context, limits Limits, in RenderInput) (*evaluation, 
 	if err := ahead.waitContext(ctx); err != nil {
 		return nil, err
 	}
-	if err := ready.platformErr; err != nil {
-		// A platform that built and no longer loads has changed, unless
-		// it cannot be read at all, or is refused.
-		if got := ready.platform.digest; got != "" && in.Platform.Digest != "" && got != in.Platform.Digest {
-			return nil, &ContentError{Dir: in.Platform.Dir, Want: in.Platform.Digest, Got: got, Err: moduleError("render", in.Platform.Dir, err)}
+	r.platform, err = ready.platform, ready.platformErr
+	if mode == parseHeaders && (err != nil || !in.Platform.builtFrom(r.platform.digest)) {
+		// The render cannot use what the build decoded: why is told by
+		// the module loaded in full.
+		if r.platform, err = loadPlatform(ctx, limits, in.Platform); err != nil {
+			return nil, err
 		}
-		return nil, moduleError("render", in.Platform.Dir, err)
-	}
-	if got := ready.platform.digest; got != in.Platform.Digest {
-		return nil, &ContentError{Dir: in.Platform.Dir, Want: in.Platform.Digest, Got: got}
-	}
-	pv, err := buildPackage(ctx, cc, ready.platform.inst)
-	if err != nil {
-		return nil, asError("render", in.Platform.Dir, err)
+	} else if err = platformLoaded(in.Platform, r.platform, err); err != nil {
+		return nil, err
 	}
 	if ready.vocabularyErr != nil {
 		return nil, ready.vocabularyErr
 	}
-	schema, err := compileSchema(cc, ready.vocabulary)
+	r.limits = limits
+	if r.schema, err = compileSchema(r.cc, ready.vocabulary); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// evaluateRender builds the platform's module and evaluates #Render with
+// it and the instance: the render as render.cue defines it, whose errors
+// name both modules' files.
+func evaluateRender(ctx context.Context, in RenderInput, r *preparedRender) (*evaluation, error) {
+	if r.platform.mode != parseAll {
+		m, err := loadPlatform(ctx, r.limits, in.Platform)
+		if err != nil {
+			return nil, err
+		}
+		r.platform = m
+	}
+	pv, err := buildPackage(ctx, r.cc, r.platform.inst)
+	if err != nil {
+		return nil, asError("render", in.Platform.Dir, err)
+	}
+	bi, err := vocabulary(renderVocabulary)
 	if err != nil {
 		return nil, err
 	}
+	schema, err := compileSchema(r.cc, bi)
+	if err != nil {
+		return nil, err
+	}
+	e := &evaluation{dir: r.dir, written: r.written, diagnostics: r.diagnostics}
 	// Both inputs go in at once: each unification with #Render evaluates
 	// it afresh.
-	inputs := cc.CompileString("{}").
+	inputs := r.cc.CompileString("{}").
 		FillPath(cue.MakePath(cue.Str("platform")), pv).
-		FillPath(cue.MakePath(cue.Str("instance")), iv)
+		FillPath(cue.MakePath(cue.Str("instance")), r.iv)
 	e.render = schema.LookupPath(cue.MakePath(cue.Def("#Render"))).Unify(inputs)
 	if err := validate(e.render); err != nil {
-		return nil, asError("render", dir, err,
-			source{[]string{"#Render", "instance"}, iv}, source{[]string{"#Render", "platform"}, pv})
+		return nil, asError("render", r.dir, err,
+			source{[]string{"#Render", "instance"}, r.iv}, source{[]string{"#Render", "platform"}, pv})
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if e.instance, err = lookup(e.render, "instance", "name").String(); err != nil {
-		return nil, asError("render", dir, err)
+		return nil, asError("render", r.dir, err)
 	}
 	return e, nil
 }

@@ -1,0 +1,150 @@
+package dirlife
+
+import (
+	"os"
+	"sync"
+)
+
+// A lockMode says how a method holds the root's lock.
+type lockMode int
+
+const (
+	shared    lockMode = iota // Write: many at once
+	exclusive                 // Prune, Reset: alone
+)
+
+// A rootKey identifies a root directory within the machine: its device and
+// inode (on Windows, its volume serial number and file index).
+type rootKey struct{ dev, ino uint64 }
+
+// A rootState is this process's state for one root directory, shared by
+// every Layout whose Root resolves to it: the in-process reader/writer lock
+// in front of the system lock, the system lock held on behalf of the
+// process's shared holders, and the root's background remover.
+//
+// The in-process lock makes goroutines wait parked, not in the kernel: a
+// shared holder joins the process's existing shared system lock, and only
+// the first one, or the one exclusive holder, waits in flock(2). So at most
+// one OS thread per root and process is ever blocked on the system lock,
+// however many goroutines wait.
+type rootState struct {
+	key  rootKey
+	refs int // guarded by registry.mu
+
+	rw sync.RWMutex // shared: Writes; exclusive: Prune, Reset
+
+	mu         sync.Mutex // guards the fields below; held while taking the shared system lock
+	sharedN    int        // shared holders in this process
+	sharedDir  *os.File   // the descriptor holding the shared system lock while sharedN > 0
+	sharedLock sysLock
+
+	rm remover
+}
+
+// registry maps root keys to this process's states.
+var registry = struct {
+	mu    sync.Mutex
+	roots map[rootKey]*rootState
+}{roots: map[rootKey]*rootState{}}
+
+// getState returns the state for key, creating it, with one more reference.
+func getState(key rootKey) *rootState {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	st := registry.roots[key]
+	if st == nil {
+		st = &rootState{key: key}
+		st.rm.init()
+		registry.roots[key] = st
+	}
+	st.refs++
+	return st
+}
+
+// lookupState returns the state for key with one more reference, or nil
+// when this process has none.
+func lookupState(key rootKey) *rootState {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	st := registry.roots[key]
+	if st != nil {
+		st.refs++
+	}
+	return st
+}
+
+// putState drops a reference; the last one forgets the state, unless its
+// remover has a failure still to report.
+func putState(st *rootState) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	st.refs--
+	if st.refs == 0 && !st.rm.hasErr() {
+		delete(registry.roots, st.key)
+	}
+}
+
+// A rootLock is a held lock on a root: in process and on the system.
+type rootLock struct {
+	st   *rootState
+	mode lockMode
+	dir  *os.File // exclusive: the descriptor holding the system lock
+	sys  sysLock
+}
+
+// lockRoot takes the lock of the root r in mode, blocking until it can.
+// dir is a descriptor of r's directory; lockRoot takes it over, closing it
+// on failure or at release.
+func lockRoot(r *os.Root, dir *os.File, key rootKey, mode lockMode) (*rootLock, error) {
+	st := getState(key)
+	if mode == exclusive {
+		st.rw.Lock()
+		sys, err := acquireSysLock(r, dir, exclusive)
+		if err != nil {
+			st.rw.Unlock()
+			dir.Close()
+			putState(st)
+			return nil, err
+		}
+		return &rootLock{st: st, mode: exclusive, dir: dir, sys: sys}, nil
+	}
+	st.rw.RLock()
+	st.mu.Lock()
+	if st.sharedN == 0 {
+		sys, err := acquireSysLock(r, dir, shared)
+		if err != nil {
+			st.mu.Unlock()
+			st.rw.RUnlock()
+			dir.Close()
+			putState(st)
+			return nil, err
+		}
+		st.sharedDir, st.sharedLock = dir, sys
+	} else {
+		dir.Close()
+	}
+	st.sharedN++
+	st.mu.Unlock()
+	return &rootLock{st: st, mode: shared}, nil
+}
+
+// release releases the lock.
+func (l *rootLock) release() {
+	st := l.st
+	if l.mode == exclusive {
+		l.sys.release()
+		l.dir.Close()
+		st.rw.Unlock()
+	} else {
+		st.mu.Lock()
+		st.sharedN--
+		if st.sharedN == 0 {
+			st.sharedLock.release()
+			st.sharedDir.Close()
+			st.sharedDir, st.sharedLock = nil, sysLock{}
+		}
+		st.mu.Unlock()
+		st.rw.RUnlock()
+	}
+	putState(st)
+}

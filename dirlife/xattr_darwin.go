@@ -1,0 +1,47 @@
+//go:build darwin
+
+package dirlife
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// getOwnerAttr reports whether dir carries ownerAttr with ownerValue.
+func getOwnerAttr(dir *os.File) (bool, error) {
+	buf := make([]byte, len(ownerValue)+1)
+	for {
+		n, err := unix.Fgetxattr(int(dir.Fd()), ownerAttr, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.ENOATTR || err == unix.ERANGE: // absent, or not our value
+			return false, nil
+		case err != nil:
+			return false, &os.PathError{Op: "fgetxattr", Path: dir.Name(), Err: err}
+		}
+		return string(buf[:n]) == ownerValue, nil
+	}
+}
+
+// setOwnerAttr sets ownerAttr on dir.
+func setOwnerAttr(dir *os.File) error {
+	for {
+		err := unix.Fsetxattr(int(dir.Fd()), ownerAttr, []byte(ownerValue), 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "fsetxattr", Path: dir.Name(), Err: err}
+		}
+		return nil
+	}
+}
+
+// attrUnsupported reports whether err says the filesystem holds no
+// extended attributes.
+func attrUnsupported(err error) bool {
+	return errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP)
+}

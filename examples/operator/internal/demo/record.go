@@ -1,0 +1,73 @@
+package demo
+
+import (
+	"sync"
+
+	"leasekit.dev/platform"
+)
+
+// A recorder collects the publisher's events: each publish's outcome and
+// timings, each reclaim's delay. It is safe for concurrent use.
+type recorder struct {
+	mu       sync.Mutex
+	last     *platform.PublishEvent // the last publish's event, until taken
+	outcomes map[platform.Outcome]int
+	write    Histogram
+	build    Histogram
+	set      Histogram
+	prune    Histogram
+
+	reclaims        int
+	reclaimErrors   int
+	firstReclaimErr error
+	reclaimDelay    Histogram
+}
+
+func newRecorder() *recorder {
+	return &recorder{outcomes: map[platform.Outcome]int{}}
+}
+
+// publish is the publisher's OnPublish.
+func (r *recorder) publish(ev platform.PublishEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last = &ev
+	r.outcomes[ev.Outcome]++
+	switch ev.Outcome {
+	case platform.Published, platform.Rewritten:
+		r.write.Record(ev.Timings.Write)
+		r.build.Record(ev.Timings.Build)
+		r.set.Record(ev.Timings.Set)
+		r.prune.Record(ev.Timings.Prune)
+	case platform.BuildFailed:
+		r.write.Record(ev.Timings.Write)
+		r.build.Record(ev.Timings.Build)
+	}
+}
+
+// take returns the last publish's event and forgets it; ok is false when
+// no publish reported one since the last take.
+func (r *recorder) take() (ev platform.PublishEvent, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		return platform.PublishEvent{}, false
+	}
+	ev, r.last = *r.last, nil
+	return ev, true
+}
+
+// reclaim is the publisher's OnReclaim.
+func (r *recorder) reclaim(ev platform.ReclaimEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ev.Err != nil {
+		r.reclaimErrors++
+		if r.firstReclaimErr == nil {
+			r.firstReclaimErr = ev.Err
+		}
+		return
+	}
+	r.reclaims++
+	r.reclaimDelay.Record(ev.Delay)
+}

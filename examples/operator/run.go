@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+
+	"leasekit.dev/examples/operator/internal/demo"
+)
+
+// Exit statuses.
+const (
+	exitOK        = 0 // no violations, nothing unexpected
+	exitViolation = 1 // violations or unexpected outcomes; or a render error
+	exitUsage     = 2 // bad flags, or a platform directory that cannot be used
+)
+
+// run is the command: it parses args, runs the demo (or a single render)
+// and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return exitUsage
+	}
+	dir, cleanup, err := platformDir(o, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "operator: %v\n", err)
+		return exitUsage
+	}
+	defer cleanup()
+	if o.render != "" {
+		return renderOne(ctx, o, dir, stdout, stderr)
+	}
+	return runDemo(ctx, o, dir, stdout, stderr)
+}
+
+// platformDir returns the directory the publisher owns and what to do with
+// it at exit.
+func platformDir(o options, stderr io.Writer) (string, func(), error) {
+	if o.platformDir != "" {
+		return o.platformDir, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "leasekit-operator-")
+	if err != nil {
+		return "", nil, err
+	}
+	if o.keep {
+		return dir, func() { fmt.Fprintf(stderr, "operator: kept the platform directory %s\n", dir) }, nil
+	}
+	return dir, func() {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(stderr, "operator: removing the platform directory: %v\n", err)
+		}
+	}, nil
+}
+
+// runDemo runs the operator's main job and prints its summary.
+func runDemo(ctx context.Context, o options, dir string, stdout, stderr io.Writer) int {
+	seed := o.seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	progress := stdout
+	if o.json {
+		progress = stderr
+	}
+	cfg := demo.Config{
+		Dir: dir, Duration: o.duration, Generations: o.generations, Seed: seed,
+		Renders: o.renders, PublishEvery: o.publishEvery, NoSync: o.noSync,
+		Progress: progress, Terminal: isTerminal(progress),
+	}
+	if !o.json {
+		limit := fmt.Sprintf("for %v", o.duration)
+		if o.generations > 0 {
+			limit = fmt.Sprintf("%d times", o.generations)
+			if o.duration > 0 {
+				limit += fmt.Sprintf(" (at most %v)", o.duration)
+			}
+		}
+		fmt.Fprintf(stdout, "leasekit operator: publishing platform generations to %s %s, %d concurrent renders, seed %d\n",
+			dir, limit, o.renders, seed)
+	}
+	sum, err := demo.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "operator: %v\n", err)
+		return exitUsage
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(sum); err != nil {
+			fmt.Fprintf(stderr, "operator: %v\n", err)
+			return exitViolation
+		}
+	} else if err := sum.WriteText(stdout); err != nil {
+		fmt.Fprintf(stderr, "operator: %v\n", err)
+		return exitViolation
+	}
+	if !sum.OK() || sum.Interrupted {
+		return exitViolation
+	}
+	return exitOK
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && demo.IsTerminal(f)
+}
