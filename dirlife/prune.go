@@ -57,7 +57,7 @@ func (l Layout[ID]) Prune(keep ...ID) error {
 	if qerr := l.enqueue(st, h, garbage); qerr != nil {
 		err = errors.Join(err, qerr)
 	}
-	return errors.Join(err, st.rm.takeErr())
+	return errors.Join(err, st.rm.takeErr(h.r))
 }
 
 // Reset empties Root and makes sure it exists afterwards: the boot path,
@@ -86,7 +86,7 @@ func (l Layout[ID]) Reset() error {
 		}
 	}
 	if err == nil {
-		st.rm.takeErr() // whatever failed before is gone now
+		st.rm.takeErr(nil) // whatever failed before is gone now
 	}
 	return err
 }
