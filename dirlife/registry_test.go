@@ -123,3 +123,39 @@ func TestRecreatedRootReportsNoStaleFailure(t *testing.T) {
 		t.Fatalf("Settle of a new root = %v, want nil", err)
 	}
 }
+
+// TestResetRemovesQueuedGarbage: garbage queued for background removal
+// after Reset waited for the remover (a Write that published a rewrite
+// just before Reset took the lock queues its old copy only after it let
+// the lock go) is removed by Reset itself: when Reset returns, Root is
+// empty, whatever the remover is doing.
+func TestResetRemovesQueuedGarbage(t *testing.T) {
+	l := genLayout(t)
+	mustWrite(t, l, 1, versionFiles(1, 1))
+	garbage := filepath.Join(l.Root, stagePrefix+"0123456789abcdef")
+	writeFile(t, filepath.Join(mkdirAll(t, garbage), "f"), []byte("old copy"))
+	st := getState(rootKeyOf(t, l.Root))
+	defer putState(st)
+	st.rm.mu.Lock()
+	st.rm.busy[filepath.Base(garbage)] = true // queued, its removal not begun
+	st.rm.mu.Unlock()
+	defer func() {
+		st.rm.mu.Lock()
+		delete(st.rm.busy, filepath.Base(garbage))
+		st.rm.mu.Unlock()
+	}()
+	if err := l.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rootEntries(t, l.Root); len(got) != 0 {
+		t.Fatalf("root after Reset = %v, want nothing", got)
+	}
+}
+
+func mkdirAll(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
