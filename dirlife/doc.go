@@ -128,6 +128,9 @@
 // descend into or rename with the root's, and refuse, naming it, one on
 // another device: a filesystem mounted under the root is never emptied.
 // What holds it (its parent directories) stays too. A bind mount of a
-// directory of the same filesystem is not told apart; on Windows the
-// comparison is not made (a FileInfo there carries no volume).
+// directory of the root's own filesystem has the root's device: on Linux
+// (5.8 and later) the system tells the root of every mount, and Prune and
+// Reset never descend into one either; elsewhere such a bind mount is not
+// told apart. On Windows the device comparison is not made (a FileInfo
+// there carries no volume).
 package dirlife

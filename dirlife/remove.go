@@ -13,8 +13,9 @@ import (
 // followed). It never descends into a directory on another device than
 // dev, Root's: a filesystem mounted under Root is refused with a
 // *MountError naming it (rel, its root-relative path), and it and its
-// ancestors stay. An entry already gone is no error: another remover may
-// have been first.
+// ancestors stay. Where the system tells the root of a mount (Linux), a
+// mount of Root's own filesystem (a bind mount) is refused alike. An entry
+// already gone is no error: another remover may have been first.
 func removeTree(parent *os.Root, name, rel string, dev uint64, devOf func(fs.FileInfo) uint64) error {
 	fi, err := parent.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -37,8 +38,16 @@ func removeTree(parent *os.Root, name, rel string, dev uint64, devOf func(fs.Fil
 		return err
 	}
 	// Check the directory opened, not only the one looked at: it may have
-	// been swapped in between.
+	// been swapped in between. A bind mount of Root's own filesystem has
+	// Root's device: the system tells its root apart where it can.
 	if fi, err := sub.Stat("."); err != nil || devOf(fi) != dev {
+		sub.Close()
+		if err != nil {
+			return err
+		}
+		return &MountError{Path: rel}
+	}
+	if mounted, err := isMountRoot(sub); err != nil || mounted {
 		sub.Close()
 		if err != nil {
 			return err
