@@ -8,17 +8,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// isMountRoot reports whether the directory r stands in is the root of a
+// isMountRoot reports whether the open directory d is the root of a
 // mount: a bind mount of a directory of Root's own filesystem has Root's
 // device number, and only this tells it. Where the kernel cannot tell
 // (before Linux 5.8), it reports false: the device check alone applies.
-func isMountRoot(r *os.Root) (bool, error) {
-	d, err := r.Open(".")
-	if err != nil {
-		return false, err
-	}
-	defer d.Close()
+func isMountRoot(d *os.File) (bool, error) {
 	var st unix.Statx_t
+	var err error
 	for {
 		err = unix.Statx(int(d.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, 0, &st)
 		if err != unix.EINTR {

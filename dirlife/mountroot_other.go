@@ -6,4 +6,4 @@ import "os"
 
 // isMountRoot reports false: where no system call tells a mount's root
 // apart, the device check alone applies (see removeTree).
-func isMountRoot(*os.Root) (bool, error) { return false, nil }
+func isMountRoot(*os.File) (bool, error) { return false, nil }
