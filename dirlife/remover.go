@@ -202,9 +202,9 @@ func removeErr(root, name string, err error) error {
 // own Settle does.
 //
 // A failure is reported only while what the removal left is still in
-// Root. The process keeps the failures of at most maxUnreportedRoots (16)
-// roots that no call uses any more, forgetting the oldest first; what
-// their removals left is removed all the same by the next Prune.
+// Root. The process keeps the failures of at most 16 roots that no call
+// uses any more, forgetting the oldest first; what their removals left is
+// removed all the same by the next Prune.
 func (l Layout[ID]) Settle() error {
 	if exists, err := checkRoot("settle", l.Root); err != nil || !exists {
 		return err
