@@ -122,10 +122,32 @@ func TestLowFDLimitChild(t *testing.T) {
 			t.Fatalf("Write (PerFileSync %v) under RLIMIT_NOFILE %d: %v", perFile, lowFDLimit, err)
 		}
 	}
+	// Removal too: a rewrite's old copy, removed in the background, and
+	// an ID pruned, each as deep as the tree.
+	l := Layout[int64]{Root: root, Codec: IntCodec[int64]{Prefix: "gen-"}}
+	if _, err := l.Write(3, bigTree()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Write(3, bigTree()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Prune(1, 2); err != nil {
+		t.Fatalf("Prune under RLIMIT_NOFILE %d: %v", lowFDLimit, err)
+	}
+	if err := l.Settle(); err != nil {
+		t.Fatalf("removal under RLIMIT_NOFILE %d: %v", lowFDLimit, err)
+	}
+	if ids, err := l.IDs(); err != nil || len(ids) != 2 {
+		t.Fatalf("IDs after Prune(1, 2) = %v, %v", ids, err)
+	}
+	if left := leftovers(t, root); len(left) != 0 {
+		t.Fatalf("leftovers after Settle: %v", left)
+	}
 }
 
-// TestWriteUnderLowFDLimit writes a 3,000-directory tree in a child process
-// whose descriptor limit is 128, in both durable sync modes.
+// TestWriteUnderLowFDLimit writes a 3,000-directory tree, 1,500 deep, in a
+// child process whose descriptor limit is 128, in both durable sync
+// modes, then rewrites and prunes one: its removal is bounded too.
 func TestWriteUnderLowFDLimit(t *testing.T) {
 	if os.Getenv(envLowFDChild) != "" {
 		t.Skip("in the child")

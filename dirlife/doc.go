@@ -100,9 +100,12 @@
 // Background removal: one goroutine per root and process removes garbage
 // while there is some, and a Prune waits for it when it falls behind. A
 // removal that fails (a mount point under the tree, a permission) is
-// reported once, by the next Prune or [Layout.Settle], and what it left is
-// removed by the next Prune; a process that exits first leaves its garbage
-// to the next Prune or Reset. Settle waits only for the calling process's
+// reported once, by the next Prune or [Layout.Settle], while what it left
+// is still in the root, and what it left is removed by the next Prune; a
+// process that exits first leaves its garbage to the next Prune or Reset.
+// A process's state for a root (its lock, its remover) goes away when no
+// call uses the root and no failure waits to be reported; such failures
+// are kept for at most 16 roots, the oldest forgotten first. Settle waits only for the calling process's
 // removals. Reset is synchronous: when it returns, the root is empty.
 //
 // Ownership: on Linux and macOS the extended attribute is set on the root
@@ -125,6 +128,9 @@
 // descend into or rename with the root's, and refuse, naming it, one on
 // another device: a filesystem mounted under the root is never emptied.
 // What holds it (its parent directories) stays too. A bind mount of a
-// directory of the same filesystem is not told apart; on Windows the
-// comparison is not made (a FileInfo there carries no volume).
+// directory of the root's own filesystem has the root's device: on Linux
+// (5.8 and later) the system tells the root of every mount, and Prune and
+// Reset never descend into one either; elsewhere such a bind mount is not
+// told apart. On Windows the device comparison is not made (a FileInfo
+// there carries no volume).
 package dirlife

@@ -2,6 +2,7 @@ package dirlife
 
 import (
 	"os"
+	"slices"
 	"sync"
 )
 
@@ -45,7 +46,16 @@ type rootState struct {
 var registry = struct {
 	mu    sync.Mutex
 	roots map[rootKey]*rootState
+	// unreported lists, oldest first, the keys of states that no call
+	// references and that are kept only for failures not reported yet:
+	// at most maxUnreportedRoots.
+	unreported []rootKey
 }{roots: map[rootKey]*rootState{}}
+
+// maxUnreportedRoots bounds the roots whose state this process keeps,
+// when no call uses them, only to report their failed removals: a process
+// that uses many roots and never settles them keeps no more.
+const maxUnreportedRoots = 16
 
 // getState returns the state for key, creating it, with one more reference.
 func getState(key rootKey) *rootState {
@@ -74,13 +84,27 @@ func lookupState(key rootKey) *rootState {
 }
 
 // putState drops a reference; the last one forgets the state, unless its
-// remover has a failure still to report.
+// remover has a failure still to report: then it is kept, among at most
+// maxUnreportedRoots such states, the oldest forgotten first.
 func putState(st *rootState) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	st.refs--
-	if st.refs == 0 && !st.rm.hasErr() {
+	if st.refs > 0 {
+		return
+	}
+	registry.unreported = slices.DeleteFunc(registry.unreported, func(k rootKey) bool { return k == st.key })
+	if !st.rm.hasErr() {
 		delete(registry.roots, st.key)
+		return
+	}
+	registry.unreported = append(registry.unreported, st.key)
+	for len(registry.unreported) > maxUnreportedRoots {
+		old := registry.unreported[0]
+		registry.unreported = registry.unreported[1:]
+		if o := registry.roots[old]; o != nil && o.refs == 0 {
+			delete(registry.roots, old)
+		}
 	}
 }
 

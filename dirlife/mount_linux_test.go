@@ -50,3 +50,47 @@ func unmountUnder(root string) {
 		}
 	}
 }
+
+// TestBindMount: a directory of Root's own filesystem bind-mounted under
+// Root, inside an ID's directory and as an ID's directory, has Root's
+// device number; Prune and Reset still never descend into it: the data
+// it shows survives, and the inner mount is refused with a MountError
+// naming it. It needs the right to mount.
+func TestBindMount(t *testing.T) {
+	l := genLayout(t)
+	mustWrite(t, l, 1, Files{"a": []byte("a"), "mnt/.keep": nil})
+	mustWrite(t, l, 9, Files{".keep": nil})
+	inner, asID := filepath.Join(l.Dir(1), "mnt"), l.Dir(9)
+	var sources []string
+	for _, dir := range []string{inner, asID} {
+		src := t.TempDir() // beside Root, on its filesystem
+		writeFile(t, filepath.Join(src, "precious"), []byte("bound from elsewhere"))
+		if err := unix.Mount(src, dir, "", unix.MS_BIND, ""); err != nil {
+			t.Skipf("cannot bind-mount here (%v)", err)
+		}
+		t.Cleanup(func() { unmountUnder(l.Root) })
+		sources = append(sources, src)
+	}
+	if deviceOf(statOf(t, sources[0])) != deviceOf(statOf(t, l.Root)) {
+		t.Skip("the temporary directory and Root are on different filesystems")
+	}
+
+	checkMountError(t, pruneErr(l, 9), "mnt")
+	if err := l.Reset(); err == nil || !strings.Contains(err.Error(), "gen-9") {
+		t.Fatalf("Reset = %v, want an error naming gen-9", err)
+	}
+	for _, src := range sources {
+		if data, err := os.ReadFile(filepath.Join(src, "precious")); err != nil || string(data) != "bound from elsewhere" {
+			t.Fatalf("%s/precious = %q, %v: removed through a bind mount", src, data, err)
+		}
+	}
+}
+
+func statOf(t *testing.T, name string) os.FileInfo {
+	t.Helper()
+	fi, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}

@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -250,31 +249,43 @@ var errMovedAway = errors.New("moved away while read")
 // removal returns errMovedAway: a reader that holds a directory it does
 // not protect (by keeping it out of Prune, by not rewriting its ID) can see
 // it emptied, which is what leases are for.
+//
+// The directory is read through a descriptor held open from before to
+// after, not by its path: the descriptor keeps its inode from being freed,
+// so no directory created during the read (a later Write's staging
+// directory, on a filesystem that reuses inode numbers at once) can take
+// its number and pass for it at the end, and every file read is the held
+// directory's, not that of whichever directory stands at the path.
 func readPublished(dir string) (Files, error) {
-	before, err := os.Lstat(dir)
+	r, err := os.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errMovedAway
 	}
 	if err != nil {
 		return nil, err
 	}
-	files, readErr := readTreeErr(dir)
+	defer r.Close()
+	held, err := r.Stat(".")
+	if err != nil {
+		return nil, err
+	}
+	files, readErr := readFSErr(r.FS())
 	after, err := os.Lstat(dir)
-	if err != nil || !os.SameFile(before, after) {
+	if err != nil || !os.SameFile(held, after) {
 		return nil, errMovedAway
 	}
 	return files, readErr
 }
 
-func readTreeErr(dir string) (Files, error) {
+// readFSErr returns the regular files of fsys.
+func readFSErr(fsys fs.FS) (Files, error) {
 	files := Files{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, p)
-		data, err := os.ReadFile(p)
-		files[filepath.ToSlash(rel)] = data
+		data, err := fs.ReadFile(fsys, p)
+		files[p] = data
 		return err
 	})
 	return files, err

@@ -52,12 +52,12 @@ func (l Layout[ID]) Prune(keep ...ID) error {
 	garbage, err := l.setAside(h, "prune", func(e os.DirEntry) bool {
 		_, isID := l.parse(e)
 		return isID && keepNames[e.Name()]
-	})
+	}, true)
 	h.unlock()
 	if qerr := l.enqueue(st, h, garbage); qerr != nil {
 		err = errors.Join(err, qerr)
 	}
-	return errors.Join(err, st.rm.takeErr())
+	return errors.Join(err, st.rm.takeErr(h.r))
 }
 
 // Reset empties Root and makes sure it exists afterwards: the boot path,
@@ -75,7 +75,10 @@ func (l Layout[ID]) Reset() error {
 	defer h.release()
 	st := h.lock.st
 	st.rm.wait() // no removal of ours runs beside the ones below
-	garbage, err := l.setAside(h, "reset", func(os.DirEntry) bool { return false })
+	// A Write that published just before the lock was taken may queue
+	// its old copy since the wait: Reset removes that too, beside the
+	// remover, so that nothing is left when it returns.
+	garbage, err := l.setAside(h, "reset", func(os.DirEntry) bool { return false }, false)
 	dev, derr := rootDevice(h, l.devOf())
 	if derr != nil {
 		return errors.Join(err, fmt.Errorf("dirlife: reset: %w", derr))
@@ -86,7 +89,7 @@ func (l Layout[ID]) Reset() error {
 		}
 	}
 	if err == nil {
-		st.rm.takeErr() // whatever failed before is gone now
+		st.rm.takeErr(nil) // whatever failed before is gone now
 	}
 	return err
 }
@@ -96,8 +99,9 @@ func (l Layout[ID]) Reset() error {
 // not a layout's staging or moved-aside entry (an ID's, or anything named
 // like one) is first renamed aside, out of its path; then, unless NoSync,
 // Root is synced once, so no renamed directory reappears after power loss.
-// Entries the background remover is already removing are left to it.
-func (l Layout[ID]) setAside(h *openRoot, op string, kept func(os.DirEntry) bool) ([]string, error) {
+// With leaveBusy, entries the background remover has queued or is
+// removing are left to it.
+func (l Layout[ID]) setAside(h *openRoot, op string, kept func(os.DirEntry) bool, leaveBusy bool) ([]string, error) {
 	d, err := h.r.Open(".")
 	if err != nil {
 		return nil, fmt.Errorf("dirlife: %s: %w", op, err)
@@ -116,7 +120,7 @@ func (l Layout[ID]) setAside(h *openRoot, op string, kept func(os.DirEntry) bool
 	renamed := false
 	for _, e := range entries {
 		name := e.Name()
-		if h.ownEntry(name) || kept(e) || h.lock.st.rm.isBusy(name) {
+		if h.ownEntry(name) || kept(e) || leaveBusy && h.lock.st.rm.isBusy(name) {
 			continue
 		}
 		if e.IsDir() && !strings.HasPrefix(name, reservedLead) {

@@ -6,6 +6,20 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
+)
+
+// A removal holds a handle of each directory it descends into, so that
+// each entry is reached in one step, down to removeHandles levels; below,
+// it reaches entries by paths relative to its deepest handle and opens a
+// further handle only every removeLevels levels. So the descriptors a
+// removal holds are bounded by removeHandles plus its depth divided by
+// removeLevels (at most 32 more for any tree a Write makes, whose paths
+// hold at most maxPath bytes), plus one directory being listed, and no
+// operation resolves a path of more than removeLevels elements.
+const (
+	removeHandles = 16
+	removeLevels  = 64
 )
 
 // removeTree removes the entry name of parent and, if it is a directory,
@@ -13,63 +27,98 @@ import (
 // followed). It never descends into a directory on another device than
 // dev, Root's: a filesystem mounted under Root is refused with a
 // *MountError naming it (rel, its root-relative path), and it and its
-// ancestors stay. An entry already gone is no error: another remover may
-// have been first.
+// ancestors stay. Where the system tells the root of a mount (Linux), a
+// mount of Root's own filesystem (a bind mount) is refused alike. An entry
+// already gone is no error: another remover may have been first. The
+// descriptors it holds are bounded, whatever the depth of the tree (see
+// removeHandles).
 func removeTree(parent *os.Root, name, rel string, dev uint64, devOf func(fs.FileInfo) uint64) error {
-	fi, err := parent.Lstat(name)
+	rm := treeRemoval{dev: dev, devOf: devOf}
+	return rm.remove(parent, name, rel, 0)
+}
+
+// A treeRemoval is one removeTree.
+type treeRemoval struct {
+	dev   uint64
+	devOf func(fs.FileInfo) uint64
+}
+
+// remove removes the entry at p, a path relative to base of at most
+// removeLevels elements; held handles are open above base, base included.
+func (rm treeRemoval) remove(base *os.Root, p, rel string, held int) error {
+	fi, err := base.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if rm.devOf(fi) != rm.dev {
+		return &MountError{Path: rel}
 	}
 	if !fi.IsDir() {
-		return ignoreNotExist(parent.Remove(name))
+		return ignoreNotExist(base.Remove(p))
 	}
-	if devOf(fi) != dev {
-		return &MountError{Path: rel}
+	// The entries of p: through a handle of its own, or by paths from
+	// base.
+	sub, prefix := base, p+"/"
+	if held < removeHandles || strings.Count(p, "/")+1 >= removeLevels {
+		if sub, err = base.OpenRoot(p); err != nil {
+			return ignoreNotExist(err) // gone already: removed by another
+		}
+		defer sub.Close()
+		prefix = ""
+		held++
 	}
-	sub, err := parent.OpenRoot(name)
+	names, err := rm.list(sub, strings.TrimSuffix(prefix, "/"), rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	// Check the directory opened, not only the one looked at: it may have
-	// been swapped in between.
-	if fi, err := sub.Stat("."); err != nil || devOf(fi) != dev {
-		sub.Close()
-		if err != nil {
-			return err
-		}
-		return &MountError{Path: rel}
-	}
-	names, err := readNames(sub)
 	var first error
-	if err = ignoreNotExist(err); err != nil { // gone already: removed by another
-		first = err
-	}
 	for _, n := range names {
-		if err := removeTree(sub, n, path.Join(rel, n), dev, devOf); err != nil && first == nil {
+		if err := rm.remove(sub, prefix+n, path.Join(rel, n), held); err != nil && first == nil {
 			first = err
 		}
 	}
-	sub.Close()
 	if first != nil {
 		return first
 	}
-	return ignoreNotExist(parent.Remove(name))
+	return ignoreNotExist(base.Remove(p))
 }
 
-// readNames lists the names in r, sorted.
-func readNames(r *os.Root) ([]string, error) {
-	d, err := r.Open(".")
+// list opens the directory p of r ("" for r itself), refuses it with a
+// *MountError naming rel if it is on another device than Root or the root
+// of a mount, and lists its names, sorted. The checks are of the
+// directory opened, not only of the one looked at: it may have been
+// swapped in between.
+func (rm treeRemoval) list(r *os.Root, p, rel string) ([]string, error) {
+	if p == "" {
+		p = "."
+	}
+	d, err := r.Open(p)
 	if err != nil {
 		return nil, err
 	}
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if rm.devOf(fi) != rm.dev {
+		return nil, &MountError{Path: rel}
+	}
+	// A bind mount of Root's own filesystem has Root's device: the
+	// system tells its root apart where it can.
+	if mounted, err := isMountRoot(d); err != nil || mounted {
+		if err != nil {
+			return nil, err
+		}
+		return nil, &MountError{Path: rel}
+	}
 	names, err := d.Readdirnames(-1)
-	d.Close()
 	slices.Sort(names)
 	return names, err
 }

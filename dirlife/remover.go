@@ -24,8 +24,14 @@ type remover struct {
 	queue   []removal
 	busy    map[string]bool // names queued or being removed
 	running bool
-	errs    []error // failures not reported yet, at most maxErrs
-	dropped int     // failures beyond maxErrs, counted only
+	errs    []failure // failures not reported yet, at most maxErrs
+	dropped int       // failures beyond maxErrs, counted only
+}
+
+// A failure is a failed removal of the garbage entry name of a root.
+type failure struct {
+	name string
+	err  error
 }
 
 // maxErrs bounds the failures a remover keeps for its next report.
@@ -58,15 +64,27 @@ func (rm *remover) isBusy(name string) bool {
 	return rm.busy[name]
 }
 
-// takeErr returns and forgets the failures not reported yet.
-func (rm *remover) takeErr() error {
+// takeErr returns and forgets the failures not reported yet whose garbage
+// entry r still holds: a failure whose entry is gone is moot, and an
+// entry missing from r is another root's (a root deleted, and r made
+// since with its inode number). A nil r keeps them all.
+func (rm *remover) takeErr(r *os.Root) error {
 	rm.mu.Lock()
-	defer rm.mu.Unlock()
-	errs := rm.errs
-	if rm.dropped > 0 {
-		errs = append(errs, fmt.Errorf("dirlife: and %d more removals failed", rm.dropped))
-	}
+	fails, dropped := rm.errs, rm.dropped
 	rm.errs, rm.dropped = nil, 0
+	rm.mu.Unlock()
+	var errs []error
+	for _, f := range fails {
+		if r != nil {
+			if _, err := r.Lstat(f.name); errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+		}
+		errs = append(errs, f.err)
+	}
+	if dropped > 0 && len(errs) > 0 {
+		errs = append(errs, fmt.Errorf("dirlife: and %d more removals failed", dropped))
+	}
 	return errors.Join(errs...)
 }
 
@@ -131,7 +149,7 @@ func (rm *remover) run(st *rootState) {
 			switch {
 			case err == nil:
 			case len(rm.errs) < maxErrs:
-				rm.errs = append(rm.errs, removeErr(job.root, name, err))
+				rm.errs = append(rm.errs, failure{name, removeErr(job.root, name, err)})
 			default:
 				rm.dropped++
 			}
@@ -182,14 +200,24 @@ func removeErr(root, name string, err error) error {
 //
 // Removals started by another process are not waited for; that process's
 // own Settle does.
+//
+// A failure is reported only while what the removal left is still in
+// Root. The process keeps the failures of at most 16 roots that no call
+// uses any more, forgetting the oldest first; what their removals left is
+// removed all the same by the next Prune.
 func (l Layout[ID]) Settle() error {
 	if exists, err := checkRoot("settle", l.Root); err != nil || !exists {
 		return err
 	}
-	dir, err := os.Open(l.Root)
+	r, err := os.OpenRoot(l.Root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("dirlife: settle: %w", err)
+	}
+	defer r.Close()
+	dir, err := r.Open(".")
 	if err != nil {
 		return fmt.Errorf("dirlife: settle: %w", err)
 	}
@@ -204,5 +232,5 @@ func (l Layout[ID]) Settle() error {
 	}
 	defer putState(st)
 	st.rm.wait()
-	return st.rm.takeErr()
+	return st.rm.takeErr(r)
 }

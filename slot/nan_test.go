@@ -1,6 +1,7 @@
 package slot_test
 
 import (
+	"context"
 	"math"
 	"slices"
 	"testing"
@@ -62,4 +63,22 @@ func TestSignedZerosAreOneKey(t *testing.T) {
 	if got := s.Leased(); got != nil {
 		t.Fatalf("Leased() after every release = %v, want nil", got)
 	}
+}
+
+// TestWaitAtLeastNaN: a NaN minimum is below every key, as cmp.Compare
+// orders it: WaitAtLeast(NaN) leases whatever the slot holds, and waits
+// for a value while it holds none.
+func TestWaitAtLeastNaN(t *testing.T) {
+	var s slot.Slot[float64, string]
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if l, err := s.WaitAtLeast(ctx, math.NaN()); err != context.Canceled || l != nil {
+		t.Fatalf("WaitAtLeast(NaN) on an empty slot = (%v, %v), want (nil, context.Canceled)", l, err)
+	}
+	s.Set(math.Inf(-1), "lowest")
+	l, err := s.WaitAtLeast(context.Background(), math.NaN())
+	if err != nil || l.Key() != math.Inf(-1) || l.Value() != "lowest" {
+		t.Fatalf("WaitAtLeast(NaN) = (%v, %v), want a lease on -Inf", l, err)
+	}
+	l.Release()
 }

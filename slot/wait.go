@@ -16,6 +16,10 @@ func (s *Slot[K, V]) Wait(ctx context.Context) (*Lease[K, V], error) {
 // then leases it and returns the lease: a reader that must see a given
 // generation or a newer one. If ctx is done first, WaitAtLeast returns
 // ctx.Err() and leases nothing.
+//
+// Keys are compared with [cmp.Compare], which orders a NaN below every
+// key: WaitAtLeast(ctx, NaN) accepts any value, as [Slot.Wait] does. (No
+// key is NaN: [Slot.Set] refuses it.)
 func (s *Slot[K, V]) WaitAtLeast(ctx context.Context, min K) (*Lease[K, V], error) {
 	return s.wait(ctx, func(k K) bool { return cmp.Compare(k, min) >= 0 })
 }

@@ -56,6 +56,22 @@ requires: "`+webPath+`": "v1.0"`, kernel.SkewWarn), new(*kernel.Error)},
 requires: "example.com/other@v1": "v1.0.0"`, kernel.SkewWarn), new(*kernel.CatalogError)},
 		{"render: skew", render(`name: "shop"
 requires: "`+webPath+`": "v1.9.0"`, kernel.SkewRefuse), new(*kernel.SkewError)},
+		{"render: components past the limit", func(testing.TB) error {
+			small := &kernel.Kernel{Limits: kernel.Limits{MaxComponents: 2}}
+			_, err := small.Render(ctx, shop(p, "v1.0.0", 3))
+			return err
+		}, new(*kernel.LimitError)},
+		{"build: nested past the limit", buildDir(platformModule("name: \"ok\"\n" + strings.Repeat("a: ", 200) + "1\n")), new(*kernel.LimitError)},
+		{"render: platform changed and no longer loads", func(t testing.TB) error {
+			dir := generated(t, acme)
+			changed, err := k.BuildPlatform(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kernel.WriteFiles(t, dir, map[string]string{"platform.cue": "package platform\n\nname: \"acme\"\ncatalogs: {\n"})
+			_, err = k.Render(ctx, shop(changed, "v1.0.0", 1))
+			return err
+		}, new(*kernel.ContentError)},
 	}
 }
 

@@ -105,6 +105,16 @@ func TestInvalidInput(t *testing.T) {
 		{"bad kind", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: "v1.0.0", Kinds: []string{"service"}}}}, "Catalogs[0].Kinds[0]", "service"},
 		{"duplicate kind", platformmodule.Input{Name: "a", Catalogs: []platformmodule.Catalog{{Path: "example.com/web@v1", Version: "v1.0.0", Kinds: []string{"S", "S"}}}}, "Catalogs[0].Kinds[1]", "S"},
 	}
+	// Names a CUE module path cannot hold as an element: devices Windows
+	// reserves, in any case a DNS label spells.
+	for _, n := range []string{"con", "prn", "aux", "nul", "com1", "com9", "lpt1", "lpt2", "lpt9"} {
+		cases = append(cases, struct {
+			name  string
+			in    platformmodule.Input
+			field string
+			value string
+		}{"reserved name " + n, platformmodule.Input{Name: n}, "Name", n})
+	}
 	for _, v := range []string{"", "01.2.3", "v1.2", "1.2", "1.2.3.4", "V1.2.3", " 1.2.3", "1.2.3 ", "v 1.2.3", "1.2.3-", "1.2.3+", "1.2.3-01"} {
 		cases = append(cases, struct {
 			name  string

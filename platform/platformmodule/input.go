@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"cuelang.org/go/mod/module"
 	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/internal/rules"
 )
@@ -17,7 +18,9 @@ type Files = dirlife.Files
 type Input struct {
 	// Name is the platform's name: a DNS label (lower-case letters,
 	// digits and '-', at most 63 bytes, starting and ending with a letter
-	// or digit).
+	// or digit) that a CUE module path can hold as an element, which
+	// excludes the device names Windows reserves (con, prn, aux, nul,
+	// com1 to com9, lpt1 to lpt9).
 	Name string
 
 	// Type is the platform's type, a DNS label; "" means "standard".
@@ -75,6 +78,15 @@ const defaultType = "standard"
 func (in Input) check() ([]Catalog, error) {
 	if rule := rules.DNSLabel(in.Name); rule != "" {
 		return nil, &InputError{"Name", in.Name, rule}
+	}
+	// The name is an element of the module path: the loader refuses a
+	// module whose path it cannot hold (a device name Windows reserves).
+	if err := module.CheckPath(ModulePrefix + in.Name + "@v0"); err != nil {
+		msg := err.Error()
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
+		return nil, &InputError{"Name", in.Name, fmt.Sprintf("must be an element of a CUE module path (%s%s@v0): %s", ModulePrefix, in.Name, msg)}
 	}
 	if in.Type != "" {
 		if rule := rules.DNSLabel(in.Type); rule != "" {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"testing"
 
@@ -38,7 +39,7 @@ func genInput() *rapid.Generator[platformmodule.Input] {
 			})
 		}
 		return platformmodule.Input{
-			Name:     label.Draw(t, "name"),
+			Name:     rapid.OneOf(label, label, label, rapid.SampledFrom([]string{"con", "nul", "com1", "lpt2"})).Draw(t, "name"),
 			Type:     rapid.SampledFrom([]string{"", "standard", "edge"}).Draw(t, "type"),
 			Labels:   rapid.MapOfN(rapid.StringMatching(`([a-z]{1,8}\.io/)?[a-z][a-z0-9]{0,8}`), rapid.StringMatching(`([a-zA-Z0-9]([-a-zA-Z0-9_.]{0,10}[a-zA-Z0-9])?)?`), 0, 4).Draw(t, "labels"),
 			Catalogs: cats,
@@ -57,7 +58,12 @@ func genVersion(major int) *rapid.Generator[string] {
 	})
 }
 
-// TestGenerateProperty: for any valid input, Generate is deterministic
+// reservedName matches the platform names a CUE module path cannot hold:
+// the device names Windows reserves.
+var reservedName = regexp.MustCompile(`^(con|prn|aux|nul|com[1-9]|lpt[1-9])$`)
+
+// TestGenerateProperty: a name a module path cannot hold is refused; for
+// any other valid input, Generate is deterministic
 // under reordering of the catalogs, and the kernel builds its output into a
 // platform with the same name, type, labels and catalogs.
 func TestGenerateProperty(t *testing.T) {
@@ -66,6 +72,14 @@ func TestGenerateProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := genInput().Draw(t, "input")
 		files, err := platformmodule.Generate(in)
+		if reservedName.MatchString(in.Name) {
+			// A module path cannot hold it: refused, as the loader would.
+			var ie *platformmodule.InputError
+			if !errors.As(err, &ie) || ie.Field != "Name" {
+				t.Fatalf("Generate with the name %q = %v, want an InputError for Name", in.Name, err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("Generate(%+v): %v", in, err)
 		}
