@@ -18,8 +18,10 @@ import (
 // every leased generation. Concurrent calls run one at a time; a call
 // waits for its turn until ctx ends.
 //
-//   - A generation below 1, an empty file set, or a Publisher not booted
-//     are refused before anything is touched.
+//   - A generation below 1, an empty file set, a file name the layout
+//     refuses (a [*dirlife.NameError] naming it), or a Publisher not booted
+//     are refused before anything is touched: a refused rewrite of the
+//     current generation drains no lease and rewrites nothing.
 //   - A generation older than the current one is refused with a
 //     [*StaleError], touching nothing.
 //   - The current generation with byte-identical files (compared with the
@@ -82,6 +84,12 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 		return cur, Unchanged, nil
 	}
 	rewrite := held && generation == cur.Generation
+	// Refuse names the layout would refuse before draining anything: a
+	// rewrite would otherwise stop renders, wait for their leases and write
+	// the old files back, all for an input that could never be written.
+	if err := dirlife.CheckFiles(files); err != nil {
+		return Generated{}, Failed, fmt.Errorf("platform: publish generation %d: %w", generation, err)
+	}
 	if err := p.takeOver(ctx, generation, rewrite); err != nil {
 		if rewrite {
 			p.store.SetGenerated(cur)
