@@ -161,3 +161,47 @@ func TestFailedWriteLeftoverIsRemoved(t *testing.T) {
 		t.Fatalf("store holds %+v, want %+v", got, rec)
 	}
 }
+
+// Once booted, Boot and Start return at once (Start with its context),
+// also while a Publish holds the turn draining leases.
+func TestBootAgainDoesNotWaitForADrain(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		p := newBooted(t, platform.PublisherOptions{})
+		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, release, _ := p.Store().Lease()
+		rewrite := publishAsync(p, context.Background(), 1, 1, t) // holds the turn while it drains
+		synctest.Wait()
+
+		booted := make(chan error, 1)
+		go func() { booted <- p.Boot() }()
+		ctx, cancel := context.WithCancel(context.Background())
+		started := make(chan error, 1)
+		go func() { started <- p.Start(ctx) }()
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		for name, ch := range map[string]chan error{"Boot": booted, "Start": started} {
+			select {
+			case err := <-ch:
+				if err != nil {
+					t.Fatalf("%s of a booted Publisher = %v", name, err)
+				}
+			default:
+				t.Errorf("%s of a booted Publisher waited for a Publish draining leases", name)
+			}
+		}
+		release()
+		if r := <-rewrite; r.err != nil {
+			t.Fatal(r.err)
+		}
+		for _, ch := range []chan error{booted, started} {
+			select {
+			case <-ch:
+			default:
+			}
+		}
+	})
+}
