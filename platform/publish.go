@@ -18,8 +18,9 @@ import (
 // every leased generation. Concurrent calls run one at a time; a call
 // waits for its turn until ctx ends.
 //
-//   - A generation below 1, an empty file set, a file name the layout
-//     refuses (a [*dirlife.NameError] naming it), or a Publisher not booted
+//   - A generation below 1, an empty file set, a skew policy other than
+//     Warn or Refuse ([*SkewPolicyError]), a file name the layout refuses
+//     (a [*dirlife.NameError] naming it), or a Publisher not booted
 //     are refused before anything is touched: a refused rewrite of the
 //     current generation drains no lease and rewrites nothing.
 //   - A generation older than the current one is refused with a
@@ -66,6 +67,9 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 	}
 	if len(files) == 0 {
 		return Generated{}, Failed, fmt.Errorf("platform: publish generation %d: %w", generation, ErrNoFiles)
+	}
+	if err := checkSkew(generation, skew); err != nil {
+		return Generated{}, Failed, err
 	}
 	if err := p.lock(ctx); err != nil {
 		return Generated{}, Failed, err
