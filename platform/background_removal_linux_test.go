@@ -90,6 +90,49 @@ func TestRunRetriesBackgroundRemovalFailure(t *testing.T) {
 	})
 }
 
+// A generation that Forget removes itself, while Run runs, and whose
+// removal then fails in the layout's background remover, is noticed by
+// the reclaim loop and retried until it goes.
+func TestRunRetriesBackgroundFailureOfForget(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		p := newBooted(t, platform.PublisherOptions{RetryMin: time.Second, RetryMax: time.Second})
+		root := p.Layout().Root
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ran := make(chan error, 1)
+		go func() { ran <- p.Run(ctx) }()
+		rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mnt := filepath.Join(rec.Dir, "mnt")
+		if err := os.Mkdir(mnt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
+			t.Skipf("cannot mount a tmpfs here: %v", err)
+		}
+		t.Cleanup(func() { unmountUnder(root) })
+
+		p.Forget()
+		synctest.Wait()
+		if st := p.Stats(); st.LastError == nil || !strings.Contains(st.LastError.Error(), "mnt") {
+			t.Fatalf("after the background removal of a forgotten generation failed, Stats().LastError = %v, want the failure naming the mount", st.LastError)
+		}
+		unmountUnder(root)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := strayEntries(t, root); len(got) != 0 || len(generations(t, p)) != 0 {
+			t.Fatalf("after the retry, Root holds %v", rootEntries(t, root))
+		}
+		cancel()
+		if err := <-ran; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // unmountUnder detaches every mount under root: a prune moves a mount
 // along with the directory it is in.
 func unmountUnder(root string) {

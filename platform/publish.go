@@ -190,6 +190,7 @@ func (p *Publisher) restore(cur Generated, cause error) error {
 // It runs after the Publisher's serialisation is released.
 func (p *Publisher) finishPublish(ev PublishEvent, reclaims []ReclaimEvent) {
 	p.finishReclaims(reclaims)
+	p.wakeToSettle(reclaims)
 	p.statsMu.Lock()
 	switch ev.Outcome {
 	case Published, Rewritten:

@@ -200,6 +200,15 @@ func (p *Publisher) wakeReclaim() {
 	}
 }
 
+// wakeToSettle asks the reclaim loop for a pass after a Publish or Forget
+// removed a generation directory itself, so that the loop waits for the
+// tree's background removal and retries it if it fails there.
+func (p *Publisher) wakeToSettle(reclaims []ReclaimEvent) {
+	if p.running.Load() > 0 && slices.ContainsFunc(reclaims, func(ev ReclaimEvent) bool { return ev.Err == nil }) {
+		p.wakeReclaim()
+	}
+}
+
 // reclaimFailed reports a failure that concerns no single generation.
 func (p *Publisher) reclaimFailed(generation int64, err error) []ReclaimEvent {
 	return []ReclaimEvent{{Generation: generation, Err: err}}
