@@ -203,8 +203,13 @@ func (p *Publisher) finishPublish(ev PublishEvent, reclaims []ReclaimEvent) {
 	if ev.Outcome != Unchanged {
 		p.stats.LastPublish = ev.Timings
 	}
-	if ev.Err != nil || !failed(reclaims) {
+	switch {
+	case ev.Err != nil:
 		p.stats.LastError = ev.Err
+	case !failed(reclaims):
+		// A publish that succeeded does not hide a removal that still
+		// fails: the reclaim loop is retrying it.
+		p.stats.LastError = p.reclaimErr
 	}
 	p.statsMu.Unlock()
 

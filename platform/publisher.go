@@ -68,8 +68,9 @@ type Publisher struct {
 
 	poke chan struct{} // asks the reclaim loop to retry; capacity 1
 
-	statsMu sync.Mutex
-	stats   Stats // the counters; the rest is read at Stats time
+	statsMu    sync.Mutex
+	stats      Stats // the counters; the rest is read at Stats time
+	reclaimErr error // the removal failure not yet overcome by a retry
 }
 
 // NewPublisher returns a Publisher whose layout owns root. It touches

@@ -110,6 +110,7 @@ func (p *Publisher) reclaimLocked() []ReclaimEvent {
 		}
 		p.statsMu.Lock()
 		p.stats.LastError = nil // the retry of a failed removal succeeded
+		p.reclaimErr = nil
 		p.statsMu.Unlock()
 		return nil
 	}
@@ -222,15 +223,18 @@ func (p *Publisher) finishReclaims(reclaims []ReclaimEvent) {
 		return
 	}
 	p.statsMu.Lock()
+	var lastErr error
 	for _, ev := range reclaims {
 		if ev.Err != nil {
-			p.stats.LastError = ev.Err
+			lastErr = ev.Err
 			continue
 		}
 		p.stats.Prunes++
 		p.stats.ReclaimDelay = ev.Delay
-		p.stats.LastError = nil
 	}
+	// A removal beside a failed one does not hide the failure.
+	p.reclaimErr = lastErr
+	p.stats.LastError = lastErr
 	p.statsMu.Unlock()
 	for _, ev := range reclaims {
 		if ev.Err != nil {
