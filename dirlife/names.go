@@ -89,6 +89,16 @@ type plan struct {
 	dirs  []string // sorted, so parents come first
 }
 
+// CheckFiles reports whether [Layout.Write] would accept the names of
+// files: it returns [ErrNoFiles] for an empty set and a [*NameError] naming
+// the first refused name (in sorted order) and the rule it breaks, as Write
+// would, without touching any disk. A caller that must give something up
+// before it writes (a lock, a reader's access) checks first.
+func CheckFiles(files Files) error {
+	_, err := planFiles(files)
+	return err
+}
+
 // planFiles validates every name in files before anything is written.
 func planFiles(files Files) (*plan, error) {
 	if len(files) == 0 {

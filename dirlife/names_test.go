@@ -75,7 +75,13 @@ func TestHostileNames(t *testing.T) {
 			mustWrite(t, l, 1, Files{"keep": []byte("old")})
 			before := rootEntries(t, l.Root)
 
+			// CheckFiles refuses what Write refuses, with the same error.
+			checked := CheckFiles(c.files)
+
 			_, err := l.Write(1, c.files)
+			if checked == nil || err == nil || checked.Error() != err.Error() {
+				t.Fatalf("CheckFiles = %v, Write = %v: want the same refusal", checked, err)
+			}
 			var ne *NameError
 			if !errors.As(err, &ne) || !errors.Is(err, ErrInvalidName) {
 				t.Fatalf("Write = %v, want a *NameError", err)
@@ -110,6 +116,9 @@ func TestAcceptedNames(t *testing.T) {
 		"\xff":          []byte("12"), // not UTF-8: no case to fold
 		"\xfe":          []byte("13"),
 	}
+	if err := CheckFiles(files); err != nil {
+		t.Fatalf("CheckFiles of accepted names = %v", err)
+	}
 	mustWrite(t, l, 1, files)
 	want := Files{"b": []byte("1"), "c": []byte("2"), "d/e": []byte("3"), ".hidden": []byte("4"), "x/y/z/w.cue": []byte("5"), "sp ace/ü.json": []byte("6"),
 		"console": []byte("7"), "com10": []byte("8"), "lpt/nul-x": []byte("9"), "conx.txt": []byte("10"), "a.b/c.d": []byte("11"), "\xff": []byte("12"), "\xfe": []byte("13")}
@@ -123,6 +132,9 @@ func TestEmptyFilesRefused(t *testing.T) {
 	for _, files := range []Files{nil, {}} {
 		if _, err := l.Write(1, files); !errors.Is(err, ErrNoFiles) {
 			t.Fatalf("Write(%v) = %v, want ErrNoFiles", files, err)
+		}
+		if err := CheckFiles(files); !errors.Is(err, ErrNoFiles) {
+			t.Fatalf("CheckFiles(%v) = %v, want ErrNoFiles", files, err)
 		}
 	}
 	if ids, _ := l.IDs(); ids != nil {

@@ -37,7 +37,8 @@
 // Publish leaves the removal of the generation it superseded to it, so
 // Root may briefly hold that directory; without it, Publish and Forget
 // prune before they return. Removed trees are deleted in the background
-// by the layout; [Layout.Settle] waits for them.
+// by the layout; [Layout.Settle] waits for them, and so does Run after each
+// pass, retrying with backoff a removal that failed there.
 //
 // Limits: a lease protects a directory from removal and from the
 // Publisher's rewrites, not from another writer of Root; Root belongs to

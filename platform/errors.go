@@ -3,6 +3,8 @@ package platform
 import (
 	"errors"
 	"fmt"
+
+	"leasekit.dev/platform/kernel"
 )
 
 var (
@@ -21,6 +23,9 @@ var (
 
 	// ErrInvalidGeneration is wrapped by every [GenerationError].
 	ErrInvalidGeneration = errors.New("invalid generation")
+
+	// ErrInvalidSkew is wrapped by every [SkewPolicyError].
+	ErrInvalidSkew = errors.New("invalid skew policy")
 
 	// ErrNoFiles is returned, wrapped, by [Layout.Write] and
 	// [Publisher.Publish] for an empty file set. Nothing is written.
@@ -59,6 +64,30 @@ func (e *GenerationError) Unwrap() error { return ErrInvalidGeneration }
 func checkGeneration(generation int64) error {
 	if generation < 1 {
 		return &GenerationError{Generation: generation, Rule: "generations start at 1"}
+	}
+	return nil
+}
+
+// A SkewPolicyError reports a skew policy that is neither
+// [kernel.SkewWarn] nor [kernel.SkewRefuse]: every render of the record
+// would pass it verbatim, and the kernel knows no other. Nothing was
+// written or changed.
+type SkewPolicyError struct {
+	Generation int64             // the generation whose publish was refused
+	Policy     kernel.SkewPolicy // the policy refused
+}
+
+func (e *SkewPolicyError) Error() string {
+	return fmt.Sprintf("platform: publish generation %d: skew policy %v: must be Warn or Refuse", e.Generation, e.Policy)
+}
+
+// Unwrap returns [ErrInvalidSkew].
+func (e *SkewPolicyError) Unwrap() error { return ErrInvalidSkew }
+
+// checkSkew refuses a skew policy the kernel does not know.
+func checkSkew(generation int64, skew kernel.SkewPolicy) error {
+	if skew != kernel.SkewWarn && skew != kernel.SkewRefuse {
+		return &SkewPolicyError{Generation: generation, Policy: skew}
 	}
 	return nil
 }

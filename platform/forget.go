@@ -27,4 +27,5 @@ func (p *Publisher) Forget() {
 		p.log.Info("platform: forgot", "generation", cur.Generation)
 	}
 	p.finishReclaims(reclaims)
+	p.wakeToSettle(reclaims)
 }

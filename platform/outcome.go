@@ -100,5 +100,5 @@ type Stats struct {
 	Prunes       uint64        // generation directories removed, by Publish's prune or by reclaim
 	ReclaimDelay time.Duration // the last reclaim's delay
 	LastPublish  PublishTimings
-	LastError    error // the last Publish or reclaim error, nil after a success
+	LastError    error // the last Publish or reclaim error; nil after a success, but a successful Publish keeps a removal failure the reclaim loop still retries
 }

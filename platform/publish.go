@@ -18,8 +18,11 @@ import (
 // every leased generation. Concurrent calls run one at a time; a call
 // waits for its turn until ctx ends.
 //
-//   - A generation below 1, an empty file set, or a Publisher not booted
-//     are refused before anything is touched.
+//   - A generation below 1, an empty file set, a skew policy other than
+//     Warn or Refuse ([*SkewPolicyError]), a file name the layout refuses
+//     (a [*dirlife.NameError] naming it), or a Publisher not booted
+//     are refused before anything is touched: a refused rewrite of the
+//     current generation drains no lease and rewrites nothing.
 //   - A generation older than the current one is refused with a
 //     [*StaleError], touching nothing.
 //   - The current generation with byte-identical files (compared with the
@@ -65,6 +68,9 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 	if len(files) == 0 {
 		return Generated{}, Failed, fmt.Errorf("platform: publish generation %d: %w", generation, ErrNoFiles)
 	}
+	if err := checkSkew(generation, skew); err != nil {
+		return Generated{}, Failed, err
+	}
 	if err := p.lock(ctx); err != nil {
 		return Generated{}, Failed, err
 	}
@@ -82,6 +88,12 @@ func (p *Publisher) publish(ctx context.Context, generation int64, files platfor
 		return cur, Unchanged, nil
 	}
 	rewrite := held && generation == cur.Generation
+	// Refuse names the layout would refuse before draining anything: a
+	// rewrite would otherwise stop renders, wait for their leases and write
+	// the old files back, all for an input that could never be written.
+	if err := dirlife.CheckFiles(files); err != nil {
+		return Generated{}, Failed, fmt.Errorf("platform: publish generation %d: %w", generation, err)
+	}
 	if err := p.takeOver(ctx, generation, rewrite); err != nil {
 		if rewrite {
 			p.store.SetGenerated(cur)
@@ -178,6 +190,7 @@ func (p *Publisher) restore(cur Generated, cause error) error {
 // It runs after the Publisher's serialisation is released.
 func (p *Publisher) finishPublish(ev PublishEvent, reclaims []ReclaimEvent) {
 	p.finishReclaims(reclaims)
+	p.wakeToSettle(reclaims)
 	p.statsMu.Lock()
 	switch ev.Outcome {
 	case Published, Rewritten:
@@ -190,8 +203,13 @@ func (p *Publisher) finishPublish(ev PublishEvent, reclaims []ReclaimEvent) {
 	if ev.Outcome != Unchanged {
 		p.stats.LastPublish = ev.Timings
 	}
-	if ev.Err != nil || !failed(reclaims) {
+	switch {
+	case ev.Err != nil:
 		p.stats.LastError = ev.Err
+	case !failed(reclaims):
+		// A publish that succeeded does not hide a removal that still
+		// fails: the reclaim loop is retrying it.
+		p.stats.LastError = p.reclaimErr
 	}
 	p.statsMu.Unlock()
 

@@ -68,8 +68,9 @@ type Publisher struct {
 
 	poke chan struct{} // asks the reclaim loop to retry; capacity 1
 
-	statsMu sync.Mutex
-	stats   Stats // the counters; the rest is read at Stats time
+	statsMu    sync.Mutex
+	stats      Stats // the counters; the rest is read at Stats time
+	reclaimErr error // the removal failure not yet overcome by a retry
 }
 
 // NewPublisher returns a Publisher whose layout owns root. It touches
@@ -127,9 +128,13 @@ func (p *Publisher) unlock() { <-p.sem }
 // reader exists (disk is ephemeral, the resource is the source of truth,
 // and the first reconcile regenerates). Until Boot succeeds, Publish,
 // Render and Run return [ErrNotBooted]. Boot is idempotent: once it has
-// succeeded, later calls do nothing and return nil, so a Root with leased
+// succeeded, later calls do nothing and return nil at once (they do not
+// wait for a Publish that is draining leases), so a Root with leased
 // directories is never emptied.
 func (p *Publisher) Boot() error {
+	if p.booted.Load() {
+		return nil
+	}
 	_ = p.lock(context.Background())
 	defer p.unlock()
 	if p.booted.Load() {

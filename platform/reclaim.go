@@ -10,11 +10,14 @@ import (
 // Run is the reclaim loop: it removes a superseded or forgotten
 // generation's directory soon after its last lease is released, woken by
 // the release itself (no polling), until ctx ends; then it returns nil and
-// leaves no goroutine behind. A failed removal is retried after a wait
-// that doubles from RetryMin up to RetryMax. Every removal runs under the
-// Publisher's serialisation and re-checks, right before removing, that
-// the directory is neither current nor leased. Run returns [ErrNotBooted]
-// before Boot has succeeded.
+// leaves no goroutine behind. After each pass it waits, without the
+// Publisher's serialisation, for the trees the layout removes in the
+// background, so that a removal Run started is over when Run returns and
+// one that failed there is noticed. A failed removal is retried after a
+// wait that doubles from RetryMin up to RetryMax. Every removal runs
+// under the Publisher's serialisation and re-checks, right before
+// removing, that the directory is neither current nor leased. Run returns
+// [ErrNotBooted] before Boot has succeeded.
 //
 // While Run runs, Publish hands it the removal of the generation it
 // superseded, so that a publish's latency excludes garbage removal; Root
@@ -41,6 +44,9 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 		reclaims := p.reclaimLocked()
 		p.unlock()
+		if !failed(reclaims) {
+			reclaims = append(reclaims, p.settle(ctx)...)
+		}
 		p.finishReclaims(reclaims)
 
 		if failed(reclaims) {
@@ -61,6 +67,22 @@ func (p *Publisher) Run(ctx context.Context) error {
 		case <-p.poke:
 		}
 	}
+}
+
+// settle waits for the removals the layout runs in the background (the
+// trees a prune set aside) and reports one that failed, marking Root dirty
+// so that the next pass prunes, and so retries, what it left. It runs
+// without the serialisation, so a Publish never waits for it.
+func (p *Publisher) settle(ctx context.Context) []ReclaimEvent {
+	err := p.layout.Settle()
+	if err == nil {
+		return nil
+	}
+	if p.lock(ctx) == nil {
+		p.dirty = true
+		p.unlock()
+	}
+	return p.reclaimFailed(0, err)
 }
 
 func failed(reclaims []ReclaimEvent) bool {
@@ -88,6 +110,7 @@ func (p *Publisher) reclaimLocked() []ReclaimEvent {
 		}
 		p.statsMu.Lock()
 		p.stats.LastError = nil // the retry of a failed removal succeeded
+		p.reclaimErr = nil
 		p.statsMu.Unlock()
 		return nil
 	}
@@ -178,6 +201,15 @@ func (p *Publisher) wakeReclaim() {
 	}
 }
 
+// wakeToSettle asks the reclaim loop for a pass after a Publish or Forget
+// removed a generation directory itself, so that the loop waits for the
+// tree's background removal and retries it if it fails there.
+func (p *Publisher) wakeToSettle(reclaims []ReclaimEvent) {
+	if p.running.Load() > 0 && slices.ContainsFunc(reclaims, func(ev ReclaimEvent) bool { return ev.Err == nil }) {
+		p.wakeReclaim()
+	}
+}
+
 // reclaimFailed reports a failure that concerns no single generation.
 func (p *Publisher) reclaimFailed(generation int64, err error) []ReclaimEvent {
 	return []ReclaimEvent{{Generation: generation, Err: err}}
@@ -191,15 +223,18 @@ func (p *Publisher) finishReclaims(reclaims []ReclaimEvent) {
 		return
 	}
 	p.statsMu.Lock()
+	var lastErr error
 	for _, ev := range reclaims {
 		if ev.Err != nil {
-			p.stats.LastError = ev.Err
+			lastErr = ev.Err
 			continue
 		}
 		p.stats.Prunes++
 		p.stats.ReclaimDelay = ev.Delay
-		p.stats.LastError = nil
 	}
+	// A removal beside a failed one does not hide the failure.
+	p.reclaimErr = lastErr
+	p.stats.LastError = lastErr
 	p.statsMu.Unlock()
 	for _, ev := range reclaims {
 		if ev.Err != nil {

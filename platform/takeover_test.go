@@ -1,0 +1,207 @@
+package platform_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"testing/synctest"
+
+	"leasekit.dev/dirlife"
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/platformmodule"
+)
+
+// A changed current generation whose file names the layout refuses is
+// refused before anything is given up: its leases are not drained, new
+// leases go on being granted, and its directory is not rewritten.
+func TestRewriteWithRefusedNameDrainsNothing(t *testing.T) {
+	p := newBooted(t, platform.PublisherOptions{})
+	ctx := context.Background()
+	rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(rec.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := moduleFiles(t, 1)
+	bad["../escape.cue"] = []byte("package x\n")
+	refused := func(t *testing.T, pctx context.Context) {
+		t.Helper()
+		_, err := p.Publish(pctx, 1, bad, 0)
+		var ne *dirlife.NameError
+		if !errors.As(err, &ne) || ne.Name != "../escape.cue" {
+			t.Fatalf("rewrite with an escaping file name: %v, want a NameError naming it", err)
+		}
+		if got, ok := p.Store().Generated(); !ok || got != rec {
+			t.Fatalf("after the refusal the store holds %+v, %v; want %+v", got, ok, rec)
+		}
+		after, err := os.Stat(rec.Dir)
+		if err != nil || !os.SameFile(before, after) {
+			t.Fatalf("the refusal replaced the directory of generation 1 (%v)", err)
+		}
+		checkTree(t, rec.Dir, moduleFiles(t, 0))
+		if st := p.Stats(); st.Publishes != 1 {
+			t.Fatalf("Stats().Publishes = %d after a refusal, want 1", st.Publishes)
+		}
+	}
+	t.Run("unleased", func(t *testing.T) { refused(t, ctx) })
+	t.Run("leased", func(t *testing.T) {
+		_, release, _ := p.Store().Lease()
+		defer release()
+		// A refusal that drained first would wait for this lease and
+		// report the context's end instead.
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		refused(t, cctx)
+		if l := p.Store().Leased(); !slices.Equal(l, []int64{1}) {
+			t.Fatalf("Leased() = %v, want [1]", l)
+		}
+	})
+}
+
+// A generation that was forgotten while leased is not rewritten by a new
+// Publish of the same generation until its leases are released: the
+// renders holding them still read its directory.
+func TestPublishOfForgottenLeasedGenerationWaits(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		p := newBooted(t, platform.PublisherOptions{})
+		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, release, _ := p.Store().Lease()
+		p.Forget()
+		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 0))
+
+		done := publishAsync(p, context.Background(), 1, 1, t)
+		synctest.Wait()
+		select {
+		case r := <-done:
+			t.Fatalf("a publish over a leased forgotten generation returned at once: %+v, %v", r.rec, r.err)
+		default:
+		}
+		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 0))
+
+		release()
+		r := <-done
+		if r.err != nil || r.rec.Generation != 1 {
+			t.Fatalf("publish after the release = %+v, %v", r.rec, r.err)
+		}
+		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 1))
+	})
+}
+
+// Run stops with its context also while it waits for its turn behind a
+// Publish that is draining leases.
+func TestRunStopsWhileWaitingForItsTurn(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		p := newBooted(t, platform.PublisherOptions{})
+		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, release, _ := p.Store().Lease()
+		rewrite := publishAsync(p, context.Background(), 1, 1, t) // holds the turn while it drains
+		synctest.Wait()
+
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan error, 1)
+		go func() { stopped <- p.Run(ctx) }()
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		select {
+		case err := <-stopped:
+			if err != nil {
+				t.Fatalf("Run = %v, want nil when its context ends", err)
+			}
+		default:
+			t.Fatal("Run did not stop with its context while a Publish held the turn")
+		}
+		release()
+		if r := <-rewrite; r.err != nil {
+			t.Fatal(r.err)
+		}
+	})
+}
+
+// A write that fails leaving something under Root that is no generation
+// directory (a staging leftover) has it removed by the failed Publish's
+// own prune, not left for a later one.
+func TestFailedWriteLeftoverIsRemoved(t *testing.T) {
+	p := newBooted(t, platform.PublisherOptions{})
+	ctx := context.Background()
+	rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := p.Layout().Root
+	errDisk := errors.New("disk full")
+	p.SetWrite(func(gen int64, files platformmodule.Files) (string, error) {
+		if err := os.Mkdir(filepath.Join(root, ".staging-leftover"), 0o755); err != nil {
+			return "", err
+		}
+		return "", errDisk
+	})
+	if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); !errors.Is(err, errDisk) {
+		t.Fatalf("Publish with a failing write: %v, want %v", err, errDisk)
+	}
+	if err := p.Layout().Settle(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strayEntries(t, root); len(got) != 0 {
+		t.Fatalf("after a failed write Root holds %v besides generation directories", got)
+	}
+	if got, _ := p.Store().Generated(); got != rec {
+		t.Fatalf("store holds %+v, want %+v", got, rec)
+	}
+}
+
+// Once booted, Boot and Start return at once (Start with its context),
+// also while a Publish holds the turn draining leases.
+func TestBootAgainDoesNotWaitForADrain(t *testing.T) {
+	warmKernel(t)
+	synctest.Test(t, func(t *testing.T) {
+		p := newBooted(t, platform.PublisherOptions{})
+		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, release, _ := p.Store().Lease()
+		rewrite := publishAsync(p, context.Background(), 1, 1, t) // holds the turn while it drains
+		synctest.Wait()
+
+		booted := make(chan error, 1)
+		go func() { booted <- p.Boot() }()
+		ctx, cancel := context.WithCancel(context.Background())
+		started := make(chan error, 1)
+		go func() { started <- p.Start(ctx) }()
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		for name, ch := range map[string]chan error{"Boot": booted, "Start": started} {
+			select {
+			case err := <-ch:
+				if err != nil {
+					t.Fatalf("%s of a booted Publisher = %v", name, err)
+				}
+			default:
+				t.Errorf("%s of a booted Publisher waited for a Publish draining leases", name)
+			}
+		}
+		release()
+		if r := <-rewrite; r.err != nil {
+			t.Fatal(r.err)
+		}
+		for _, ch := range []chan error{booted, started} {
+			select {
+			case <-ch:
+			default:
+			}
+		}
+	})
+}
