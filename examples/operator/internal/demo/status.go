@@ -61,7 +61,9 @@ func TerminalWidth(f *os.File) int {
 }
 
 // Run shows status() until ctx ends, then clears a terminal's line so what
-// follows starts on a clean one. status is called from Run's goroutine.
+// follows starts on a clean one; elsewhere, a run that ends before the
+// first period writes one line then, so every log shows progress. status
+// is called from Run's goroutine.
 func (s *StatusLine) Run(ctx context.Context, status func() string) {
 	every := s.period
 	if s.terminal {
@@ -72,8 +74,13 @@ func (s *StatusLine) Run(ctx context.Context, status func() string) {
 	for {
 		select {
 		case <-ctx.Done():
-			if s.drawn {
+			switch {
+			case s.terminal && s.drawn:
 				fmt.Fprint(s.w, clearLine)
+			case !s.terminal && !s.drawn:
+				// A run shorter than a period still logs its progress
+				// once.
+				s.Show(status())
 			}
 			return
 		case <-t.C:
@@ -94,6 +101,7 @@ func (s *StatusLine) Show(line string) {
 		return
 	}
 	fmt.Fprintln(s.w, line)
+	s.drawn = true
 }
 
 // fit cuts line to fewer than width runes, leaving the last column free so

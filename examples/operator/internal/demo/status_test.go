@@ -151,3 +151,22 @@ func TestFitCutsRunesNotBytes(t *testing.T) {
 		}
 	}
 }
+
+// A run shorter than the period still writes one plain line, when it ends.
+func TestStatusLineWritesOnceWhenStoppedBeforeAPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out lockedBuffer
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			NewStatusLine(&out, false, time.Second).Run(ctx, func() string { return "status" })
+			close(done)
+		}()
+		time.Sleep(time.Second / 2)
+		cancel()
+		<-done
+		if got, want := out.String(), "status\n"; got != want {
+			t.Errorf("stopped before a period: wrote %q, want %q", got, want)
+		}
+	})
+}
