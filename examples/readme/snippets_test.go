@@ -14,8 +14,10 @@ import (
 
 // Each function below holds one ```go block of the README, in the
 // README's order, between a "// readme:begin" and a "// readme:end" line;
-// what stands outside the markers only makes the snippet compile. The
-// functions are compiled, never called.
+// what stands outside the markers only makes the snippet compile.
+
+// The snippets are compiled, not run; naming them here keeps them in use.
+var _ = []any{readmeBoot, readmeReconcile, readmeRender, readmeRenderByHand, readmeForget, readmeGeneric}
 
 // platformCR stands for the Platform resource a reconciler is given.
 type platformCR struct{ Generation int64 }
