@@ -40,7 +40,7 @@ func run() error {
 		noSync      = flag.Bool("platform-dir-no-sync", false, "skip fsync in the platform directory, for a disk wiped at boot (an emptyDir)")
 		metricsAddr = flag.String("metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
 		probeAddr   = flag.String("health-probe-bind-address", ":8081", "address the health probe endpoint binds to")
-		leaderElect = flag.Bool("leader-elect", false, "elect a leader before reconciling, so that several replicas are safe")
+		leaderElect = flag.Bool("leader-elect", true, "elect a leader before reconciling, so that several replicas are safe; --leader-elect=false only for a single replica")
 		timeout     = flag.Duration("reconcile-timeout", 2*time.Minute, "bound on each reconcile; a publish waiting for renders to release a directory gives up and retries with backoff")
 		leaderNS    = flag.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 		zapOpts     = zap.Options{Development: false}
