@@ -4,8 +4,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -28,29 +30,83 @@ import (
 const LeaderElectionID = "platform-controller.examples.leasekit.dev"
 
 func main() {
-	if err := run(); err != nil {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "controller: %v\nRun with -h for the flags.\n", err)
+		os.Exit(2)
+	}
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "controller:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	var (
-		platformDir = flag.String("platform-dir", "", "directory the controller owns for the generated platform modules; emptied at start (required)")
-		noSync      = flag.Bool("platform-dir-no-sync", false, "skip fsync in the platform directory, for a disk wiped at boot (an emptyDir)")
-		metricsAddr = flag.String("metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
-		probeAddr   = flag.String("health-probe-bind-address", ":8081", "address the health probe endpoint binds to")
-		leaderElect = flag.Bool("leader-elect", false, "elect a leader before reconciling, so that several replicas are safe")
-		timeout     = flag.Duration("reconcile-timeout", 2*time.Minute, "bound on each reconcile; a publish waiting for renders to release a directory gives up and retries with backoff")
-		leaderNS    = flag.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
-		zapOpts     = zap.Options{Development: false}
-	)
-	zapOpts.BindFlags(flag.CommandLine)
-	flag.Parse()
-	if *platformDir == "" {
-		return fmt.Errorf("--platform-dir is required")
+// options are the command's flags.
+type options struct {
+	platformDir string
+	noSync      bool
+	metricsAddr string
+	probeAddr   string
+	leaderElect bool
+	timeout     time.Duration
+	leaderNS    string
+	zap         zap.Options
+}
+
+// usage heads the -h output.
+const usage = `Usage: go run ./examples/controller --platform-dir DIR [flags]
+
+Runs the example platform controller against the cluster of the current
+kubeconfig context (or the in-cluster configuration): publishes the
+Platform named cluster through a platform Publisher on DIR and renders
+Releases against it. See examples/controller/README.md.
+
+Flags (one dash or two):
+`
+
+// parseFlags parses args; it refuses arguments that are not flags and a
+// missing --platform-dir. With -h it prints the usage and returns
+// flag.ErrHelp.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	fs.StringVar(&o.platformDir, "platform-dir", "", "directory the controller owns for the generated platform modules; emptied at start (required)")
+	fs.BoolVar(&o.noSync, "platform-dir-no-sync", false, "skip fsync in the platform directory, for a disk wiped at boot (an emptyDir)")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the health probe endpoint binds to")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader before reconciling, so that several replicas are safe; --leader-elect=false only for a single replica")
+	fs.DurationVar(&o.timeout, "reconcile-timeout", 2*time.Minute, "bound on each reconcile; a publish waiting for renders to release a directory gives up and retries with backoff")
+	fs.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
+	o.zap.BindFlags(fs)
+	// controller-runtime's --kubeconfig, read by ctrl.GetConfig.
+	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
+		fs.Var(f.Value, f.Name, f.Usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q: every input is a flag", fs.Arg(0))
+	}
+	if o.platformDir == "" {
+		return o, errors.New("--platform-dir is required")
+	}
+	if o.timeout <= 0 {
+		return o, fmt.Errorf("--reconcile-timeout %v: must be positive, so a publish waiting for renders to release a directory gives up", o.timeout)
+	}
+	return o, nil
+}
+
+func run(o options) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -66,24 +122,24 @@ func run() error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
-		HealthProbeBindAddress:  *probeAddr,
-		LeaderElection:          *leaderElect,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        LeaderElectionID,
-		LeaderElectionNamespace: *leaderNS,
+		LeaderElectionNamespace: o.leaderNS,
 		// The Publisher's directory is per process and emptied at boot, so a
 		// replica that steps down has nothing to hand over: release the
 		// Lease at once on shutdown so the next leader need not wait for it
 		// to expire.
 		LeaderElectionReleaseOnCancel: true,
-		Controller:                    config.Controller{ReconciliationTimeout: *timeout},
+		Controller:                    config.Controller{ReconciliationTimeout: o.timeout},
 	})
 	if err != nil {
 		return err
 	}
 	if _, err := controller.Setup(mgr, controller.Config{
-		PlatformDir: *platformDir,
-		NoSync:      *noSync,
+		PlatformDir: o.platformDir,
+		NoSync:      o.noSync,
 		Logger:      slog.New(logr.ToSlogHandler(ctrl.Log.WithName("publisher"))),
 	}); err != nil {
 		return err

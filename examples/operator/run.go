@@ -75,7 +75,7 @@ func runDemo(ctx context.Context, o options, dir string, stdout, stderr io.Write
 	cfg := demo.Config{
 		Dir: dir, Duration: o.duration, Generations: o.generations, Seed: seed,
 		Renders: o.renders, PublishEvery: o.publishEvery, NoSync: o.noSync,
-		Progress: progress, Terminal: isTerminal(progress),
+		Progress: progress, Terminal: isTerminal(progress), Width: terminalWidth(progress),
 	}
 	if !o.json {
 		limit := fmt.Sprintf("for %v", o.duration)
@@ -114,4 +114,14 @@ func runDemo(ctx context.Context, o options, dir string, stdout, stderr io.Write
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && demo.IsTerminal(f)
+}
+
+// terminalWidth returns a function reporting w's width in columns, 0 when
+// w is not a terminal or its width is unknown.
+func terminalWidth(w io.Writer) func() int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	return func() int { return demo.TerminalWidth(f) }
 }

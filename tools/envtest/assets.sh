@@ -17,17 +17,40 @@
 # Environment:
 #	LEASEKIT_ENVTEST_DIR  the directory to build into (default: the cache
 #	                      directory below)
-#	XDG_CACHE_HOME        the cache root (default: $HOME/.cache)
+#	XDG_CACHE_HOME        the cache root, when an absolute path (default:
+#	                      $HOME/.cache)
 set -euo pipefail
 
 K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}"
-dir="${LEASEKIT_ENVTEST_DIR:-$cache/leasekit/envtest/k8s-$K8S_VERSION-etcd-$ETCD_VERSION}"
 
 log() { printf 'envtest assets: %s\n' "$*" >&2; }
+
+# The cache root: XDG_CACHE_HOME when it is an absolute path (the XDG rule:
+# a relative one is ignored), else $HOME/.cache.
+cache="${XDG_CACHE_HOME:-}"
+if [[ "$cache" != /* ]]; then
+	if [ -z "${HOME:-}" ]; then
+		if [ -z "${LEASEKIT_ENVTEST_DIR:-}" ]; then
+			log "neither XDG_CACHE_HOME (absolute) nor HOME is set: set one, or LEASEKIT_ENVTEST_DIR"
+			exit 1
+		fi
+	else
+		cache="$HOME/.cache"
+	fi
+fi
+dir="${LEASEKIT_ENVTEST_DIR:-$cache/leasekit/envtest/k8s-$K8S_VERSION-etcd-$ETCD_VERSION}"
+
+# A build's temporary output, removed if the script stops before renaming it
+# (a failed build, an interrupt): a killed build leaves no partial binary and
+# no temporary file behind.
+tmp=""
+cleanup() { if [ -n "$tmp" ]; then rm -f "$tmp"; fi; }
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # pinned MODULE_DIR PACKAGE VERSION: fails unless the module's go.mod requires
 # PACKAGE's module at VERSION, so the script and the modules cannot drift.
@@ -59,18 +82,18 @@ build() {
 		return
 	fi
 	log "$name $want: building (the first build takes minutes)"
-	local start=$SECONDS tmp
+	local start=$SECONDS
 	tmp="$(mktemp "$dir/.$name.XXXXXX")"
 	# The module stands outside the workspace: GOWORK=off. The binary goes to a
 	# temporary name first, so an interrupted build never leaves a half-written
 	# binary under the final name.
 	if ! (cd "$here/$module" && GOWORK=off CGO_ENABLED=0 \
 		go build -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg"); then
-		rm -f "$tmp"
 		log "$name: build failed"
 		exit 1
 	fi
 	mv -f "$tmp" "$out"
+	tmp=""
 	if ! reports "$out" "$want"; then
 		log "$name: built, but '$out --version' does not report $want:"
 		"$out" --version >&2 || true

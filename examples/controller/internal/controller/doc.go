@@ -15,7 +15,8 @@
 // [ReleaseReconciler] renders each Release's instance module against the
 // platform the Publisher serves, leasing it for the render, and records the
 // result in the Release's status. It renders again whenever the Publisher
-// serves a different generation.
+// serves a different platform: another generation, or the same generation
+// number built for a new object.
 //
 // The store and its directory are per process. [Setup] registers the
 // Publisher as a runnable that needs leader election: only the elected

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
@@ -108,7 +109,7 @@ func testLeaderElected(t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	if lease.Spec.HolderIdentity == nil || !strings.HasPrefix(*lease.Spec.HolderIdentity, host+"_") {
-		t.Fatalf("Lease %s/%s held by %v, want this manager (%s_…)", leaseNamespace, leaseID, lease.Spec.HolderIdentity, host)
+		t.Fatalf("Lease %s/%s held by %q, want this manager (%s_…)", leaseNamespace, leaseID, ptr.Deref(lease.Spec.HolderIdentity, ""), host)
 	}
 }
 

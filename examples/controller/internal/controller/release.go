@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +31,13 @@ type ReleaseReconciler struct {
 	// Observe, when set, is called with the seconds each render took and
 	// its error.
 	Observe func(secs float64, err error)
+
+	mu sync.Mutex
+	// against holds, per Release, the platform this process last rendered
+	// it against (nil: none served). A generation number alone does not
+	// name a platform: a Platform deleted and created again publishes its
+	// generation 1 again, with other content.
+	against map[types.NamespacedName]*kernel.Platform
 }
 
 // Reconcile renders the Release unless its status already records a render
@@ -40,9 +49,12 @@ type ReleaseReconciler struct {
 func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rel v1alpha1.Release
 	if err := r.Client.Get(ctx, req.NamespacedName, &rel); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.setAgainst(req.NamespacedName, nil, false)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !rel.DeletionTimestamp.IsZero() || r.upToDate(&rel) {
+	if !rel.DeletionTimestamp.IsZero() || r.upToDate(req.NamespacedName, &rel) {
 		return ctrl.Result{}, nil
 	}
 
@@ -92,6 +104,7 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.updateStatus(ctx, &rel, status); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.setAgainst(req.NamespacedName, rec.Platform, true)
 	if changed {
 		kind := "Normal"
 		if cond.Status != metav1.ConditionTrue {
@@ -103,12 +116,37 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 }
 
 // upToDate reports whether rel's status records a render of its current
-// generation against the generation the Publisher serves now.
-func (r *ReleaseReconciler) upToDate(rel *v1alpha1.Release) bool {
+// generation against the platform the Publisher serves now: the same
+// generation, and the same built platform, which this process rendered it
+// against last. After a restart every Release renders once again.
+func (r *ReleaseReconciler) upToDate(key types.NamespacedName, rel *v1alpha1.Release) bool {
 	c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
-	return c != nil && c.ObservedGeneration == rel.Generation &&
-		rel.Status.ObservedGeneration == rel.Generation &&
-		rel.Status.PlatformGeneration == r.Publisher.Store().Generation()
+	if c == nil || c.ObservedGeneration != rel.Generation || rel.Status.ObservedGeneration != rel.Generation {
+		return false
+	}
+	served, ok := r.Publisher.Store().Generated()
+	if rel.Status.PlatformGeneration != served.Generation {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, seen := r.against[key]
+	return seen && (ok && last == served.Platform || !ok && last == nil)
+}
+
+// setAgainst records that the Release key was last rendered against p (nil:
+// no platform served), or, with rendered false, forgets the Release.
+func (r *ReleaseReconciler) setAgainst(key types.NamespacedName, p *kernel.Platform, rendered bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !rendered {
+		delete(r.against, key)
+		return
+	}
+	if r.against == nil {
+		r.against = make(map[types.NamespacedName]*kernel.Platform)
+	}
+	r.against[key] = p
 }
 
 // rendered reports whether status already holds cond, apart from its time.

@@ -164,3 +164,42 @@ func TestReleaseHostileFileNamesRefused(t *testing.T) {
 		})
 	}
 }
+
+// A Platform deleted and created again, seen as one request, is published
+// at the same generation number with new content. Every Release renders
+// again against the new content, though the number it recorded matches.
+func TestReleaseRendersAgainWhenARecreatedPlatformReusesTheGeneration(t *testing.T) {
+	first := newPlatform(acme(), 1)
+	first.UID = "first"
+	f := newFixture(t, true, first, newRelease(shop("v1.4.0"), 1))
+	if _, _, err := f.reconcilePlatform(t); err != nil {
+		t.Fatal(err)
+	}
+	rel := f.reconcileRelease(t)
+	wantCondition(t, rel.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionTrue, v1alpha1.ReasonRendered)
+	if len(rel.Status.Diagnostics) != 0 {
+		t.Fatalf("diagnostics %q against web v1.4.0, want none", rel.Status.Diagnostics)
+	}
+
+	if err := f.client.Delete(context.Background(), newPlatform(acme(), 1)); err != nil {
+		t.Fatal(err)
+	}
+	older := acme()
+	older.Catalogs[0].Version = "v1.2.0"
+	again := newPlatform(older, 1)
+	again.UID = "second"
+	if err := f.client.Create(context.Background(), again); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.reconcilePlatform(t); err != nil {
+		t.Fatal(err)
+	}
+	if g := f.pub.Store().Generation(); g != 1 {
+		t.Fatalf("store serves %d, want the new object's generation 1", g)
+	}
+	rel = f.reconcileRelease(t)
+	wantCondition(t, rel.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionTrue, v1alpha1.ReasonRendered)
+	if len(rel.Status.Diagnostics) != 1 || !strings.Contains(rel.Status.Diagnostics[0], "v1.2.0") {
+		t.Fatalf("diagnostics %q, want the skew warning of the new platform's web v1.2.0", rel.Status.Diagnostics)
+	}
+}

@@ -32,9 +32,8 @@ const (
 	leaseID        = "platform-controller.examples.leasekit.dev"
 )
 
-// env is the running suite; nil when the envtest binaries are not set up.
-var env *suite
-
+// A suite is one running API server with the CRDs installed and a manager
+// elected through the Lease, owned by one run of a test.
 type suite struct {
 	testEnv  *envtest.Environment
 	cfg      *rest.Config
@@ -48,30 +47,6 @@ type suite struct {
 	// stopManager stops the manager and returns its error; it may be
 	// called more than once.
 	stopManager func() error
-}
-
-func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		return m.Run()
-	}
-	s, stop, err := startSuite()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "envtest:", err)
-		return 1
-	}
-	env = s
-	code := m.Run()
-	if err := stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "envtest stop:", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
 }
 
 // startSuite starts the API server, installs the CRDs and starts a
@@ -170,11 +145,23 @@ func startManager(mgr ctrl.Manager) func() error {
 	})
 }
 
-// needEnv skips t unless the envtest suite runs.
+// needEnv skips t unless KUBEBUILDER_ASSETS is set; otherwise it starts
+// an API server and a manager of t's own, stopped when t ends. Every run
+// of a test starts from an empty cluster, so the suite passes with
+// -count N as it does once.
 func needEnv(t *testing.T) *suite {
 	t.Helper()
-	if env == nil {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("envtest binaries not set up; run: KUBEBUILDER_ASSETS=$(tools/envtest/assets.sh) go test ./examples/controller/...")
 	}
-	return env
+	s, stop, err := startSuite()
+	if err != nil {
+		t.Fatalf("envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("envtest stop: %v", err)
+		}
+	})
+	return s
 }

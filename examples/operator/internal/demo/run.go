@@ -51,9 +51,11 @@ type Config struct {
 
 	// Progress, when set, receives a status line: redrawn in place when
 	// Terminal is true, a plain line every ProgressEvery (0: 1s) when it
-	// is not.
+	// is not. Width, when set, returns the terminal's width in columns
+	// (0: unknown), and the redrawn line is cut to fit it.
 	Progress      io.Writer
 	Terminal      bool
+	Width         func() int
 	ProgressEvery time.Duration
 
 	// Logger receives the publisher's log; nil means none.
@@ -126,7 +128,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	progress, stopProgress := context.WithCancel(bg)
 	var progressWG sync.WaitGroup
 	if cfg.Progress != nil {
-		line := NewStatusLine(cfg.Progress, cfg.Terminal, cfg.ProgressEvery)
+		line := NewStatusLine(cfg.Progress, cfg.Terminal, cfg.ProgressEvery).FitTo(cfg.Width)
 		progressWG.Go(func() { line.Run(progress, func() string { return status(pub, pool, check, start) }) })
 	}
 
@@ -278,7 +280,7 @@ func status(pub *platform.Publisher, pool *Pool, check *Checker, start time.Time
 	n, _ := check.Violations()
 	done := pool.Done()
 	rate := float64(done) / time.Since(start).Seconds()
-	gen := "none held"
+	gen := "none"
 	if st.Generation > 0 {
 		gen = fmt.Sprint(st.Generation)
 	}

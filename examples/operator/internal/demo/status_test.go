@@ -87,10 +87,86 @@ func TestIsTerminal(t *testing.T) {
 	if IsTerminal(f) || IsTerminal(w) {
 		t.Error("a regular file or a pipe is taken for a terminal")
 	}
+	if null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
+		defer null.Close()
+		if IsTerminal(null) {
+			t.Errorf("%s, a character device, is taken for a terminal", os.DevNull)
+		}
+		if w := TerminalWidth(null); w != 0 {
+			t.Errorf("%s has a terminal width of %d, want 0", os.DevNull, w)
+		}
+	}
 	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
 		defer tty.Close()
 		if !IsTerminal(tty) {
 			t.Error("/dev/tty is not taken for a terminal")
 		}
 	}
+}
+
+// A line wider than the terminal wraps, and a wrapped line cannot be
+// redrawn in place: each redraw would leave a line behind. The line is cut
+// to one column less than the terminal's width, asked at every redraw.
+func TestStatusLineFitsTheTerminalWidth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out lockedBuffer
+		ctx, cancel := context.WithCancel(t.Context())
+		widths := []int{10, 0, 4, 1000}
+		draw := 0
+		done := make(chan struct{})
+		go func() {
+			NewStatusLine(&out, true, time.Hour).FitTo(func() int {
+				w := widths[draw%len(widths)]
+				draw++
+				return w
+			}).Run(ctx, func() string { return "generation 12  on disk [11 12]" })
+			close(done)
+		}()
+		time.Sleep(4*redraw + redraw/2)
+		cancel()
+		<-done
+		want := clearLine + "generatio" + clearLine + "generation 12  on disk [11 12]" +
+			clearLine + "gen" + clearLine + "generation 12  on disk [11 12]" + clearLine
+		if got := out.String(); got != want {
+			t.Errorf("wrote %q, want %q", got, want)
+		}
+	})
+}
+
+func TestFitCutsRunesNotBytes(t *testing.T) {
+	for _, c := range []struct {
+		line  string
+		width int
+		want  string
+	}{
+		{"abc", 0, "abc"},
+		{"abc", -1, "abc"},
+		{"abc", 1, ""},
+		{"abc", 3, "ab"},
+		{"abc", 4, "abc"},
+		{"x…yz", 3, "x…"},
+	} {
+		if got := fit(c.line, c.width); got != c.want {
+			t.Errorf("fit(%q, %d) = %q, want %q", c.line, c.width, got, c.want)
+		}
+	}
+}
+
+// A run shorter than the period still writes one plain line, when it ends.
+func TestStatusLineWritesOnceWhenStoppedBeforeAPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out lockedBuffer
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			NewStatusLine(&out, false, time.Second).Run(ctx, func() string { return "status" })
+			close(done)
+		}()
+		time.Sleep(time.Second / 2)
+		cancel()
+		<-done
+		if got, want := out.String(), "status\n"; got != want {
+			t.Errorf("stopped before a period: wrote %q, want %q", got, want)
+		}
+	})
 }
