@@ -11,7 +11,11 @@ import (
 // Prune removes every entry under Root except the directories of the IDs in
 // keep: superseded IDs, staging leftovers of failed or killed Writes,
 // moved-aside copies and anything else. A missing Root is not an error; an
-// ID in keep without a directory is ignored.
+// ID in keep without a directory is ignored, unless a rewrite without an
+// atomic exchange left its last published directory moved aside (a crash
+// between its two renames, or a failure to move it back; see the package
+// limits): Prune then restores that directory into place, and removes the
+// other copies.
 //
 // Under Root's exclusive lock, Prune renames each pruned ID's directory out
 // of its path (so a reader finds it complete or absent, never half
