@@ -114,6 +114,9 @@ func (l Layout[ID]) strandedCopies(entries []os.DirEntry, keep map[string]bool) 
 			newest[name] = e.Name()
 		}
 	}
+	if len(newest) == 0 {
+		return restoration{}
+	}
 	for _, e := range entries {
 		if e.IsDir() {
 			delete(newest, e.Name()) // the path is full: no restoration
