@@ -119,7 +119,7 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, leave
 	if err != nil {
 		return nil, fmt.Errorf("dirlife: %s: %w", op, err)
 	}
-	restore := l.strandedCopies(entries, keep)
+	restore := strandedCopies(entries, keep)
 	var errs error
 	var garbage []string
 	renamed := false

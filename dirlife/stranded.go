@@ -92,19 +92,22 @@ type restoration struct {
 // copy that records its directory name. Every other moved-aside copy that
 // records an ID is garbage: its ID's path holds a newer publication, or the
 // ID is not kept, or a newer copy is restored.
-func (l Layout[ID]) strandedCopies(entries []os.DirEntry, keep map[string]bool) restoration {
+func strandedCopies(entries []os.DirEntry, keep map[string]bool) restoration {
 	if len(keep) == 0 {
 		return restoration{}
 	}
-	byTag := map[string]string{} // tag -> directory name of a kept ID
-	for name := range keep {
-		byTag[heldTagOf(name)] = name
-	}
+	var byTag map[string]string   // tag -> directory name of a kept ID, made at the first copy
 	newest := map[string]string{} // directory name -> entry
 	for _, e := range entries {
 		tag, stamp, ok := parseHeld(e.Name())
 		if !ok || !e.IsDir() {
 			continue
+		}
+		if byTag == nil {
+			byTag = make(map[string]string, len(keep))
+			for name := range keep {
+				byTag[heldTagOf(name)] = name
+			}
 		}
 		name, kept := byTag[tag]
 		if !kept {
