@@ -215,3 +215,29 @@ func TestParseHeld(t *testing.T) {
 		t.Fatalf("stamps %s then %s: not increasing", sa, sb)
 	}
 }
+
+// TestRestoreMeetsConcurrentWrite: a Write of an interrupted ID and a
+// Prune that keeps it, at once, in either order: the Write publishes last
+// or over the restored copy, so the ID ends with the Write's files, and
+// the old copy is gone.
+func TestRestoreMeetsConcurrentWrite(t *testing.T) {
+	old, fresh := Files{"v": []byte("old")}, Files{"v": []byte("fresh")}
+	for range 20 {
+		l := genLayout(t)
+		mustWrite(t, l, 7, old)
+		interruptRewrite(t, l, 7)
+		errs := make(chan error, 2)
+		go func() { _, err := l.Write(7, fresh); errs <- err }()
+		go func() { errs <- l.Prune(7) }()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustPrune(t, l, 7)
+		if got := readTree(t, l.Dir(7)); !sameFiles(got, fresh) {
+			t.Fatalf("Dir(7) = %v, want the Write's %v", got, fresh)
+		}
+		checkRootHolds(t, l, "gen-7")
+	}
+}
