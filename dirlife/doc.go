@@ -80,10 +80,16 @@
 // the filesystem refuses it, and on every other operating system, a
 // rewrite moves the old directory aside and renames the new one into
 // place: the directory is then missing for the instant between the two
-// renames, and a crash in that instant leaves it moved aside (removed by
-// the next Prune or Reset) rather than in place. Should both the rename
-// into place and the move back fail, Write returns an error naming both
-// copies and removes neither.
+// renames. A crash in that instant leaves the old directory moved aside
+// under a name that records its ID; should both the rename into place and
+// the move back fail, Write returns an error naming both copies and removes
+// neither. Either way the ID is absent (IDs does not list it) until the
+// next Prune that keeps it, which restores the old directory, the last one
+// published, exactly as it was; the new one, never published, is garbage.
+// A Prune that does not keep the ID, and Reset, remove both copies, and a
+// Write of the ID meanwhile publishes anew (its moved-aside copy is then
+// garbage too). Should a crash strand several copies of one ID, Prune
+// restores the one moved aside last, as the clock tells.
 //
 // Durability relies on fsync reaching stable storage; network filesystems
 // and disks that lie about their caches do not guarantee it. Windows has no

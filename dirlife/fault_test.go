@@ -118,6 +118,32 @@ func checkState(t *testing.T, l Layout[int64], want Files) {
 	}
 }
 
+// strandedLayout returns a layout whose ID 7 a rewrite left stranded: the
+// rename into place and the move back both failed, so the old copy is
+// moved aside, the new one in its staging directory, and 7's path empty.
+func strandedLayout(t *testing.T) Layout[int64] {
+	t.Helper()
+	rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL).failAt(stepRename, 3, errInjected).failAt(stepRename, 4, errInjected)
+	l := scenario{rewrite: true}.layout(t, rec)
+	if _, err := l.Write(7, newFiles); !errors.Is(err, errInjected) {
+		t.Fatalf("Write = %v, want the injected fault", err)
+	}
+	l.faults = nil
+	checkIDs(t, l)
+	return l
+}
+
+// checkNoneHeld fails if Root holds a moved-aside copy that a Prune could
+// restore.
+func checkNoneHeld(t *testing.T, l Layout[int64]) {
+	t.Helper()
+	for _, n := range rootEntries(t, l.Root) {
+		if isHeld(n) {
+			t.Fatalf("Root holds %s, a copy a Prune could restore: %v", n, rootEntries(t, l.Root))
+		}
+	}
+}
+
 // TestWriteFaults fails each step of a Write, at each of its occurrences,
 // in new and rewrite scenarios under every sync mode: the Write returns the
 // error, no partial directory appears, and an existing one is intact. A
@@ -230,7 +256,59 @@ func TestExchangeFallback(t *testing.T) {
 		if got := readTree(t, l.Root+"/"+left[1]); !sameFiles(got, newFiles) {
 			t.Fatalf("staging copy = %v, want the new files", got)
 		}
+		// Prune keeping 7 restores the last published copy, the old one,
+		// and removes the staging directory that was never published.
 		checkState(t, l, nil)
+		checkIDs(t, l, 7)
+		if got := readTree(t, l.Dir(7)); !sameFiles(got, oldFiles) {
+			t.Fatalf("Dir(7) after Prune(7) = %v, want the old files", got)
+		}
+	})
+	t.Run("rollback fails, then Prune without the ID", func(t *testing.T) {
+		l := strandedLayout(t)
+		mustPrune(t, l)
+		checkRootHolds(t, l)
+		mustPrune(t, l, 7)
+		checkIDs(t, l)
+	})
+	t.Run("rollback fails, then a Write of the ID", func(t *testing.T) {
+		l := strandedLayout(t)
+		newest := Files{"newest": []byte("published last")}
+		mustWrite(t, l, 7, newest)
+		mustPrune(t, l, 7)
+		if got := readTree(t, l.Dir(7)); !sameFiles(got, newest) {
+			t.Fatalf("Dir(7) = %v, want the last published %v", got, newest)
+		}
+		checkRootHolds(t, l, "gen-7")
+	})
+	t.Run("a completed fallback leaves no copy to restore", func(t *testing.T) {
+		// 4 renames the old copy to a plain garbage name; the remover
+		// is kept from it, as by a crash before it ran.
+		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL).failAt(stepRemove, 1, errInjected)
+		l := scenario{rewrite: true}.layout(t, rec)
+		mustWrite(t, l, 7, newFiles)
+		if rec.counts[stepRename] != 4 {
+			t.Fatalf("%d renames, want 4: %v", rec.counts[stepRename], rec.events)
+		}
+		checkNoneHeld(t, l)
+		mustPrune(t, l)
+		mustPrune(t, l, 7)
+		checkIDs(t, l)
+	})
+	t.Run("renaming the replaced copy to garbage fails", func(t *testing.T) {
+		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL).failAt(stepRename, 4, errInjected)
+		l := scenario{rewrite: true}.layout(t, rec)
+		mustWrite(t, l, 7, newFiles) // published all the same
+		checkIDs(t, l, 7)
+		if got := readTree(t, l.Dir(7)); !sameFiles(got, newFiles) {
+			t.Fatalf("Dir(7) = %v, want the new files", got)
+		}
+		// The old copy, under its recording name, is garbage: 7's path is
+		// full; and once 7 is pruned, it is never restored.
+		mustPrune(t, l)
+		checkRootHolds(t, l)
+		mustPrune(t, l, 7)
+		checkIDs(t, l)
 	})
 	t.Run("root sync fails after the fallback", func(t *testing.T) {
 		rec := newRecorder().failAt(stepExchange, 1, unix.EINVAL)

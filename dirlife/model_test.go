@@ -1,23 +1,31 @@
 package dirlife
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
 )
 
-// TestLayoutModel drives a Layout with random Write (new IDs and rewrites),
-// Prune, Reset and IDs calls against a map model, planting junk in Root
-// between steps: stray files, fake staging and moved-aside directories,
-// symbolic links named like IDs, files named like IDs. After every step
-// (and Settle) the disk equals the model: Root lists exactly the model's
-// IDs and the junk planted since the last Prune or Reset, and nothing of
+// TestLayoutModel drives a Layout with random Write (new IDs and rewrites,
+// with or without an atomic exchange), Prune, Reset and IDs calls against a
+// map model, planting junk in Root between steps: stray files, fake staging
+// and moved-aside directories, symbolic links named like IDs, files named
+// like IDs. It also strands rewrites (the rename into place and the move
+// back both fail) and interrupts them (a crash between the two renames):
+// the ID is then absent until a Prune keeps it and restores its last
+// published directory. After every step (and Settle) the disk equals the
+// model: Root lists exactly the model's IDs, the junk planted since the
+// last Prune or Reset and the copies stranded since, and nothing else of
 // the layout's own; nothing outside Root has changed.
 func TestLayoutModel(t *testing.T) {
+	errModelFault := errors.New("injected fault")
 	tmp := t.TempDir()
 	rapid.Check(t, func(t *rapid.T) {
 		base, err := os.MkdirTemp(tmp, "case")
@@ -39,6 +47,38 @@ func TestLayoutModel(t *testing.T) {
 		model := map[int64]Files{}
 		junk := map[string]bool{} // names planted in Root
 		rootExists := false
+		held := map[int64][]Files{} // moved-aside copies of absent IDs, oldest first
+		strays := 0                 // staging directories of stranded rewrites
+
+		// fallback forces the move-aside path on l, failing the renames
+		// into name's path whose numbers (from 1, the publication) are in
+		// fail.
+		fallback := func(name string, fail ...int) faultFunc {
+			n := 0
+			return func(step, to string) error {
+				switch {
+				case step == stepExchange:
+					return errExchangeRefused
+				case step == stepRename && to == name:
+					n++
+					if slices.Contains(fail, n) {
+						return errModelFault
+					}
+				}
+				return nil
+			}
+		}
+		heldID := func(t *rapid.T) int64 {
+			var ids []int64
+			for id := range model {
+				ids = append(ids, id)
+			}
+			if len(ids) == 0 {
+				t.Skip("no ID to rewrite")
+			}
+			slices.Sort(ids)
+			return rapid.SampledFrom(ids).Draw(t, "id")
+		}
 
 		fileGen := rapid.MapOfN(
 			rapid.SampledFrom([]string{"a", "b", "m/x.cue", "m/y.cue", "m/n/z", "deep/er/still/f"}),
@@ -48,7 +88,11 @@ func TestLayoutModel(t *testing.T) {
 			"Write": func(t *rapid.T) {
 				id := rapid.Int64Range(-2, 12).Draw(t, "id")
 				files := Files(fileGen.Draw(t, "files"))
+				if rapid.Bool().Draw(t, "no exchange") {
+					l.faults = fallback(l.Codec.Format(id))
+				}
 				dir, err := l.Write(id, files)
+				l.faults = nil
 				if err != nil {
 					t.Fatalf("Write(%d): %v", id, err)
 				}
@@ -58,6 +102,28 @@ func TestLayoutModel(t *testing.T) {
 				model[id] = files
 				delete(junk, l.Codec.Format(id)) // a planted entry of that name was replaced
 				rootExists = true
+			},
+			"StrandRewrite": func(t *rapid.T) {
+				id := heldID(t)
+				files := Files(fileGen.Draw(t, "files"))
+				l.faults = fallback(l.Codec.Format(id), 2, 3)
+				_, err := l.Write(id, files)
+				l.faults = nil
+				if !errors.Is(err, errModelFault) {
+					t.Fatalf("stranded Write(%d) = %v, want the injected faults", id, err)
+				}
+				held[id] = append(held[id], model[id])
+				delete(model, id)
+				strays++
+			},
+			"InterruptRewrite": func(t *rapid.T) {
+				id := heldID(t)
+				name := l.Codec.Format(id)
+				if err := os.Rename(l.Dir(id), filepath.Join(l.Root, heldName(name))); err != nil {
+					t.Fatal(err)
+				}
+				held[id] = append(held[id], model[id])
+				delete(model, id)
 			},
 			"Prune": func(t *rapid.T) {
 				keep := rapid.SliceOfN(rapid.Int64Range(-2, 14), 0, 4).Draw(t, "keep")
@@ -69,7 +135,14 @@ func TestLayoutModel(t *testing.T) {
 						delete(model, id)
 					}
 				}
+				for _, id := range keep {
+					if _, ok := model[id]; !ok && len(held[id]) > 0 {
+						model[id] = held[id][len(held[id])-1] // the last published
+					}
+				}
 				clear(junk)
+				clear(held)
+				strays = 0
 			},
 			"Reset": func(t *rapid.T) {
 				if err := l.Reset(); err != nil {
@@ -77,6 +150,8 @@ func TestLayoutModel(t *testing.T) {
 				}
 				clear(model)
 				clear(junk)
+				clear(held)
+				strays = 0
 				rootExists = true
 			},
 			"PlantJunk": func(t *rapid.T) {
@@ -154,8 +229,30 @@ func TestLayoutModel(t *testing.T) {
 						wantNames = append(wantNames, name)
 					}
 					slices.Sort(wantNames)
-					if got := rootEntries(t, l.Root); !slices.Equal(got, wantNames) {
+					var got []string
+					heldTags := map[string]int{}
+					stages := 0
+					for _, name := range rootEntries(t, l.Root) {
+						switch tag, _, ok := parseHeld(name); {
+						case ok:
+							heldTags[tag]++
+						case strings.HasPrefix(name, stagePrefix) && !junk[name]:
+							stages++
+						default:
+							got = append(got, name)
+						}
+					}
+					if !slices.Equal(got, wantNames) {
 						t.Fatalf("Root holds %v, want %v", got, wantNames)
+					}
+					wantTags := map[string]int{}
+					for id, copies := range held {
+						if len(copies) > 0 {
+							wantTags[heldTagOf(l.Codec.Format(id))] = len(copies)
+						}
+					}
+					if !maps.Equal(heldTags, wantTags) || stages != strays {
+						t.Fatalf("Root holds moved-aside copies %v and %d staging directories, want %v and %d", heldTags, stages, wantTags, strays)
 					}
 				}
 				if got := readTree(t, outside); !sameFiles(got, Files{"precious": []byte("keep me")}) {

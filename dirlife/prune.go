@@ -4,14 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"path/filepath"
 	"strings"
 )
 
 // Prune removes every entry under Root except the directories of the IDs in
 // keep: superseded IDs, staging leftovers of failed or killed Writes,
 // moved-aside copies and anything else. A missing Root is not an error; an
-// ID in keep without a directory is ignored.
+// ID in keep without a directory is ignored, unless a rewrite without an
+// atomic exchange left its last published directory moved aside (a crash
+// between its two renames, or a failure to move it back; see the package
+// limits): Prune then restores that directory into place, and removes the
+// other copies.
 //
 // Under Root's exclusive lock, Prune renames each pruned ID's directory out
 // of its path (so a reader finds it complete or absent, never half
@@ -49,10 +53,7 @@ func (l Layout[ID]) Prune(keep ...ID) error {
 	st := h.lock.st
 	st.retain()
 	defer putState(st)
-	garbage, err := l.setAside(h, "prune", func(e os.DirEntry) bool {
-		_, isID := l.parse(e)
-		return isID && keepNames[e.Name()]
-	}, true)
+	garbage, err := l.setAside(h, "prune", keepNames, true)
 	h.unlock()
 	if qerr := l.enqueue(st, h, garbage); qerr != nil {
 		err = errors.Join(err, qerr)
@@ -78,7 +79,7 @@ func (l Layout[ID]) Reset() error {
 	// A Write that published just before the lock was taken may queue
 	// its old copy since the wait: Reset removes that too, beside the
 	// remover, so that nothing is left when it returns.
-	garbage, err := l.setAside(h, "reset", func(os.DirEntry) bool { return false }, false)
+	garbage, err := l.setAside(h, "reset", nil, false)
 	dev, derr := rootDevice(h, l.devOf())
 	if derr != nil {
 		return errors.Join(err, fmt.Errorf("dirlife: reset: %w", derr))
@@ -94,14 +95,17 @@ func (l Layout[ID]) Reset() error {
 	return err
 }
 
-// setAside lists Root, under its exclusive lock, and returns the garbage:
-// every entry but the layout's own and those kept. Each directory that is
-// not a layout's staging or moved-aside entry (an ID's, or anything named
-// like one) is first renamed aside, out of its path; then, unless NoSync,
-// Root is synced once, so no renamed directory reappears after power loss.
-// With leaveBusy, entries the background remover has queued or is
-// removing are left to it.
-func (l Layout[ID]) setAside(h *openRoot, op string, kept func(os.DirEntry) bool, leaveBusy bool) ([]string, error) {
+// setAside lists Root, under its exclusive lock, restores the moved-aside
+// copy of each ID in keep whose path is empty (see strandedCopies), and
+// returns the garbage: every entry but the layout's own and the kept IDs'
+// directories. Each directory that is not a layout's staging or plain
+// moved-aside entry (an ID's, anything named like one, or a moved-aside
+// copy that records its ID) is first renamed aside, out of its path, under
+// a name no later Prune restores; then, unless NoSync, Root is synced once,
+// so that no renamed directory reappears after power loss and no restored
+// one goes missing. With leaveBusy, entries the background remover has
+// queued or is removing are left to it.
+func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, leaveBusy bool) ([]string, error) {
 	d, err := h.r.Open(".")
 	if err != nil {
 		return nil, fmt.Errorf("dirlife: %s: %w", op, err)
@@ -115,17 +119,35 @@ func (l Layout[ID]) setAside(h *openRoot, op string, kept func(os.DirEntry) bool
 	if err != nil {
 		return nil, fmt.Errorf("dirlife: %s: %w", op, err)
 	}
+	restore := strandedCopies(entries, keep)
 	var errs error
 	var garbage []string
 	renamed := false
 	for _, e := range entries {
 		name := e.Name()
-		if h.ownEntry(name) || kept(e) || leaveBusy && h.lock.st.rm.isBusy(name) {
+		if h.ownEntry(name) || leaveBusy && h.lock.st.rm.isBusy(name) {
 			continue
 		}
-		if e.IsDir() && !strings.HasPrefix(name, reservedLead) {
+		if keep[name] {
+			if _, isID := l.parse(e); isID {
+				continue
+			}
+		}
+		if _, ok := restore.from[name]; ok {
+			continue // restored below
+		}
+		if restore.to[name] && !e.IsDir() {
+			// A file or symbolic link in the path of a kept ID about to be
+			// restored: garbage, removed now to make way.
+			if err := h.r.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = errors.Join(errs, removeErr(l.Root, name, err))
+			}
+			continue
+		}
+		if e.IsDir() && (!strings.HasPrefix(name, reservedLead) || isHeld(name)) {
 			// Out of its path first, atomically, so that a reader never
-			// finds it half removed; but never a mount point.
+			// finds it half removed and no later Prune restores it; but
+			// never a mount point.
 			fi, err := h.r.Lstat(name)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -145,6 +167,15 @@ func (l Layout[ID]) setAside(h *openRoot, op string, kept func(os.DirEntry) bool
 			}
 		}
 		garbage = append(garbage, name)
+	}
+	for from, to := range restore.from {
+		// The last published copy of a kept ID whose path is empty: back
+		// into place.
+		if err := h.r.Rename(from, to); err != nil {
+			errs = errors.Join(errs, fmt.Errorf("dirlife: %s: restore %s from %s: %w", op, filepath.Join(l.Root, to), from, err))
+		} else {
+			renamed = true
+		}
 	}
 	if renamed && !l.NoSync {
 		if err := syncDirFile(h.dir); err != nil {

@@ -56,19 +56,29 @@ func (e *strandedError) Error() string { return e.err.Error() }
 func (e *strandedError) Unwrap() error { return e.err }
 
 // moveAside replaces name with stage where no atomic exchange exists: name
-// is renamed aside, stage into place, and on failure name back.
+// is renamed aside, stage into place, and on failure name back. The aside
+// name records the ID (see heldName), so that a crash between the renames,
+// or a failure of the move back, leaves the last published copy where the
+// next Prune that keeps the ID restores it. Once stage is in place, the old
+// copy is renamed again, to a plain garbage name, so that no Prune restores
+// it later; should that rename fail, it returns no old copy and the next
+// Prune, finding the ID's path full, removes it.
 func (l Layout[ID]) moveAside(r *os.Root, stage, name string) (old string, err error) {
-	aside := tempName(asidePrefix)
-	if err := l.rename(r, name, aside); err != nil {
+	held := heldName(name)
+	if err := l.rename(r, name, held); err != nil {
 		return "", err
 	}
 	if err := l.rename(r, stage, name); err != nil {
-		if rerr := l.rename(r, aside, name); rerr != nil {
-			return "", &strandedError{fmt.Errorf("%w; and moving the old directory back from %s failed: %w (the new one is complete in %s)", err, aside, rerr, stage)}
+		if rerr := l.rename(r, held, name); rerr != nil {
+			return "", &strandedError{fmt.Errorf("%w; and moving the old directory back from %s failed: %w (the new one is complete in %s; the next Prune that keeps this ID restores the old one)", err, held, rerr, stage)}
 		}
 		return "", err
 	}
-	return aside, nil
+	garbage := tempName(asidePrefix)
+	if err := l.rename(r, held, garbage); err != nil {
+		return "", nil
+	}
+	return garbage, nil
 }
 
 func (l Layout[ID]) rename(r *os.Root, from, to string) error {

@@ -26,7 +26,11 @@ import (
 // stays: Write returns its path and a [*NotDurableError] (errors.Is
 // [ErrNotDurable]). A publication is never undone. On any other failure
 // Write returns an error and leaves id's directory exactly as it was,
-// absent or complete with its old contents (or as another Write left it);
+// absent or complete with its old contents (or as another Write left it),
+// but for one double fault: where a rewrite without an atomic exchange can
+// neither rename the new directory into place nor move the old one back,
+// the old one stays moved aside, intact, until the next Prune that keeps id
+// restores it (see the package limits);
 // a staging directory left behind by a failure it could not clean up is
 // removed by the next Prune or Reset. Root is created when missing, and
 // claimed when empty; a non-empty Root that no layout ever claimed is
