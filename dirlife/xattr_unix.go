@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin
 
 package dirlife
 
@@ -17,7 +17,7 @@ func getOwnerAttr(dir *os.File) (bool, error) {
 		switch {
 		case err == unix.EINTR:
 			continue
-		case err == unix.ENODATA || err == unix.ERANGE: // absent, or not our value
+		case err == errNoAttr || err == unix.ERANGE: // absent, or not our value
 			return false, nil
 		case err != nil:
 			return false, &os.PathError{Op: "fgetxattr", Path: dir.Name(), Err: err}
@@ -41,7 +41,7 @@ func setOwnerAttr(dir *os.File) error {
 }
 
 // attrUnsupported reports whether err says the filesystem holds no
-// extended attributes (of the user namespace, on directories).
+// extended attributes (on Linux, of the user namespace on directories).
 func attrUnsupported(err error) bool {
 	return errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP)
 }
