@@ -46,14 +46,7 @@ func TestRunRetriesBackgroundRemovalFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mnt := filepath.Join(rec.Dir, "mnt")
-		if err := os.Mkdir(mnt, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
-			t.Skipf("cannot mount a tmpfs here: %v", err)
-		}
-		t.Cleanup(func() { unmountUnder(root) })
+		mountTmpfsIn(t, rec.Dir, root)
 
 		if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
 			t.Fatal(err)
@@ -106,14 +99,7 @@ func TestRunRetriesBackgroundFailureOfForget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mnt := filepath.Join(rec.Dir, "mnt")
-		if err := os.Mkdir(mnt, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
-			t.Skipf("cannot mount a tmpfs here: %v", err)
-		}
-		t.Cleanup(func() { unmountUnder(root) })
+		mountTmpfsIn(t, rec.Dir, root)
 
 		p.Forget()
 		synctest.Wait()
@@ -142,4 +128,19 @@ func unmountUnder(root string) {
 			_ = syscall.Unmount(f[1], syscall.MNT_DETACH)
 		}
 	}
+}
+
+// mountTmpfsIn mounts a tmpfs at dir/mnt, so that removing dir fails, and
+// unmounts everything under root when the test ends. It skips the test
+// where mounting is not permitted.
+func mountTmpfsIn(t *testing.T, dir, root string) {
+	t.Helper()
+	mnt := filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { unmountUnder(root) })
 }

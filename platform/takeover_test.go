@@ -101,13 +101,7 @@ func TestPublishOfForgottenLeasedGenerationWaits(t *testing.T) {
 func TestRunStopsWhileWaitingForItsTurn(t *testing.T) {
 	warmKernel(t)
 	synctest.Test(t, func(t *testing.T) {
-		p := newBooted(t, platform.PublisherOptions{})
-		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
-			t.Fatal(err)
-		}
-		_, release, _ := p.Store().Lease()
-		rewrite := publishAsync(p, context.Background(), 1, 1, t) // holds the turn while it drains
-		synctest.Wait()
+		p, release, rewrite := drainingRewrite(t)
 
 		ctx, cancel := context.WithCancel(context.Background())
 		stopped := make(chan error, 1)
@@ -167,13 +161,7 @@ func TestFailedWriteLeftoverIsRemoved(t *testing.T) {
 func TestBootAgainDoesNotWaitForADrain(t *testing.T) {
 	warmKernel(t)
 	synctest.Test(t, func(t *testing.T) {
-		p := newBooted(t, platform.PublisherOptions{})
-		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
-			t.Fatal(err)
-		}
-		_, release, _ := p.Store().Lease()
-		rewrite := publishAsync(p, context.Background(), 1, 1, t) // holds the turn while it drains
-		synctest.Wait()
+		p, release, rewrite := drainingRewrite(t)
 
 		booted := make(chan error, 1)
 		go func() { booted <- p.Boot() }()

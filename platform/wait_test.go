@@ -37,6 +37,22 @@ func publishAsync(p *platform.Publisher, ctx context.Context, gen int64, v int, 
 	return done
 }
 
+// drainingRewrite boots a Publisher, publishes generation 1, leases it
+// and starts a rewrite of generation 1 with other files, which holds the
+// Publisher's turn while it waits for that lease: release ends the wait.
+// Call it inside a synctest bubble.
+func drainingRewrite(t *testing.T) (p *platform.Publisher, release func(), rewrite <-chan publishResult) {
+	t.Helper()
+	p = newBooted(t, platform.PublisherOptions{})
+	if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, release, _ = p.Store().Lease()
+	rewrite = publishAsync(p, context.Background(), 1, 1, t)
+	synctest.Wait()
+	return p, release, rewrite
+}
+
 // A changed current generation stops new leases, waits until its leases
 // are released, and only then rewrites the directory.
 func TestRewriteWaitsForLeasesToDrain(t *testing.T) {
@@ -350,13 +366,7 @@ func TestPruneErrorBesideRemovedGenerationsIsReported(t *testing.T) {
 func TestPublishWaitingForItsTurnIsCancellable(t *testing.T) {
 	warmKernel(t)
 	synctest.Test(t, func(t *testing.T) {
-		p := newBooted(t, platform.PublisherOptions{})
-		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
-			t.Fatal(err)
-		}
-		_, release, _ := p.Store().Lease()
-		rewrite := publishAsync(p, context.Background(), 1, 1, t) // holds the turn while it drains
-		synctest.Wait()
+		p, release, rewrite := drainingRewrite(t)
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
