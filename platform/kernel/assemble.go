@@ -124,8 +124,11 @@ func assemble(ctx context.Context, p *Platform, r *preparedRender) (RenderOutput
 				return RenderOutput{}, false, nil
 			}
 		}
+		// #Render's [if c.replicas != _|_ {c.replicas}, 1][0]: the field
+		// when the instance sets it, whatever makes it concrete (a
+		// default included, which CUE resolves as it decodes it), else 1.
 		spec[replicasField] = float64(defaultReplicas)
-		if rv := lookup(c, replicasField); rv.IsConcrete() {
+		if rv := lookup(c, replicasField); rv.Exists() {
 			if spec[replicasField], err = decodeValue(rv, nil, nil); err != nil {
 				return RenderOutput{}, false, nil
 			}
