@@ -230,6 +230,7 @@ func (g *gen) bool(label string) bool { return rapid.Bool().Draw(g.t, label) }
 func (g *gen) intn(label string, n int) int {
 	return rapid.IntRange(0, n-1).Draw(g.t, label)
 }
+
 // rare reports true once in about n draws, and false for the value
 // rapid shrinks to.
 func (g *gen) rare(label string, n int) bool {
