@@ -221,7 +221,7 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 	// before any evaluation against the schema or the platform.
 	r.written = readInstance(iv)
 	if n := len(r.written.components); n > limits.MaxComponents {
-		return nil, &LimitError{Limit: "MaxComponents", File: dir, Value: int64(n), Max: int64(limits.MaxComponents)}
+		return nil, &LimitError{Limit: "MaxComponents", Dir: dir, Value: int64(n), Max: int64(limits.MaxComponents)}
 	}
 	if err := checkInstanceValues(r.written); err != nil {
 		return nil, asError("render", dir, err, source{nil, iv})
