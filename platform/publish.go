@@ -35,7 +35,8 @@ import (
 //     is returned. If the new files fail to build, the old files are
 //     written back and the old record is set again.
 //   - A failed build returns the kernel's error (errors.As a
-//     [*kernel.Error], positions intact) and leaves the current record and
+//     [*kernel.Error], positions intact, or a [*kernel.LimitError] or
+//     [*kernel.FileError] naming the file) and leaves the current record and
 //     its directory as they were; the failed directory of a new generation
 //     is removed.
 //
@@ -149,8 +150,8 @@ func (p *Publisher) takeOver(ctx context.Context, generation int64, rewrite bool
 }
 
 // writeAndBuild writes files as generation's directory and builds it,
-// timing both. outcome is BuildFailed for the kernel's refusal, Failed
-// for any other error.
+// timing both. outcome is BuildFailed for the kernel's refusal of the
+// content (see refusedContent), Failed for any other error.
 func (p *Publisher) writeAndBuild(ctx context.Context, generation int64, files platformmodule.Files, t *PublishTimings) (dir string, plat *kernel.Platform, outcome Outcome, err error) {
 	start := time.Now()
 	dir, err = p.write(generation, files)
@@ -161,13 +162,24 @@ func (p *Publisher) writeAndBuild(ctx context.Context, generation int64, files p
 	start = time.Now()
 	plat, err = p.kernel.BuildPlatform(ctx, dir)
 	t.Build = time.Since(start)
-	if _, ok := errors.AsType[*kernel.Error](err); ok {
+	if refusedContent(err) {
 		return "", nil, BuildFailed, err
 	}
 	if err != nil {
 		return "", nil, Failed, err
 	}
 	return dir, plat, Published, nil
+}
+
+// refusedContent reports whether err is the kernel's refusal of the
+// module's content: its problems (a *kernel.Error), a limit it goes past
+// (a *kernel.LimitError) or a file it may not read (a *kernel.FileError).
+// Publishing the same files again fails again; only other files can help.
+func refusedContent(err error) bool {
+	_, problems := errors.AsType[*kernel.Error](err)
+	_, limit := errors.AsType[*kernel.LimitError](err)
+	_, file := errors.AsType[*kernel.FileError](err)
+	return problems || limit || file
 }
 
 // restore writes the files of cur back after a failed rewrite and sets cur
