@@ -33,7 +33,7 @@ func describe(err error) string {
 	switch {
 	case errors.As(err, &ke):
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s: %d problem(s)", ke.Op, len(ke.Problems))
+		fmt.Fprintf(&b, "%s %s: %d problem(s)", ke.Op, ke.Dir, len(ke.Problems))
 		for _, p := range ke.Problems {
 			b.WriteString("; ")
 			b.WriteString(p.String())
