@@ -131,13 +131,13 @@ func TestRenderCatalogErrors(t *testing.T) {
 		want       []kernel.CatalogError
 	}{
 		{"lacked", `name: "shop"
-requires: "example.com/other@v1": "v1.0.0"`, []kernel.CatalogError{{Path: "example.com/other@v1", Rule: "is not carried by platform acme"}}},
+requires: "example.com/other@v1": "v1.0.0"`, []kernel.CatalogError{{Path: "example.com/other@v1", Rule: "is not carried by platform acme", Position: "shop.cue:4:11"}}},
 		{"disabled", `name: "shop"
 requires: "` + dbPath + `": "v0.1.0"
-components: db: {kind: "Database", catalog: "` + dbPath + `"}`, []kernel.CatalogError{{Path: dbPath, Rule: "is disabled on platform acme"}}},
+components: db: {kind: "Database", catalog: "` + dbPath + `"}`, []kernel.CatalogError{{Path: dbPath, Rule: "is disabled on platform acme", Position: "shop.cue:4:11"}}},
 		{"kind not provided", `name: "shop"
 requires: "` + webPath + `": "v1.0.0"
-components: job: {kind: "CronJob", catalog: "` + webPath + `"}`, []kernel.CatalogError{{Path: webPath, Component: "job", Rule: "does not provide kind CronJob (it provides [Deployment Service])"}}},
+components: job: {kind: "CronJob", catalog: "` + webPath + `"}`, []kernel.CatalogError{{Path: webPath, Component: "job", Rule: "does not provide kind CronJob (it provides [Deployment Service])", Position: "shop.cue:5:19"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
