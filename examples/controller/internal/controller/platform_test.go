@@ -432,3 +432,22 @@ func TestPlatformContentRefusalIsABuildFailure(t *testing.T) {
 	}
 	wantCondition(t, p.Status.Conditions, v1alpha1.PlatformReady, metav1.ConditionTrue, controller.ReasonPublished)
 }
+
+// TestPlatformInvalidSpecNamesEveryField: a spec with several fields the
+// generator refuses names each of them.
+func TestPlatformInvalidSpecNamesEveryField(t *testing.T) {
+	bad := acme()
+	bad.Catalogs[0].Version = "1.4"
+	bad.Labels["tier"] = "not a value"
+	f := newFixture(t, true, newPlatform(bad, 1))
+	p, _, err := f.reconcilePlatform(t)
+	if !errors.Is(err, reconcile.TerminalError(nil)) {
+		t.Fatalf("Reconcile of an invalid spec: %v, want a terminal error", err)
+	}
+	c := wantCondition(t, p.Status.Conditions, v1alpha1.PlatformBuildFailed, metav1.ConditionTrue, controller.ReasonInvalidSpec)
+	for _, want := range []string{`spec.catalogs[0].version "1.4"`, `spec.labels["tier"] "not a value"`} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("BuildFailed message %q does not name %s", c.Message, want)
+		}
+	}
+}
