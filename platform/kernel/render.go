@@ -38,7 +38,8 @@ type Instance struct {
 	Dir string
 
 	// Files maps slash-separated paths to contents, cue.mod/module.cue
-	// included. Positions in errors name them under "instance/".
+	// included. Errors name the module "instance" and its files by their
+	// paths here.
 	Files map[string][]byte
 }
 
