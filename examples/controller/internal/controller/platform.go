@@ -173,7 +173,7 @@ func buildFailed(err error) bool {
 }
 
 // relative shortens the positions in msg to paths relative to the
-// platform directory ("gen-2/overlay.cue:2:7"): the directory is the
+// platform directory ("gen-2: overlay.cue:2:7"): the directory is the
 // process's own, the generation and file are what a reader needs.
 func (r *PlatformReconciler) relative(msg string) string {
 	root := filepath.Clean(r.Publisher.Layout().Root)
