@@ -25,7 +25,7 @@ func manyFiles(n int) Files {
 func TestStrayNamedLikeIDNeverCostsAPublication(t *testing.T) {
 	l := genLayout(t)
 	l.NoSync = true
-	mustWrite(t, l, 1, manyFiles(20_000))
+	mustWrite(t, l, 1, manyFiles(5_000))
 	if err := l.Prune(); err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +56,8 @@ func TestStrayNamedLikeIDNeverCostsAPublication(t *testing.T) {
 func TestSpecSentencesAtReturn(t *testing.T) {
 	l := genLayout(t)
 	l.NoSync = true
-	mustWrite(t, l, 1, manyFiles(5_000))
-	mustWrite(t, l, 2, manyFiles(5_000))
+	mustWrite(t, l, 1, manyFiles(2_000))
+	mustWrite(t, l, 2, manyFiles(2_000))
 	if err := l.Prune(2); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestSpecSentencesAtReturn(t *testing.T) {
 	}
 
 	// A replacing Write: the old copy is gone when it returns.
-	want := manyFiles(5_001)
+	want := manyFiles(2_001)
 	mustWrite(t, l, 2, want)
 	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{"gen-2"}) {
 		t.Fatalf("Root right after a rewrite of gen-2 = %v, want [gen-2]", got)
@@ -78,7 +78,7 @@ func TestSpecSentencesAtReturn(t *testing.T) {
 	// After a crash: a staging directory, a moved-aside copy and a stray
 	// file, as a killed Write and a stranger leave them.
 	stage := mkdirAll(t, filepath.Join(l.Root, stagePrefix+"0123456789abcdef"))
-	for i := range 2_000 {
+	for i := range 1_000 {
 		writeFile(t, filepath.Join(stage, fmt.Sprintf("f%04d", i)), nil)
 	}
 	mkdirAll(t, filepath.Join(l.Root, asidePrefix+"fedcba9876543210", "sub"))

@@ -17,15 +17,20 @@ import (
 // The files are written into a staging directory beside the target and
 // renamed into place, so no reader ever observes a partial directory, also
 // if the process is killed at any instant. When id's directory exists
-// already, the new one is swapped in atomically and the old one, out of
-// the path, is removed in the background (see [Layout.Settle]): the path
-// never goes missing (but see the package limits). Unless [Layout.NoSync]
-// is set, the directory survives power loss once Write returns: files and
-// staging directories are synced before the rename and Root after it.
+// already, the new one is swapped in atomically, so the path never goes
+// missing (but see the package limits), and the old one, out of the path
+// under an aside name, is removed once Root's lock is let go: its space
+// is free when Write returns (with [Layout.DeferRemoval], its removal goes
+// on in the background). Unless [Layout.NoSync] is set, the directory
+// survives power loss once Write returns: files and staging directories
+// are synced before the rename and Root after it.
 //
 // If that sync of Root fails, the directory is published all the same and
 // stays: Write returns its path and a [*NotDurableError] (errors.Is
-// [ErrNotDurable]). A publication is never undone. On any other failure
+// [ErrNotDurable]). A publication is never undone. So does a removal of the
+// old copy that fails, or that runs past [Layout.RemovalDeadline] (a
+// [*StalledError]): Write returns the path and that error, and the next
+// Prune removes what is left. On any other failure
 // Write returns an error and leaves id's directory exactly as it was,
 // absent or complete with its old contents (or as another Write left it),
 // but for one double fault: where a rewrite without an atomic exchange can
