@@ -39,7 +39,7 @@ func TestStrayFileNamedLikeGenerationNeverCostsTheCurrent(t *testing.T) {
 	p := newBooted(t, platform.PublisherOptions{})
 	ctx := context.Background()
 	root := p.Layout().Root
-	if _, err := p.Publish(ctx, 1, bulky(t, 0, 20_000), 0); err != nil {
+	if _, err := p.Publish(ctx, 1, bulky(t, 0, 5_000), 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
