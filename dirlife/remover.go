@@ -58,13 +58,6 @@ func (rm *removals) hasErr() bool {
 	return len(rm.errs) > 0
 }
 
-// busy reports whether name is being removed by a call of this process.
-func (rm *removals) busy(name string) bool {
-	rm.mu.Lock()
-	defer rm.mu.Unlock()
-	return rm.inflight[name] != nil
-}
-
 // pending returns the removals in flight.
 func (rm *removals) pending() []*removal {
 	rm.mu.Lock()
