@@ -145,9 +145,14 @@ func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage,
 	i := 0
 	var workers sync.WaitGroup
 	devOf, hook := l.devOf(), l.removing
+	// One slot per goroutine: the workers' own, and those the tops of
+	// their trees take for more (see removeEach), maxRemovers in all.
+	slots := make(chan struct{}, maxRemovers)
 	for range min(len(batch), maxRemovers) {
+		slots <- struct{}{}
 		st.retain() // the caller holds a reference: st is still registered
 		workers.Go(func() {
+			defer func() { <-slots }()
 			defer putState(st)
 			for {
 				next.Lock()
@@ -161,7 +166,7 @@ func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage,
 				if hook != nil {
 					hook(job.was)
 				}
-				err := removeTree(r, job.name, job.name, dev, devOf)
+				err := removeTree(r, job.name, job.name, dev, devOf, slots)
 				if err != nil {
 					err = removeErr(l.Root, job.name, err)
 				}
