@@ -287,7 +287,10 @@ func removeErr(root, name string, err error) error {
 // Settle began: they go on. A missing Root is not an error.
 //
 // Afterwards every entry that this process set aside before Settle began
-// is gone from Root, or named by the error. Entries that another process
+// is gone from Root, or named by the error, or left by a removal whose
+// failure was reported already (by the call that waited for it, or by an
+// earlier Prune or Settle); the next Prune removes what a failure left,
+// unless its cause (a mount) stays. Entries that another process
 // left (a crash's staging directory) stay until the next Prune or Reset,
 // and removals started by another process are not waited for.
 //
