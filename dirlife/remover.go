@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -143,6 +144,8 @@ func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage,
 
 	var next sync.Mutex
 	i := 0
+	var left atomic.Int64 // removals not over
+	left.Store(int64(len(batch)))
 	var workers sync.WaitGroup
 	devOf, hook := l.devOf(), l.removing
 	// One slot per goroutine: the workers' own, and those the tops of
@@ -170,14 +173,16 @@ func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage,
 				if err != nil {
 					err = removeErr(l.Root, job.name, err)
 				}
+				if left.Add(-1) == 0 {
+					// The last one: no removal uses r any more. Closed
+					// before a waiter wakes, so that a call that waited
+					// returns holding no descriptor of it.
+					r.Close()
+				}
 				rm.finish(job, err)
 			}
 		})
 	}
-	go func() {
-		workers.Wait()
-		r.Close()
-	}()
 	return batch, nil
 }
 
