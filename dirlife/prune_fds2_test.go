@@ -5,7 +5,7 @@ package dirlife
 import "testing"
 
 // TestPruneReturnsItsDescriptors: when a Prune or a rewrite returns, its
-// removals hold no descriptor any more: the process holds as many as
+// removals hold no descriptor any more: the process holds no more than
 // before the call.
 func TestPruneReturnsItsDescriptors(t *testing.T) {
 	l := genLayout(t)
@@ -19,7 +19,7 @@ func TestPruneReturnsItsDescriptors(t *testing.T) {
 		if err := l.Prune(1); err != nil {
 			t.Fatal(err)
 		}
-		if after := openFDs(t); after != before {
+		if after := openFDs(t); after > before {
 			t.Fatalf("step %d: %d descriptors open right after Prune, %d before the calls", i, after, before)
 		}
 	}
