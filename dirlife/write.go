@@ -49,7 +49,15 @@ func (l Layout[ID]) Write(id ID, files Files) (string, error) {
 	if err != nil {
 		return "", l.writeErr(id, err)
 	}
-	if err := l.write(name, p, func(i int) []byte { return files[p.from[i]] }); err != nil {
+	return l.writePlan(id, name, p, func(i int) File { return File{Data: files[p.from[i]]} })
+}
+
+// writePlan writes the validated plan p as id's directory, name.
+func (l Layout[ID]) writePlan(id ID, name string, p *plan, entry func(int) File) (string, error) {
+	stage := func(r *os.Root, dir *os.File, stage string) (bool, error) {
+		return true, l.stage(r, dir, stage, p, entry)
+	}
+	if _, err := l.write(name, stage); err != nil {
 		if errors.Is(err, ErrNotDurable) {
 			return l.Dir(id), err
 		}
@@ -95,11 +103,19 @@ func (l Layout[ID]) writeErr(id ID, err error) error {
 	return fmt.Errorf("dirlife: write %s: %w", l.Dir(id), err)
 }
 
-// write stages p under a fresh staging directory and publishes it as name.
-func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err error) {
+// A stager fills the fresh staging directory stage (root-relative, in r;
+// dir is the root's directory) and, unless NoSync, makes it durable. It
+// reports whether the staged tree is to be published: false discards it.
+type stager func(r *os.Root, dir *os.File, stage string) (publish bool, err error)
+
+// write fills a fresh staging directory with fill and publishes it as
+// name, unless fill reports otherwise. It reports whether it published. A
+// staging directory that is not published is removed, also when fill
+// panics or exits its goroutine.
+func (l Layout[ID]) write(name string, fill stager) (published bool, err error) {
 	h, err := l.openRoot("write", true, shared)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer h.close()
 	defer h.unlock()
@@ -107,21 +123,20 @@ func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err e
 
 	stage := tempName(stagePrefix)
 	if err := l.mkdir(r, stage); err != nil {
-		return err
+		return false, err
 	}
-	published := false
 	defer func() {
 		var stranded *strandedError
-		if err != nil && !published && !errors.As(err, &stranded) && l.fault(stepRemove, stage) == nil {
+		if !published && !errors.As(err, &stranded) && l.fault(stepRemove, stage) == nil {
 			r.RemoveAll(stage) // else Prune or Reset removes it
 		}
 	}()
-	if err := l.stage(r, dir, stage, p, content); err != nil {
-		return err
+	if publish, err := fill(r, dir, stage); err != nil || !publish {
+		return false, err
 	}
 	old, err := l.publish(r, dir, stage, name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	published = true
 	if !l.NoSync {
@@ -138,7 +153,7 @@ func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err e
 		h.unlock()
 		l.enqueue(st, h, []string{old}) // on failure, Prune removes it
 	}
-	return err
+	return published, err
 }
 
 // stage fills the staging directory and, unless NoSync, makes it durable.
@@ -147,7 +162,7 @@ func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err e
 // maxWriteFDs): directories are opened by a dirCursor, from their nearest
 // open ancestor, and closed once the cursor has moved on and their files
 // are written.
-func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, content func(int) []byte) error {
+func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, entry func(int) File) error {
 	// Each file and directory is created by a single-element openat or
 	// mkdirat in its own directory: the staging tree is the layout's own
 	// fresh directory, opened as a Root of its own so nothing in it can
@@ -159,10 +174,16 @@ func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, conte
 	defer sr.Close()
 	cur := newDirCursor(sr)
 	files := l.newFilePool(dir, stage)
-	err = l.fill(cur, files, stage, p, content)
+	err = l.fill(cur, files, stage, p, entry)
 	cur.close()
 	if err != nil {
 		files.stop()
+		return err
+	}
+	if err := files.stop(); err != nil {
+		return err
+	}
+	if err := checkLinks(sr, p); err != nil {
 		return err
 	}
 	if err := files.wait(); err != nil {
@@ -186,7 +207,7 @@ func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, conte
 
 // fill creates the directories and files of p in the staging tree, in
 // sorted order, so that every directory is made before what it holds.
-func (l Layout[ID]) fill(cur *dirCursor, files *filePool, stage string, p *plan, content func(int) []byte) error {
+func (l Layout[ID]) fill(cur *dirCursor, files *filePool, stage string, p *plan, entry func(int) File) error {
 	di, fi := 0, 0
 	for di < len(p.dirs) || fi < len(p.names) {
 		if di < len(p.dirs) && (fi == len(p.names) || p.dirs[di] < p.names[fi]) {
@@ -208,7 +229,7 @@ func (l Layout[ID]) fill(cur *dirCursor, files *filePool, stage string, p *plan,
 		if err != nil {
 			return err
 		}
-		files.add(fileJob{h, path.Base(name), path.Join(stage, name), content(fi)}) // releases h
+		files.add(fileJob{h, path.Base(name), path.Join(stage, name), entry(fi)}) // releases h
 		fi++
 		if files.failed() {
 			return nil // wait reports it
