@@ -43,27 +43,20 @@ type Written struct {
 	Published bool   // false when Digest equals StreamOptions.Current
 }
 
-// WriteStream is [Layout.WriteTree] with the tree made by fill: fill
-// creates files, directories and symbolic links in dir, an [os.Root] of a
-// fresh staging directory beside id's, so nothing it does through dir
-// reaches outside. Once fill returns nil, every entry is checked as
-// WriteTree checks a Tree (names, modes, links that must resolve inside
-// the directory, no device or pipe, no file with other hard links, and at
-// least one entry), read back for the Digest, made durable unless NoSync,
-// and published as Write publishes, unless opts says the content is
-// current. fill's own modes are kept, after the umask; a directory must be
-// searchable and writable by its owner.
+// WriteStream is [Layout.WriteTree] with the tree that fill makes in dir,
+// an [os.Root] of a fresh staging directory beside id's: nothing fill does
+// through dir reaches outside it. Once fill returns nil, every entry is
+// checked as WriteTree checks a Tree (see the package documentation's
+// Modes, links and streamed writes), read back for the Digest, made
+// durable unless NoSync, and published as Write publishes, unless the
+// Digest is opts.Current. fill's modes are kept, after the umask.
 //
 // fill runs with Root's lock held shared, as a Write stages: it must
-// honour ctx, and must not call a Layout method on the same Root (a Prune
-// waiting for this write would wait for it too), nor use dir once it
-// returns. WriteStream holds a bounded number of descriptors besides
-// those fill opens, and memory that does not grow with the bytes written.
-//
-// On failure (fill's error, a refused entry, ctx done before publication)
-// WriteStream returns the error and leaves id's directory exactly as it
-// was, as Write does; the staging directory is removed. A panic in fill
-// is propagated once the staging directory is removed.
+// honour ctx, and must not call a method of a Layout on the same Root (a
+// waiting Prune would wait for it too). On failure (fill's error, a
+// refused entry, ctx done before publication) WriteStream leaves id's
+// directory as a failed Write does, and removes the staging directory; a
+// panic in fill is raised again once it is removed.
 func (l Layout[ID]) WriteStream(ctx context.Context, id ID, fill func(ctx context.Context, dir *os.Root) error, opts StreamOptions) (Written, error) {
 	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, _ string) (map[string]fileSum, error) {
 		return nil, fill(ctx, sr)

@@ -69,7 +69,9 @@ func (l Layout[ID]) writePlan(id ID, name string, p *plan, entry func(int) File)
 // WriteFS is [Layout.Write] with the regular files of fsys (an [embed.FS],
 // an [os.DirFS] tree) as its files, under the same rules. Empty directories
 // of fsys are not reproduced; a symbolic link or other irregular file in
-// fsys is refused with a [NameError], and nothing is written.
+// fsys is refused with a [NameError], and nothing is written. WriteFS
+// reads the whole tree into memory first; [Layout.CopyFS] streams it, and
+// keeps its modes and links.
 func (l Layout[ID]) WriteFS(id ID, fsys fs.FS) (string, error) {
 	if _, err := l.name(id); err != nil {
 		return "", err
