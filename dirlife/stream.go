@@ -102,7 +102,7 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		if err != nil {
 			return false, err
 		}
-		if w.Digest, err = l.finish(ctx, r, dir, sr, stage, sums); err != nil {
+		if w.Digest, err = l.finish(ctx, r, dir, sr, stage, sums, opts.Current); err != nil {
 			return false, err
 		}
 		if err := ctx.Err(); err != nil {
@@ -138,8 +138,9 @@ func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage
 }
 
 // finish checks the filled staging directory sr entry by entry, digests
-// it and, unless NoSync, makes it durable.
-func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, sums map[string]fileSum) (Digest, error) {
+// it and, unless NoSync or its digest is current (it is then discarded),
+// makes it durable.
+func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, sums map[string]fileSum, current Digest) (Digest, error) {
 	fi, err := sr.Lstat(".")
 	if err != nil {
 		return Digest{}, err
@@ -164,8 +165,9 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 	if w.entries == 0 {
 		return Digest{}, ErrNoFiles
 	}
-	if l.NoSync {
-		return w.dg.sum(), nil
+	sum := w.dg.sum()
+	if l.NoSync || sum == current {
+		return sum, nil
 	}
 	if mode == syncFS {
 		if err := l.fault(stepSync, stage); err != nil {
@@ -174,7 +176,7 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 		if err := syncfs(dir); err != nil {
 			return Digest{}, &os.PathError{Op: "syncfs", Path: stage, Err: err}
 		}
-		return w.dg.sum(), nil
+		return sum, nil
 	}
 	// Directories after their files, deepest first, the staging directory
 	// last, as stage does: reverse walk order puts every directory before
@@ -187,7 +189,7 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 	if err := l.syncDir(r, stage); err != nil {
 		return Digest{}, err
 	}
-	return w.dg.sum(), nil
+	return sum, nil
 }
 
 // A stagedWalk visits a filled staging tree depth first, each directory's

@@ -181,7 +181,8 @@ func TestDigestDifferential(t *testing.T) {
 
 // TestStreamUnchangedDiscards: a streamed write whose content has the
 // digest given as Current publishes nothing, and leaves the directory
-// (the same inode) and Root as they were; a changed content publishes.
+// (the same inode) and Root as they were, syncing and renaming nothing;
+// a changed content publishes.
 func TestStreamUnchangedDiscards(t *testing.T) {
 	for _, k := range streamKinds[1:] {
 		t.Run(k.name, func(t *testing.T) {
@@ -194,9 +195,17 @@ func TestStreamUnchangedDiscards(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			rec := newRecorder()
+			l.faults = rec.hook
 			again, err := k.write(l, 5, artifact, StreamOptions{Current: first.Digest})
+			l.faults = nil
 			if err != nil || again.Published || again.Digest != first.Digest {
 				t.Fatalf("identical re-publish = %+v, %v; want unpublished, digest %v", again, err, first.Digest)
+			}
+			for _, e := range rec.events {
+				if strings.HasPrefix(e, "sync") || strings.HasPrefix(e, stepRename) || strings.HasPrefix(e, stepExchange) {
+					t.Fatalf("an identical re-publish took step %q: %v", e, rec.events)
+				}
 			}
 			after, err := os.Stat(l.Dir(5))
 			if err != nil || !os.SameFile(before, after) {
