@@ -119,7 +119,9 @@
 // Durability relies on fsync reaching stable storage; network filesystems
 // and disks that lie about their caches do not guarantee it. Windows has no
 // way to sync a directory, so there a Write's renames are as durable as
-// NTFS's metadata journal makes them. On Linux a durable Write calls
+// NTFS's metadata journal makes them; there a durable streamed write
+// opens each staged file for writing to flush it, so it fails on a file
+// made read-only. On Linux a durable Write calls
 // syncfs(2) once, which also flushes whatever else is dirty on Root's
 // filesystem; give Root a filesystem of its own or set
 // [Layout.PerFileSync]. [ErrNotDurable] means the directory is published

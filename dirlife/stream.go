@@ -158,6 +158,11 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 		hash: sha256.New(),
 	}
 	defer w.cur.close()
+	defer func() {
+		if w.buf != nil {
+			copyBufs.Put(w.buf)
+		}
+	}()
 	w.dg.init()
 	if err := w.walk("."); err != nil {
 		return Digest{}, err
@@ -206,7 +211,7 @@ type stagedWalk struct {
 
 	dg      digester
 	hash    hash.Hash
-	buf     []byte
+	buf     *[]byte // from copyBufs, once needed
 	dirs    []string // visited, in walk order
 	entries int
 }
@@ -323,12 +328,13 @@ func (w *stagedWalk) file(h *dirHandle, base, rel string, digest bool) (fileSum,
 			return sum, &os.PathError{Op: "read", Path: name, Err: err}
 		}
 		if w.buf == nil {
-			w.buf = make([]byte, hashBufSize)
+			w.buf = copyBufs.Get().(*[]byte)
 		}
+		buf := *w.buf
 		w.hash.Reset()
 		for {
-			n, err := f.Read(w.buf)
-			w.hash.Write(w.buf[:n])
+			n, err := f.Read(buf)
+			w.hash.Write(buf[:n])
 			sum.size += int64(n)
 			if err == io.EOF {
 				break
