@@ -211,7 +211,7 @@ type stagedWalk struct {
 
 	dg      digester
 	hash    hash.Hash
-	buf     *[]byte // from copyBufs, once needed
+	buf     *[]byte  // from copyBufs, once needed
 	dirs    []string // visited, in walk order
 	entries int
 }
