@@ -89,12 +89,18 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		return Written{}, l.writeErr(id, err)
 	}
 	w := Written{Dir: l.Dir(id)}
-	stage := func(r *os.Root, dir *os.File, stage string) (bool, error) {
+	stage := func(r *os.Root, dir *os.File, stage string) (publish bool, err error) {
 		sr, err := r.OpenRoot(stage)
 		if err != nil {
 			return false, err
 		}
 		defer sr.Close()
+		checked := false
+		defer func() {
+			if !checked { // also when fill exits its goroutine
+				makeRemovable(sr, ".")
+			}
+		}()
 		sums, err := l.runFill(ctx, fill, sr, stage)
 		if err == nil {
 			err = ctx.Err()
@@ -105,6 +111,7 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		if w.Digest, err = l.finish(ctx, r, dir, sr, stage, sums, opts.Current); err != nil {
 			return false, err
 		}
+		checked = true // every directory is the owner's to empty
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
@@ -398,4 +405,29 @@ func checkSiblingCase(dir string, names []string) error {
 		folded[key] = n
 	}
 	return nil
+}
+
+// makeRemovable gives the owner read, write and search permission on
+// every directory of the staging tree sr under dir that lacks it, so that
+// the removal of a tree that a fill left unchecked or that was refused
+// does not fail on a directory it made read-only. It works by path
+// through sr, a descriptor at a time, and ignores errors: the removal
+// reports what it cannot remove, and Prune or Reset retries.
+func makeRemovable(sr *os.Root, dir string) {
+	fi, err := sr.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return
+	}
+	if perm := fi.Mode().Perm(); perm&0o700 != 0o700 {
+		sr.Chmod(dir, perm|0o700)
+	}
+	d, err := sr.Open(dir)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, name := range names {
+		makeRemovable(sr, path.Join(dir, name))
+	}
 }

@@ -605,3 +605,28 @@ func TestStreamBoundsDescriptors(t *testing.T) {
 		}
 	}
 }
+
+// TestMakeRemovable: the directories of a failed or refused fill get the
+// owner's rwx back before the staging directory is removed, so that a
+// process without privileges can remove it.
+func TestMakeRemovable(t *testing.T) {
+	dir := t.TempDir()
+	sr, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	if err := errors.Join(sr.MkdirAll("a/b/c", 0o755), sr.WriteFile("a/b/f", nil, 0o400), sr.Symlink("a", "l"),
+		sr.Chmod("a/b/c", 0o500), sr.Chmod("a/b", 0o555), sr.Chmod("a", 0o100)); err != nil {
+		t.Fatal(err)
+	}
+	makeRemovable(sr, ".")
+	for d, want := range map[string]fs.FileMode{"a": 0o700, "a/b": 0o755, "a/b/c": 0o700} {
+		if fi, err := os.Lstat(filepath.Join(dir, d)); err != nil || fi.Mode().Perm() != want {
+			t.Fatalf("%s: %v, %v; want mode %v", d, fi.Mode(), err, want)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "a/b/f")); err != nil || fi.Mode().Perm() != 0o400 {
+		t.Fatalf("a file's mode changed: %v, %v", fi.Mode(), err)
+	}
+}
