@@ -11,11 +11,18 @@ import (
 	"slices"
 )
 
-// A Digest identifies the content of one directory: the SHA-256 of every
-// entry's path, kind and permission bits, and of each file's bytes and
-// each link's target, in a fixed order (see [TreeDigest]). Two
-// directories with one Digest hold the same tree. The zero Digest is no
-// tree's.
+// A Digest identifies the content of one directory: two directories with
+// one Digest hold the same tree. The zero Digest is no tree's.
+//
+// It is the SHA-256 of every directory, file and link in the order of a
+// depth-first walk that visits a directory's entries in byte order of
+// their names; for each, its kind, its cleaned path and its permission
+// bits (none for a link), then a file's size and the SHA-256 of its bytes,
+// or a link's target, each field length-prefixed. A Tree implies its
+// directories with mode 0o755 and gives 0o644 to a file whose Mode has no
+// permission bits. A streamed write takes the modes on disk, after the
+// umask: with the usual umask 022, what it creates with the defaults of
+// [os.Mkdir] (0o755) and [os.Create] has the modes a Tree implies.
 type Digest [sha256.Size]byte
 
 // String returns the digest in hexadecimal.
@@ -24,22 +31,11 @@ func (d Digest) String() string { return hex.EncodeToString(d[:]) }
 // IsZero reports whether d is the zero Digest.
 func (d Digest) IsZero() bool { return d == Digest{} }
 
-// TreeDigest returns the Digest of tree as [Layout.WriteTree] writes it,
+// TreeDigest returns the [Digest] of tree as [Layout.WriteTree] writes it:
 // the digest [Layout.WriteStream] and [Layout.CopyFS] report for the same
 // content, so that a publisher can tell an identical re-publish without
-// keeping a copy. For [Files], it is TreeDigest(files.Tree()). It returns
-// the error [CheckTree] returns for tree, and reads no disk.
-//
-// The digest covers every directory (those a Tree implies have mode
-// 0o755), file (0o644 when its Mode has no permission bits) and link, in
-// the order of a depth-first walk that visits the entries of a directory
-// in byte order of their names; for each, its kind, its cleaned path and
-// its permission bits (none for a link), and a file's size and the
-// SHA-256 of its bytes or a link's target, each field length-prefixed.
-// A streamed write's digest takes the modes on disk, after the umask: with
-// the usual umask 022, the directories and files it creates with the
-// defaults of [os.Mkdir] (0o755) and [os.Create] get the modes a Tree
-// implies.
+// keeping a copy. For [Files], it is TreeDigest(files.Tree()). It reads no
+// disk, and returns the error [CheckTree] returns for tree.
 func TreeDigest(tree Tree) (Digest, error) {
 	p, err := planTree(tree)
 	if err != nil {
