@@ -28,17 +28,20 @@ import (
 // id's directory is left as it was.
 func (l Layout[ID]) CopyFS(ctx context.Context, id ID, fsys fs.FS, opts StreamOptions) (Written, error) {
 	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, stage string) (map[string]fileSum, error) {
-		c := &copier{l: l.fault, ctx: ctx, fsys: fsys, sr: sr, stage: stage, sums: map[string]fileSum{}, hash: sha256.New()}
+		c := &copier{l: l.fault, ctx: ctx, fsys: fsys, cur: newDirCursor(sr), stage: stage, sums: map[string]fileSum{}, hash: sha256.New()}
+		defer c.cur.close()
 		return c.sums, fs.WalkDir(fsys, ".", c.visit)
 	}, opts)
 }
 
-// A copier copies an fs.FS into a staging directory.
+// A copier copies an fs.FS into a staging directory. It creates each
+// entry in its directory, opened by a dirCursor: the walk's depth-first
+// order keeps the cursor's moves short, and its descriptors bounded.
 type copier struct {
 	l     faultFunc
 	ctx   context.Context
 	fsys  fs.FS
-	sr    *os.Root
+	cur   *dirCursor
 	stage string
 	sums  map[string]fileSum
 	hash  hash.Hash
@@ -61,6 +64,12 @@ func (c *copier) visit(name string, d fs.DirEntry, err error) error {
 		return err
 	}
 	full := path.Join(c.stage, name)
+	h, err := c.cur.at(path.Dir(name))
+	if err != nil {
+		return err
+	}
+	defer h.release()
+	dir, base := h.dir(), path.Base(name)
 	info, err := d.Info()
 	if err != nil {
 		return err
@@ -78,10 +87,10 @@ func (c *copier) visit(name string, d fs.DirEntry, err error) error {
 		if err := c.l(stepMkdir, full); err != nil {
 			return &os.PathError{Op: "mkdir", Path: full, Err: err}
 		}
-		if err := c.sr.Mkdir(name, perm); err != nil {
+		if err := dir.Mkdir(base, perm); err != nil {
 			return err
 		}
-		return c.sr.Chmod(name, perm) // exactly, whatever the umask
+		return dir.Chmod(base, perm) // exactly, whatever the umask
 	case mode.Type() == fs.ModeSymlink:
 		target, err := fs.ReadLink(c.fsys, name)
 		if err != nil {
@@ -93,17 +102,18 @@ func (c *copier) visit(name string, d fs.DirEntry, err error) error {
 		if err := c.l(stepCreate, full); err != nil {
 			return &os.PathError{Op: "symlink", Path: full, Err: err}
 		}
-		return c.sr.Symlink(target, name)
+		return dir.Symlink(target, base)
 	}
-	return c.file(name, full, mode.Perm())
+	return c.file(dir, base, name, full, mode.Perm())
 }
 
-// file copies the regular file name, hashing it as it is written.
-func (c *copier) file(name, full string, perm fs.FileMode) error {
+// file copies the regular file name, base in dir, hashing it as it is
+// written.
+func (c *copier) file(dir *os.Root, base, name, full string, perm fs.FileMode) error {
 	if err := c.l(stepCreate, full); err != nil {
 		return &os.PathError{Op: "create", Path: full, Err: err}
 	}
-	f, err := c.sr.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
