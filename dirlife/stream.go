@@ -120,11 +120,12 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 	published, err := l.write(name, stage)
 	w.Published = published
 	var p *fillPanic
+	var pe *publishedError
 	switch {
 	case errors.As(err, &p):
 		panic(p.value)
-	case errors.Is(err, ErrNotDurable):
-		return w, err
+	case errors.As(err, &pe):
+		return w, pe.err
 	case err != nil:
 		return Written{}, l.writeErr(id, err)
 	}
