@@ -56,7 +56,8 @@ type Written struct {
 // waiting Prune would wait for it too). On failure (fill's error, a
 // refused entry, ctx done before publication) WriteStream leaves id's
 // directory as a failed Write does, and removes the staging directory; a
-// panic in fill is raised again once it is removed.
+// panic in fill is raised again once it is removed. An error after the
+// publication is one Write would return; the Written then reports it.
 func (l Layout[ID]) WriteStream(ctx context.Context, id ID, fill func(ctx context.Context, dir *os.Root) error, opts StreamOptions) (Written, error) {
 	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, _ string) (map[string]fileSum, error) {
 		return nil, fill(ctx, sr)
