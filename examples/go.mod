@@ -105,5 +105,6 @@ replace (
 	leasekit.dev/dirlife => ../dirlife
 	leasekit.dev/lease => ../lease
 	leasekit.dev/platform => ../platform
+	leasekit.dev/publish => ../publish
 	leasekit.dev/slot => ../slot
 )
