@@ -102,8 +102,7 @@ func TestCrash(t *testing.T) {
 		}
 
 		p := platform.NewPublisher(root, platform.PublisherOptions{})
-		for _, g := range generations(t, p) {
-			dir := p.Layout().Dir(g)
+		for _, dir := range genDirs(t, root) {
 			complete := false
 			for _, v := range variants {
 				complete = complete || sameFiles(readTree(t, dir), v)

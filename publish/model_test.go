@@ -122,7 +122,7 @@ func TestPublisherModel(t *testing.T) {
 				pruned = false
 			},
 			"Reclaim": func(t *rapid.T) {
-				for _, ev := range p.ReclaimNow() {
+				for _, ev := range p.Reclaim() {
 					if ev.Err != nil {
 						t.Fatal(ev.Err)
 					}

@@ -44,6 +44,11 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.F
 	if !p.booted.Load() {
 		return rec, Failed, ErrNotBooted
 	}
+	if p.check != nil {
+		if err := p.check(key, files, value); err != nil {
+			return rec, Failed, err
+		}
+	}
 	if len(files) == 0 {
 		return rec, Failed, fmt.Errorf("publish: key %v: %w", key, dirlife.ErrNoFiles)
 	}
@@ -65,9 +70,13 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.F
 		return p.keep(cur, value), Unchanged, nil
 	}
 
-	// Refuse what could never be written before anything is.
+	// Refuse what could never be written, and a context that has ended,
+	// before anything is written.
 	if err := dirlife.CheckFiles(files); err != nil {
 		return rec, Failed, fmt.Errorf("publish: key %v: %w", key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return rec, Failed, err
 	}
 	plain, err := p.plainName(key)
 	if err != nil {

@@ -60,6 +60,11 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// (zero: 30s).
 	RetryMin, RetryMax time.Duration
 
+	// Check, when set, refuses a Publish before anything is touched: its
+	// error is returned as the Publish's, with outcome Failed. For rules
+	// of the caller's own on keys, files or values.
+	Check func(key K, files dirlife.Files, value V) error
+
 	// WrapDisk, when set, wraps the Publisher's disk, for tests that make
 	// a write or a removal fail.
 	WrapDisk func(Disk) Disk
@@ -90,6 +95,7 @@ type Publisher[K cmp.Ordered, A any, V comparable] struct {
 	log       *slog.Logger
 	onPublish func(PublishEvent[K])
 	onReclaim func(ReclaimEvent[K])
+	check     func(K, dirlife.Files, V) error
 	retryMin  time.Duration
 	retryMax  time.Duration
 	seedA     maphash.Seed
@@ -145,6 +151,7 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 		log:       opts.Logger,
 		onPublish: opts.OnPublish,
 		onReclaim: opts.OnReclaim,
+		check:     opts.Check,
 		retryMin:  opts.RetryMin,
 		retryMax:  opts.RetryMax,
 		seedA:     maphash.MakeSeed(),
@@ -251,6 +258,9 @@ func (p *Publisher[K, A, V]) Boot() error {
 	p.log.Info("publish: booted", "root", p.root)
 	return nil
 }
+
+// Booted reports whether Boot has succeeded.
+func (p *Publisher[K, A, V]) Booted() bool { return p.booted.Load() }
 
 // Start boots the Publisher and runs its reclaim loop until ctx ends: it
 // satisfies controller-runtime's manager.Runnable. It returns Boot's

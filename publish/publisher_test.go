@@ -140,7 +140,7 @@ func TestCallbacksUnderNoLock(t *testing.T) {
 		},
 		OnReclaim: func(ev publish.ReclaimEvent[int64]) {
 			reclaims = append(reclaims, ev)
-			p.ReclaimNow()
+			p.Reclaim()
 		},
 	})
 	ctx := context.Background()
@@ -152,7 +152,7 @@ func TestCallbacksUnderNoLock(t *testing.T) {
 		t.Fatalf("removed %+v while leased", reclaims)
 	}
 	l.Release()
-	p.ReclaimNow()
+	p.Reclaim()
 	outcomes := []publish.Outcome{}
 	for _, ev := range publishes {
 		outcomes = append(outcomes, ev.Outcome)

@@ -71,6 +71,22 @@ func (p *Publisher[K, A, V]) Run(ctx context.Context) error {
 	}
 }
 
+// Reclaim runs one pass of the reclaim loop now, for a caller that does
+// not run Run: it removes every directory that is neither current nor
+// leased and reports each removal it tried. It waits for a running Publish
+// to finish.
+func (p *Publisher[K, A, V]) Reclaim() []ReclaimEvent[K] {
+	p.made()
+	if !p.booted.Load() {
+		return nil
+	}
+	_ = p.lock(context.Background())
+	reclaims := p.reclaimLocked()
+	p.unlock()
+	p.finishReclaims(reclaims)
+	return reclaims
+}
+
 // settle waits for the removals the layout runs in the background and
 // reports one that failed, marking Root dirty so that the next pass
 // retries what it left. It runs without the serialisation, so a Publish

@@ -78,7 +78,7 @@ func TestReadersStress(t *testing.T) {
 	if n := refused.Load(); n != 0 {
 		t.Fatalf("%d leases refused after the first publish", n)
 	}
-	for _, ev := range p.ReclaimNow() {
+	for _, ev := range p.Reclaim() {
 		if ev.Err != nil {
 			t.Fatal(ev.Err)
 		}
