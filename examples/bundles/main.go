@@ -73,8 +73,8 @@ func bundle(gen int64, v int) dirlife.Files {
 // summary is what a run reports.
 type summary struct {
 	Published, Changed, Unchanged, Refused uint64
-	Reads, LeasesRefused, Violations      int64
-	OnDisk                                int
+	Reads, LeasesRefused, Violations       int64
+	OnDisk                                 int
 }
 
 func run(ctx context.Context, root string, readers int, duration time.Duration, stderr io.Writer) (summary, error) {
