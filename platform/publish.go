@@ -30,6 +30,7 @@ import (
 // Publish keeps no copy of files: the caller may reuse them and their
 // buffers as soon as it returns.
 func (p *Publisher) Publish(ctx context.Context, generation int64, files platformmodule.Files, skew kernel.SkewPolicy) (Generated, error) {
+	p.mustBeMade()
 	rec, err := p.pub.Publish(ctx, generation, files, skew)
 	if err != nil {
 		return Generated{}, platformError(err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"leasekit.dev/dirlife"
@@ -349,5 +350,29 @@ func TestWriteFailingAfterPublication(t *testing.T) {
 	}
 	if writes != 1 {
 		t.Fatalf("the failed rewrite wrote %d times, want once: the old directory is never written", writes)
+	}
+}
+
+// Every method of a zero Publisher panics naming NewPublisher, instead of
+// blocking or dereferencing nil.
+func TestZeroPublisherPanics(t *testing.T) {
+	var p platform.Publisher
+	for name, f := range map[string]func(){
+		"Boot":    func() { p.Boot() },
+		"Publish": func() { p.Publish(context.Background(), 1, moduleFiles(t, 0), 0) },
+		"Forget":  func() { p.Forget() },
+		"Store":   func() { p.Store() },
+		"Stats":   func() { p.Stats() },
+		"Run":     func() { p.Run(context.Background()) },
+		"Render":  func() { p.Render(context.Background(), renderInstance(t)) },
+	} {
+		func() {
+			defer func() {
+				if r, _ := recover().(string); !strings.Contains(r, "NewPublisher") {
+					t.Errorf("zero Publisher's %s panicked with %q, want a message naming NewPublisher", name, r)
+				}
+			}()
+			f()
+		}()
 	}
 }

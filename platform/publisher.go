@@ -42,8 +42,10 @@ type platformPublisher = publish.Publisher[int64, *kernel.Platform, kernel.SkewP
 // beside the current one and swapped in, so no render is refused and no
 // Publish waits for one.
 //
-// A Publisher is safe for concurrent use by multiple goroutines. Publish,
-// Forget, Boot and every removal are serialised. Renders and leases take
+// A Publisher is made by [NewPublisher]; the zero value has no Root, and
+// each of its methods panics. A Publisher is safe for concurrent use by
+// multiple goroutines. Publish, Forget, Boot and every removal are
+// serialised. Renders and leases take
 // no lock of the Publisher's. Two Publishers must not share a Root.
 type Publisher struct {
 	pub       *platformPublisher
@@ -86,6 +88,17 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 	return p
 }
 
+// errZeroPublisher is the panic value of a method of a Publisher that
+// NewPublisher did not make.
+const errZeroPublisher = "platform: Publisher not made by NewPublisher: the zero Publisher has no Root"
+
+// mustBeMade panics unless NewPublisher made p.
+func (p *Publisher) mustBeMade() {
+	if p.pub == nil {
+		panic(errZeroPublisher)
+	}
+}
+
 // seamDisk is the generic publisher's disk with the test seams in front.
 type seamDisk struct{ p *Publisher }
 
@@ -115,31 +128,46 @@ func (d seamDisk) Prune(keep ...string) error {
 // Render and Run return [ErrNotBooted]. Boot is idempotent: once it has
 // succeeded, later calls return nil at once, so a Root with leased
 // directories is never emptied.
-func (p *Publisher) Boot() error { return p.pub.Boot() }
+func (p *Publisher) Boot() error {
+	p.mustBeMade()
+	return p.pub.Boot()
+}
 
 // Start boots the Publisher and runs its reclaim loop until ctx ends: it
 // satisfies controller-runtime's manager.Runnable. It returns Boot's error,
 // or nil when ctx ends.
-func (p *Publisher) Start(ctx context.Context) error { return p.pub.Start(ctx) }
+func (p *Publisher) Start(ctx context.Context) error {
+	p.mustBeMade()
+	return p.pub.Start(ctx)
+}
 
 // Run is the reclaim loop of [publish.Publisher.Run]: it removes a
 // replaced or forgotten generation's directory soon after its last lease
 // is released, until ctx ends. It returns [ErrNotBooted] before Boot has
 // succeeded.
-func (p *Publisher) Run(ctx context.Context) error { return p.pub.Run(ctx) }
+func (p *Publisher) Run(ctx context.Context) error {
+	p.mustBeMade()
+	return p.pub.Run(ctx)
+}
 
 // Forget drops the current record, for a deleted Platform resource: the
 // store holds nothing afterwards, and the directory is removed once its
 // last lease is released (at once when it has none). Like Publish, it
 // removes every other directory that is neither current nor leased. Forget
 // waits for a running Publish to finish.
-func (p *Publisher) Forget() { p.pub.Forget() }
+func (p *Publisher) Forget() {
+	p.mustBeMade()
+	p.pub.Forget()
+}
 
 // Store returns the Publisher's store, for readers: Lease, Generated,
 // Generation, Leased. It is the very slot the Publisher sets and leases
 // from. Writing it (SetGenerated, Clear) bypasses the Publisher's
 // sequence; use Publish and Forget instead.
-func (p *Publisher) Store() *Store { return &p.store }
+func (p *Publisher) Store() *Store {
+	p.mustBeMade()
+	return &p.store
+}
 
 // Layout returns a layout on the Publisher's Root, for reading. The
 // Publisher names its directories itself ([Generated.Dir] is where the
@@ -147,11 +175,15 @@ func (p *Publisher) Store() *Store { return &p.store }
 // of the same generation), so Layout.Dir(g) is not necessarily the
 // current directory, and Layout.Generations lists only the gen-<n> ones.
 // Root belongs to the Publisher: do not write or prune through it.
-func (p *Publisher) Layout() Layout { return Layout{Root: p.root, NoSync: p.noSync} }
+func (p *Publisher) Layout() Layout {
+	p.mustBeMade()
+	return Layout{Root: p.root, NoSync: p.noSync}
+}
 
 // Stats returns a snapshot of the Publisher for metrics. It takes no lock
 // that a Publish holds while it writes or builds.
 func (p *Publisher) Stats() Stats {
+	p.mustBeMade()
 	gs := p.pub.Stats()
 	s := Stats{
 		Generation:   p.store.Generation(),
@@ -182,6 +214,7 @@ func (p *Publisher) Stats() Stats {
 // while a changed module is published). Render takes no lock of the
 // Publisher's and may run concurrently with everything.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
+	p.mustBeMade()
 	if !p.pub.Booted() {
 		return kernel.RenderOutput{}, Generated{}, ErrNotBooted
 	}
