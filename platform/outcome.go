@@ -29,7 +29,9 @@ const (
 	// the old record keep its directory until they release it.
 	Rewritten
 
-	// BuildFailed: the kernel refused the module; the current record and
+	// BuildFailed: the kernel refused the module's content: its problems
+	// (a *kernel.Error), a limit it goes past (a *kernel.LimitError) or a
+	// file it may not read (a *kernel.FileError). The current record and
 	// its directory are as they were.
 	BuildFailed
 

@@ -24,7 +24,8 @@ import (
 // [*dirlife.NameError]) and a generation older than the current one
 // ([*StaleError]) are refused before anything is written. A failed build
 // returns the kernel's error (errors.As a [*kernel.Error], positions
-// intact). A Write that could not make its directory durable
+// intact, or a [*kernel.LimitError] or [*kernel.FileError] naming the
+// file). A Write that could not make its directory durable
 // ([dirlife.ErrNotDurable]) fails the publish, and the directory goes.
 //
 // Publish keeps no copy of files: the caller may reuse them and their
@@ -59,6 +60,17 @@ func platformError(err error) error {
 	return err
 }
 
+// refusedContent reports whether err is the kernel's refusal of the
+// module's content: its problems (a *kernel.Error), a limit it goes past
+// (a *kernel.LimitError) or a file it may not read (a *kernel.FileError).
+// Publishing the same files again fails again; only other files can help.
+func refusedContent(err error) bool {
+	_, problems := errors.AsType[*kernel.Error](err)
+	_, limit := errors.AsType[*kernel.LimitError](err)
+	_, file := errors.AsType[*kernel.FileError](err)
+	return problems || limit || file
+}
+
 // outcomeOf maps a generic publish's outcome to the platform's: a changed
 // module at the current generation is Rewritten, and a build step's error
 // that is not the kernel's refusal of the module (the context ending) is
@@ -72,7 +84,7 @@ func outcomeOf(ev publish.PublishEvent[int64]) Outcome {
 	case publish.Changed:
 		return Rewritten
 	case publish.BuildFailed:
-		if _, ok := errors.AsType[*kernel.Error](ev.Err); ok {
+		if refusedContent(ev.Err) {
 			return BuildFailed
 		}
 		return Failed

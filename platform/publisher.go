@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"leasekit.dev/dirlife"
@@ -56,6 +57,8 @@ type Publisher struct {
 	onReclaim func(ReclaimEvent)
 	store     Store // its slot is the one pub sets and leases from
 
+	failedBuilds atomic.Uint64 // publishes whose module the kernel refused for its content
+
 	seamMu sync.Mutex
 	disk   publish.Disk                                                  // the generic publisher's own
 	write  func(name string, files platformmodule.Files) (string, error) // test seam; nil: disk.Write
@@ -78,8 +81,14 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 		Check:    check,
 		WrapDisk: func(d publish.Disk) publish.Disk { p.disk = d; return seamDisk{p} },
 	}
-	if p.onPublish != nil {
-		gopts.OnPublish = func(ev publish.PublishEvent[int64]) { p.onPublish(publishEvent(ev)) }
+	gopts.OnPublish = func(gev publish.PublishEvent[int64]) {
+		ev := publishEvent(gev)
+		if ev.Outcome == BuildFailed {
+			p.failedBuilds.Add(1)
+		}
+		if p.onPublish != nil {
+			p.onPublish(ev)
+		}
 	}
 	if p.onReclaim != nil {
 		gopts.OnReclaim = func(ev publish.ReclaimEvent[int64]) { p.onReclaim(reclaimEvent(ev)) }
@@ -193,7 +202,7 @@ func (p *Publisher) Stats() Stats {
 		Publishes:    gs.Publishes,
 		Rewrites:     gs.Changes,
 		Unchanged:    gs.Unchanged,
-		FailedBuilds: gs.FailedBuilds,
+		FailedBuilds: p.failedBuilds.Load(),
 		Prunes:       gs.Reclaims,
 		ReclaimDelay: gs.ReclaimDelay,
 		LastPublish:  PublishTimings(gs.LastPublish),
