@@ -1,6 +1,8 @@
 package platform
 
 import (
+	"context"
+
 	"leasekit.dev/platform/platformmodule"
 )
 
@@ -34,5 +36,13 @@ func (p *Publisher) SetWrite(write func(name string, files platformmodule.Files)
 func (p *Publisher) SetPrune(prune func(keep ...string) error) {
 	p.seamMu.Lock()
 	p.prune = prune
+	p.seamMu.Unlock()
+}
+
+// SetSettle replaces the wait for the layout's background removals, so
+// that tests can make a removal hang; nil restores it.
+func (p *Publisher) SetSettle(settle func(ctx context.Context) error) {
+	p.seamMu.Lock()
+	p.settle = settle
 	p.seamMu.Unlock()
 }

@@ -27,6 +27,12 @@ type PublisherOptions struct {
 	// (zero: 100ms); each further failure doubles it, up to RetryMax
 	// (zero: 30s).
 	RetryMin, RetryMax time.Duration
+
+	// RemovalDeadline is how long the reclaim loop waits for a directory's
+	// removal before it reports it as stalled (zero:
+	// [dirlife.DefaultRemovalDeadline]); the removal goes on, and the loop
+	// retries the report with backoff until it is over.
+	RemovalDeadline time.Duration
 }
 
 // platformPublisher is the generic publisher a Publisher instantiates.
@@ -52,6 +58,7 @@ type Publisher struct {
 	pub       *platformPublisher
 	root      string
 	noSync    bool
+	deadline  time.Duration
 	kernel    *kernel.Kernel
 	onPublish func(PublishEvent)
 	onReclaim func(ReclaimEvent)
@@ -63,23 +70,25 @@ type Publisher struct {
 	disk   publish.Disk                                                  // the generic publisher's own
 	write  func(name string, files platformmodule.Files) (string, error) // test seam; nil: disk.Write
 	prune  func(keep ...string) error                                    // test seam; nil: disk.Prune
+	settle func(ctx context.Context) error                               // test seam; nil: disk.SettleContext
 }
 
 // NewPublisher returns a Publisher whose layout owns root. It touches
 // nothing on disk: call [Publisher.Boot] (or Start) before Publish.
 func NewPublisher(root string, opts PublisherOptions) *Publisher {
-	p := &Publisher{root: root, noSync: opts.NoSync, kernel: opts.Kernel, onPublish: opts.OnPublish, onReclaim: opts.OnReclaim}
+	p := &Publisher{root: root, noSync: opts.NoSync, deadline: opts.RemovalDeadline, kernel: opts.Kernel, onPublish: opts.OnPublish, onReclaim: opts.OnReclaim}
 	if p.kernel == nil {
 		p.kernel = kernel.New()
 	}
 	gopts := publish.Options[int64, *kernel.Platform, kernel.SkewPolicy]{
-		Slot:     &p.store.slot,
-		Logger:   opts.Logger,
-		NoSync:   opts.NoSync,
-		RetryMin: opts.RetryMin,
-		RetryMax: opts.RetryMax,
-		Check:    check,
-		WrapDisk: func(d publish.Disk) publish.Disk { p.disk = d; return seamDisk{p} },
+		Slot:            &p.store.slot,
+		Logger:          opts.Logger,
+		NoSync:          opts.NoSync,
+		RetryMin:        opts.RetryMin,
+		RetryMax:        opts.RetryMax,
+		RemovalDeadline: opts.RemovalDeadline,
+		Check:           check,
+		WrapDisk:        func(d publish.Disk) publish.Disk { p.disk = d; return seamDisk{p} },
 	}
 	gopts.OnPublish = func(gev publish.PublishEvent[int64]) {
 		ev := publishEvent(gev)
@@ -129,6 +138,16 @@ func (d seamDisk) Prune(keep ...string) error {
 		return prune(keep...)
 	}
 	return d.p.disk.Prune(keep...)
+}
+
+func (d seamDisk) SettleContext(ctx context.Context) error {
+	d.p.seamMu.Lock()
+	settle := d.p.settle
+	d.p.seamMu.Unlock()
+	if settle != nil {
+		return settle(ctx)
+	}
+	return d.p.disk.SettleContext(ctx)
 }
 
 // Boot empties Root and makes sure it exists: the boot step, before any
@@ -186,7 +205,7 @@ func (p *Publisher) Store() *Store {
 // Root belongs to the Publisher: do not write or prune through it.
 func (p *Publisher) Layout() Layout {
 	p.mustBeMade()
-	return Layout{Root: p.root, NoSync: p.noSync}
+	return Layout{Root: p.root, NoSync: p.noSync, RemovalDeadline: p.deadline}
 }
 
 // Stats returns a snapshot of the Publisher for metrics. It takes no lock
@@ -207,6 +226,8 @@ func (p *Publisher) Stats() Stats {
 		ReclaimDelay: gs.ReclaimDelay,
 		LastPublish:  PublishTimings(gs.LastPublish),
 		LastError:    gs.LastError,
+
+		StalledRemovals: gs.StalledRemovals,
 	}
 	for _, d := range gs.Dirs {
 		if i, found := slices.BinarySearch(s.OnDisk, d.Identity.Key); !found {

@@ -133,7 +133,9 @@ type ReclaimEvent[K cmp.Ordered] struct {
 	// runs from the replacement.
 	Delay time.Duration
 
-	// Err is a failed removal; the reclaim loop retries it with backoff.
+	// Err is a failed removal, or one still running past RemovalDeadline
+	// (errors.Is [dirlife.ErrRemovalStalled]); the reclaim loop retries it
+	// with backoff.
 	Err error
 }
 
@@ -150,6 +152,12 @@ type Stats[K cmp.Ordered] struct {
 	ReclaimDelay time.Duration // the last removal's delay
 	LastPublish  Timings       // of the last Publish that was not Unchanged
 	LastError    error         // the last Publish or removal error; nil after a success, but a successful Publish keeps a removal failure the reclaim loop still retries
+
+	// StalledRemovals is the number of entries whose removal had run past
+	// RemovalDeadline, and still ran, when Run last looked: each is out of
+	// every directory's path, and its removal goes on. Zero once they are
+	// over.
+	StalledRemovals int64
 }
 
 // DirStats describes one directory a Publisher has on disk.

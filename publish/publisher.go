@@ -41,6 +41,7 @@ type BuildFunc[A any] func(ctx context.Context, dir string) (A, error)
 type Disk interface {
 	Write(name string, files dirlife.Files) (string, error)
 	Prune(keep ...string) error
+	SettleContext(ctx context.Context) error // waits for the removals Prune left to the background
 }
 
 // Options configures a [Publisher]. The zero value is a durable publisher
@@ -59,6 +60,12 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// (zero: 100ms); each further failure doubles it, up to RetryMax
 	// (zero: 30s).
 	RetryMin, RetryMax time.Duration
+
+	// RemovalDeadline is how long the reclaim loop waits for a directory's
+	// removal before it reports it as stalled (zero:
+	// [dirlife.DefaultRemovalDeadline]); the removal goes on, and the loop
+	// retries the report with backoff until it is over.
+	RemovalDeadline time.Duration
 
 	// Check, when set, refuses a Publish before anything is touched: its
 	// error is returned as the Publish's, with outcome Failed. For rules
@@ -103,6 +110,7 @@ type Publisher[K cmp.Ordered, A any, V comparable] struct {
 
 	booted  atomic.Bool
 	running atomic.Int32 // reclaim loops running
+	stalled atomic.Int64 // entries whose removal ran past the deadline at the last look
 
 	// sem serialises Boot, Publish, Forget and removals; a channel so that
 	// a wait for it honours a context.
@@ -160,7 +168,10 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 		dirs:      make(map[string]*dirRec[K]),
 		poke:      make(chan struct{}, 1),
 	}
-	p.layout = dirlife.Layout[string]{Root: root, Codec: dirCodec[K]{key: codec}, NoSync: opts.NoSync}
+	// Removal is deferred: the serialised step only takes directories out
+	// of their paths, and Run waits for their removal off it.
+	p.layout = dirlife.Layout[string]{Root: root, Codec: dirCodec[K]{key: codec}, NoSync: opts.NoSync,
+		DeferRemoval: true, RemovalDeadline: opts.RemovalDeadline}
 	p.disk = p.layout
 	if opts.WrapDisk != nil {
 		p.disk = opts.WrapDisk(p.layout)
@@ -279,6 +290,7 @@ func (p *Publisher[K, A, V]) Stats() Stats[K] {
 	p.statsMu.Lock()
 	s := p.stats
 	p.statsMu.Unlock()
+	s.StalledRemovals = p.stalled.Load()
 	_, cur, held := p.slot.Get()
 	if held {
 		s.Held, s.Current = true, cur.Identity()

@@ -7,21 +7,28 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"leasekit.dev/dirlife"
 )
 
 // Run is the reclaim loop: it removes a replaced or forgotten record's
 // directory soon after its last lease is released, woken by the release
-// itself (no polling), until ctx ends; then it returns nil and leaves no
-// goroutine behind. A failed removal is retried after a wait that doubles
-// from RetryMin up to RetryMax. Every removal runs under the Publisher's
-// serialisation and re-checks, right before removing, that the directory
-// is neither current nor leased. Run returns [ErrNotBooted] before Boot
-// has succeeded.
+// itself (no polling), until ctx ends; then it returns nil at once,
+// without waiting for a removal under way. After each pass it waits,
+// without the Publisher's serialisation and on a goroutine of its own,
+// for the removals the layout runs in the background, so that one that
+// failed, or that runs past RemovalDeadline (a stuck mount), is reported
+// (Stats, OnReclaim) and retried, after a wait that doubles from RetryMin
+// up to RetryMax; a stuck removal is never started twice. Every removal
+// pass runs under the serialisation and re-checks that a directory is
+// neither current nor leased. Run returns [ErrNotBooted] before Boot has
+// succeeded.
 //
 // While Run runs, Publish hands it the removal of the directory it
 // replaced, so that a publish's latency excludes garbage removal. Without
-// Run, Publish and Forget remove before they return, so the disk never
-// grows without bound; Run makes the removal after a release prompt.
+// Run, Publish and Forget remove before they return (the trees go in the
+// background), so the disk never grows without bound; Run makes the
+// removal after a release prompt.
 func (p *Publisher[K, A, V]) Run(ctx context.Context) error {
 	p.made()
 	if !p.booted.Load() {
@@ -34,6 +41,16 @@ func (p *Publisher[K, A, V]) Run(ctx context.Context) error {
 	<-timer.C
 	backoff := time.Duration(0)
 	var woke time.Time // when a release woke the loop; zero otherwise
+	// The wait for the layout's background removals runs on a goroutine
+	// of its own, so that a stuck removal delays no pass; it honours ctx,
+	// and Run waits for it to end before it returns.
+	settled := make(chan error, 1)
+	settling := false
+	defer func() {
+		if settling {
+			<-settled
+		}
+	}()
 	for {
 		freed := p.slot.Freed() // before reclaiming: no release is missed
 		if err := p.lock(ctx); err != nil {
@@ -44,29 +61,53 @@ func (p *Publisher[K, A, V]) Run(ctx context.Context) error {
 		}
 		reclaims := p.reclaimLocked()
 		p.unlock()
-		if !failed(reclaims) {
-			reclaims = append(reclaims, p.settle(ctx)...)
-		}
 		p.finishReclaims(reclaims)
-
 		woke = time.Time{}
+		retry := false
+		arm := func() {
+			if !retry {
+				retry = true
+				backoff = min(max(2*backoff, p.retryMin), p.retryMax)
+				timer.Reset(backoff)
+			}
+		}
 		if failed(reclaims) {
-			backoff = min(max(2*backoff, p.retryMin), p.retryMax)
-			timer.Reset(backoff)
+			arm()
+		}
+		if !settling {
+			settling = true
+			go func() { settled <- p.disk.SettleContext(ctx) }()
+		}
+	wait:
+		for {
+			var retryC <-chan time.Time
+			var wake <-chan struct{}
+			poke := p.poke
+			if retry {
+				retryC, poke = timer.C, nil // a failure is retried after the backoff only
+			} else {
+				wake = freed
+			}
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-timer.C:
+			case <-retryC:
+				break wait
+			case <-wake:
+				woke = time.Now()
+				break wait
+			case <-poke:
+				break wait
+			case err := <-settled:
+				settling = false
+				events := p.settleEvents(ctx, err)
+				p.finishReclaims(events)
+				if failed(events) {
+					arm()
+				} else if !retry {
+					backoff = 0
+				}
 			}
-			continue
-		}
-		backoff = 0
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-freed:
-			woke = time.Now()
-		case <-p.poke:
 		}
 	}
 }
@@ -87,20 +128,43 @@ func (p *Publisher[K, A, V]) Reclaim() []ReclaimEvent[K] {
 	return reclaims
 }
 
-// settle waits for the removals the layout runs in the background and
-// reports one that failed, marking Root dirty so that the next pass
-// retries what it left. It runs without the serialisation, so a Publish
-// never waits for it.
-func (p *Publisher[K, A, V]) settle(ctx context.Context) []ReclaimEvent[K] {
-	err := p.layout.Settle()
-	if err == nil {
+// settleEvents turns what the wait for the layout's background removals
+// returned into reclaim events: a removal that failed, or one still
+// running past the deadline (one event per known directory it was, and
+// one for the rest). It marks Root dirty, so that the next pass retries
+// what a failure left; a stuck removal is left to run, never started
+// twice.
+func (p *Publisher[K, A, V]) settleEvents(ctx context.Context, err error) []ReclaimEvent[K] {
+	stalled, isStalled := errors.AsType[*dirlife.StalledError](err)
+	if !isStalled {
+		p.stalled.Store(0)
+	}
+	if err == nil || ctx.Err() != nil {
 		return nil
 	}
-	if p.lock(ctx) == nil {
-		p.dirty = true
-		p.unlock()
+	if p.lock(ctx) != nil {
+		return nil
 	}
-	return []ReclaimEvent[K]{{Err: err}}
+	p.dirty = true
+	p.unlock()
+	if !isStalled {
+		return []ReclaimEvent[K]{{Err: err}}
+	}
+	p.stalled.Store(int64(len(stalled.Entries)))
+	codec := dirCodec[K]{key: p.codec}
+	var events []ReclaimEvent[K]
+	other := false
+	for _, e := range stalled.Entries {
+		if k, ok := codec.keyOf(e.Name); ok {
+			events = append(events, ReclaimEvent[K]{Identity: Identity[K]{Key: k}, Dir: p.layout.Dir(e.Name), Err: err})
+		} else {
+			other = true
+		}
+	}
+	if other {
+		events = append(events, ReclaimEvent[K]{Err: err})
+	}
+	return events
 }
 
 func failed[K cmp.Ordered](reclaims []ReclaimEvent[K]) bool {
