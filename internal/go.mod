@@ -10,6 +10,7 @@ require (
 	leasekit.dev/platform v0.0.0-00010101000000-000000000000
 	leasekit.dev/publish v0.0.0-00010101000000-000000000000
 	leasekit.dev/slot v0.0.0-00010101000000-000000000000
+	pgregory.net/rapid v1.3.0
 )
 
 require (

@@ -95,7 +95,7 @@ func vocabulary(cc *cue.Context) (cue.Value, error) {
 }
 
 // BuildPlatform loads the platform module at dir, unifies it with
-// #Platform, validates it concretely and decodes it.
+// #Platform, validates it concretely, definitions included, and decodes it.
 func (NaiveKernel) BuildPlatform(ctx context.Context, dir string) (*NaivePlatform, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -112,6 +112,18 @@ func (NaiveKernel) BuildPlatform(ctx context.Context, dir string) (*NaivePlatfor
 	u := schema.LookupPath(cue.ParsePath("#Platform")).Unify(v)
 	if err := u.Validate(cue.Concrete(true)); err != nil {
 		return nil, err
+	}
+	// The kernel validates a platform's definitions concretely too.
+	iter, err := u.Fields(cue.Definitions(true))
+	if err != nil {
+		return nil, err
+	}
+	for iter.Next() {
+		if iter.Selector().IsDefinition() {
+			if err := iter.Value().Validate(cue.Concrete(true)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var d struct {
 		Name     string                  `json:"name"`

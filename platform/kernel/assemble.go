@@ -40,7 +40,9 @@ func sealPlatform(p *Platform, digest string) *builtPlatform {
 }
 
 // The fixed parts of a rendered resource. They mirror #Render in
-// render.cue; TestAssembleMatchesRender holds the two together.
+// render.cue; TestAssembleMatchesRender, and the differential test
+// against the stock loader's evaluation in leasekit.dev/internal, hold the
+// two together.
 const (
 	resourceAPIVersion = "leasekit.dev/v1alpha1"
 	instanceLabel      = "app.kubernetes.io/instance"
@@ -53,9 +55,13 @@ const (
 	defaultReplicas    = 1
 )
 
-// assemble renders r in Go, as #Render would, from the instance unified
-// with #Instance alone and the platform as BuildPlatform decoded it: the
-// platform's module is not evaluated again, nor is #Render.
+// assemble renders r in Go, as #Render would, from CUE's evaluation of
+// the instance unified with #Instance alone (every value as CUE decodes
+// it, defaults and disjunctions resolved by CUE) and the platform as
+// BuildPlatform decoded it: the platform's module is not evaluated again,
+// nor is #Render. It adds nothing #Render does not state: the constants
+// above and the replicas of 1 are #Render's, and a label set twice with
+// different values goes to #Render.
 //
 // It does so only where the result is certainly #Render's: the platform
 // was built by BuildPlatform from the content r loaded, the instance is
@@ -124,8 +130,11 @@ func assemble(ctx context.Context, p *Platform, r *preparedRender) (RenderOutput
 				return RenderOutput{}, false, nil
 			}
 		}
+		// #Render's [if c.replicas != _|_ {c.replicas}, 1][0]: the field
+		// when the instance sets it, whatever makes it concrete (a
+		// default included, which CUE resolves as it decodes it), else 1.
 		spec[replicasField] = float64(defaultReplicas)
-		if rv := lookup(c, replicasField); rv.IsConcrete() {
+		if rv := lookup(c, replicasField); rv.Exists() {
 			if spec[replicasField], err = decodeValue(rv, nil, nil); err != nil {
 				return RenderOutput{}, false, nil
 			}

@@ -178,3 +178,32 @@ components: web: {kind: "Service", catalog: "example.com/catalogs/web@v1", spec:
 		t.Fatalf("Render after the Platform's fields changed = %+v, %v; want %+v", got, err, want)
 	}
 }
+
+// TestAssembleTakesDefaults: a value concrete through its default renders
+// as #Render evaluates it, whether the render is assembled or evaluated.
+func TestAssembleTakesDefaults(t *testing.T) {
+	p := buildTestPlatform(t, "bare", "")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		field string
+		want  any
+	}{
+		{`replicas: *3 | int`, 3.0},
+		{`replicas: *0 | 1`, 0.0},
+		{`replicas: *2 | >=1`, 2.0},
+		{`replicas?: 3`, 1.0},
+	} {
+		in := RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
+			moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+			"shop.cue": []byte("package shop\nname: \"shop\"\nrequires: \"example.com/catalogs/web@v1\": \"v1.0.0\"\n" +
+				"components: web: {kind: \"Service\", catalog: \"example.com/catalogs/web@v1\", " + tc.field + "}\n"),
+		}}}
+		out, err := New().Render(ctx, in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.field, err)
+		}
+		if got := out.Resources[0].Object["spec"].(map[string]any)[replicasField]; got != tc.want {
+			t.Errorf("%s: rendered replicas %v, want %v", tc.field, got, tc.want)
+		}
+	}
+}

@@ -53,8 +53,23 @@ func moduleError(op, dir string, err error) error {
 		fe *FileError
 		le *LimitError
 	)
-	if errors.As(err, &fe) || errors.As(err, &le) {
+	if errors.As(err, &fe) && fe.Dir == "" {
+		fe.Dir, fe.File = dir, relativeFile(dir, fe.File)
+	}
+	if errors.As(err, &le) && le.Dir == "" {
+		le.Dir, le.File = dir, relativeFile(dir, le.File)
+	}
+	if fe != nil || le != nil {
 		return err
 	}
 	return asError(op, dir, err)
+}
+
+// relativeFile returns file, a path in the module directory dir or dir
+// itself, relative to dir: slash-separated, and "" for dir itself.
+func relativeFile(dir, file string) string {
+	if file == dir {
+		return ""
+	}
+	return relativePos(dir, file)
 }

@@ -8,17 +8,72 @@
 // platform's directory and an instance module, checks the catalog versions
 // the instance requires against those the platform carries (the catalog
 // skew, governed by a [SkewPolicy]) and renders: one resource per
-// component, in a stable order. Where the result is certain to be what
-// the kernel's #Render evaluates (a Platform that BuildPlatform returned,
-// an instance valid under the kernel's #Instance, no label set twice with
-// different values, no spec that sets replicas), a render is assembled in
-// Go from the instance and from what BuildPlatform decoded of the
-// platform's content, which the render has just read again and found
-// unchanged. Any other render, and every one that fails, is evaluated in
-// CUE under #Render, so its errors carry the positions of both modules.
+// component, in a stable order. A render's result is what CUE's
+// evaluation of the kernel's #Render gives. Where the platform is one
+// BuildPlatform returned, its directory still holds that content, and
+// the instance is valid under the kernel's #Instance with no label set
+// twice with different values and no spec that sets replicas, a render is
+// assembled in Go from CUE's evaluation of the instance under #Instance
+// (defaults and disjunctions resolved by CUE) and what BuildPlatform
+// decoded, with nothing #Render does not state; a differential test holds
+// it equal to the stock loader's evaluation of #Render. Any other render,
+// and every one that fails, is evaluated in CUE under #Render.
 // Every render reads and hashes the platform's directory; while its
 // digest matches, only the package clause and imports of its files are
 // parsed, all the loader needs to choose the files it reads.
+//
+// # Modules
+//
+// A platform module and an instance module are each a CUE module that
+// stands alone: a cue.mod/module.cue with the module path and language
+// version and no dependencies, and one package at the module's root. Its
+// files may use any of CUE's forms (defaults, disjunctions, let,
+// comprehensions, embedding, hidden fields, definitions): what counts is
+// the value CUE evaluates. Names are DNS labels (lower-case letters,
+// digits and '-', at most 63 bytes), kinds upper-case-initial
+// identifiers, labels Kubernetes label keys and values.
+//
+// A platform module's package, which [leasekit.dev/platform/platformmodule]
+// generates, holds:
+//
+//	name: "acme"                    // required, a name
+//	type: "edge"                    // optional, a name; "standard" when absent
+//	labels: team: "platform"        // optional; added to every resource
+//	catalogs: "example.com/catalogs/web@v1": {
+//		version: "v1.4.0"           // required, of the path's major version
+//		enabled: true               // optional; true when absent
+//		kinds: ["Deployment"]       // optional; absent or empty: any kind
+//	}
+//
+// An instance module's package holds:
+//
+//	name:      "shop"               // required, a name
+//	namespace: "prod"               // optional; set on every resource when present
+//	requires: "example.com/catalogs/web@v1": "v1.2.0" // the catalog versions it was written against
+//	labels: tier: "frontend"        // optional; added to every resource
+//	components: web: {              // named by a name; each renders one resource
+//		kind:     "Deployment"      // required, a kind its catalog provides
+//		catalog:  "example.com/catalogs/web@v1" // required; must be in requires
+//		replicas: 2                 // optional, an int >= 0; 1 when absent
+//		labels: role: "frontend"    // optional
+//		spec: image: "shop:1"       // optional, concrete; a replicas here must equal the one rendered
+//	}
+//
+// Every catalog a component uses must be in the instance's requires, and
+// every catalog it requires must be one the platform carries, enabled. A
+// component renders as one resource: apiVersion "leasekit.dev/v1alpha1",
+// its kind, metadata.name "<name>-<component>", the namespace, the
+// labels of the platform, the instance and the component together with
+// app.kubernetes.io/instance (the name), app.kubernetes.io/managed-by
+// ("leasekit"), app.kubernetes.io/name (the component),
+// platform.leasekit.dev/name and platform.leasekit.dev/type (a key set
+// twice must agree), annotations naming the catalog and the version the
+// platform carries, and the spec with replicas. The package's example
+// Example_modules writes both modules by hand and renders them.
+//
+// Errors name files relative to their module: an [*Error] lists every
+// problem found, each at its positions in the user's files, with the
+// module's directory once, in front.
 //
 // Catalog versions are semantic versions as Semantic Versioning 2.0.0
 // writes them, with or without a leading 'v': "1.4.2" equals "v1.4.2",

@@ -1,10 +1,10 @@
 package kernel
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -22,7 +22,7 @@ import (
 // evaluation that found it.
 type Error struct {
 	Op       string    // "build" or "render"
-	Dir      string    // the module directory (the platform's for a build)
+	Dir      string    // the module directory (the platform's for a build, the instance's for a render)
 	Problems []Problem // at least one
 	// Err is the underlying error flattened: its text, and for errors.Is
 	// the standard sentinels it matched (fs.ErrNotExist, fs.ErrPermission,
@@ -32,9 +32,13 @@ type Error struct {
 
 // A Problem is one thing wrong with a module.
 type Problem struct {
-	Path      string   // the CUE path of the offending value, if known: "catalogs.\"x\".version"
-	Message   string   // what is wrong
-	Positions []string // file:line:column of each source position involved
+	Path    string // the CUE path of the offending value, if known: "catalogs.\"x\".version"
+	Message string // what is wrong
+	// Positions holds file:line:column of each source position involved,
+	// the user's files only: a file of the module in Dir relative to it
+	// ("overlay.cue:3:11"), a file of the other module of a render by its
+	// path on disk, an instance's Files under "instance/".
+	Positions []string
 }
 
 // String returns the problem as "file:line:column: path: message",
@@ -104,33 +108,36 @@ func asError(op, dir string, err error, sources ...source) error {
 	e := &Error{Op: op, Dir: dir, Err: flatten(err)}
 	var cueErr cueerrors.Error
 	if !errors.As(err, &cueErr) {
-		e.Problems = []Problem{{Message: err.Error()}}
+		e.Problems = []Problem{{Message: relativeMessage(dir, err.Error())}}
 		return e
 	}
 	for _, ce := range cueerrors.Errors(err) {
 		format, args := ce.Msg()
 		path := ce.Path()
-		p := Problem{Message: fmt.Sprintf(format, args...), Path: strings.Join(path, ".")}
+		p := Problem{Message: fmt.Sprintf(format, args...), Path: userPath(path)}
 		if p.Message == "" {
 			p.Message = ce.Error()
 		}
 		seen := map[string]bool{}
 		positions := []token.Pos{sourcePos(path, sources), ce.Position()}
 		for _, pos := range append(positions, ce.InputPositions()...) {
-			if s := posString(pos); s != "" && !seen[s] {
+			// The kernel's own files are no user's to open: they only
+			// say which rule applied, which the message says.
+			if s := posString(pos); s != "" && !isKernelFile(s) && !seen[s] {
 				seen[s] = true
-				p.Positions = append(p.Positions, s)
+				p.Positions = append(p.Positions, relativePos(dir, s))
 			}
 		}
-		// The user's files first: the schema's positions only say which
-		// rule applied.
-		slices.SortStableFunc(p.Positions, func(a, b string) int {
-			return cmp.Compare(btoi(isKernelFile(a)), btoi(isKernelFile(b)))
-		})
 		e.Problems = append(e.Problems, p)
 	}
+	e.Problems = slices.CompactFunc(e.Problems, func(a, b Problem) bool {
+		return a.Path == b.Path && a.Message == b.Message && slices.Equal(a.Positions, b.Positions)
+	})
 	if len(e.Problems) == 0 {
 		e.Problems = []Problem{{Message: err.Error()}}
+	}
+	for i := range e.Problems {
+		e.Problems[i].Message = relativeMessage(dir, e.Problems[i].Message)
 	}
 	return e
 }
@@ -157,11 +164,39 @@ func isKernelFile(pos string) bool {
 	return strings.HasPrefix(pos, schemaFile) || strings.HasPrefix(pos, renderFile)
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
+// relativePos returns the position pos ("file:line:column") with its file
+// relative to the module directory dir, when it is in it.
+func relativePos(dir, pos string) string {
+	if rest, ok := strings.CutPrefix(pos, dir+"/"); ok && dir != "" {
+		return rest
 	}
-	return 0
+	if rest, ok := strings.CutPrefix(pos, dir+string(filepath.Separator)); ok && dir != "" {
+		return filepath.ToSlash(rest)
+	}
+	return pos
+}
+
+// relativeMessage returns msg with each file in the module directory dir
+// named relative to it.
+func relativeMessage(dir, msg string) string {
+	if dir == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, dir+string(filepath.Separator), "")
+}
+
+// userPath returns the CUE path of a problem as a user wrote it: under
+// the instance or the platform the kernel evaluates it in, without the
+// kernel's definition in front ("components.web.replicas" rather than
+// "#Render.instance.components.web.replicas").
+func userPath(path []string) string {
+	switch {
+	case len(path) >= 2 && path[0] == "#Render" && path[1] == "instance":
+		path = path[2:]
+	case len(path) >= 1 && (path[0] == "#Render" || path[0] == "#Platform" || path[0] == "#Instance"):
+		path = path[1:]
+	}
+	return strings.Join(path, ".")
 }
 
 func posString(p token.Pos) string {

@@ -86,7 +86,8 @@ var ErrLimit = errors.New("kernel: input past a limit")
 // as it is, before the offending input is parsed or evaluated.
 type LimitError struct {
 	Limit string // the field of Limits: "MaxDepth", "MaxFileSize", ...
-	File  string // the file, directory or instance past the limit
+	Dir   string // the module's directory, "instance" for an instance's Files
+	File  string // the file or directory past the limit, slash-separated, relative to Dir; "" for the module itself
 
 	// Value is what the input reached: the file's size, the total size,
 	// the number of files, entries or components. For MaxDepth the scan
@@ -107,7 +108,7 @@ func (e *LimitError) Error() string {
 	if what == "" {
 		what = "reaches %d, more than the limit of %d (Limits." + e.Limit + ")"
 	}
-	return fmt.Sprintf("kernel: %s "+what, e.File, e.Value, e.Max)
+	return fmt.Sprintf("kernel: %s "+what, inModule(e.Dir, e.File), e.Value, e.Max)
 }
 
 // Is reports whether target is ErrLimit.

@@ -36,11 +36,19 @@ func wantLimit(t interface {
 	if !errors.As(err, &le) || !errors.Is(err, ErrLimit) {
 		t.Fatalf("error %v, want a *LimitError for %s", err, limit)
 	}
+	got := *le
+	if filepath.Join(got.Dir, got.File) != file || got.Dir == "" || strings.HasPrefix(got.File, "/") {
+		t.Fatalf("%+v, want %s as a file relative to the module's directory", got, file)
+	}
+	got.Dir, got.File = "", file
 	want := LimitError{Limit: limit, File: file, Value: value, Max: max}
-	if *le != want {
+	if got != want {
 		t.Fatalf("%+v, want %+v", *le, want)
 	}
-	for _, s := range []string{limit, file, fmt.Sprint(value), fmt.Sprint(max)} {
+	if strings.Count(err.Error(), le.Dir) != 1 {
+		t.Fatalf("%q names the module's directory %q other than once", err.Error(), le.Dir)
+	}
+	for _, s := range []string{limit, le.File, fmt.Sprint(value), fmt.Sprint(max)} {
 		if !strings.Contains(err.Error(), s) {
 			t.Fatalf("%q does not name %s", err.Error(), s)
 		}

@@ -38,7 +38,8 @@ type Instance struct {
 	Dir string
 
 	// Files maps slash-separated paths to contents, cue.mod/module.cue
-	// included. Positions in errors name them under "instance/".
+	// included. Errors name the module "instance" and its files by their
+	// paths here.
 	Files map[string][]byte
 }
 
@@ -221,14 +222,35 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 	// before any evaluation against the schema or the platform.
 	r.written = readInstance(iv)
 	if n := len(r.written.components); n > limits.MaxComponents {
-		return nil, &LimitError{Limit: "MaxComponents", File: dir, Value: int64(n), Max: int64(limits.MaxComponents)}
+		return nil, &LimitError{Limit: "MaxComponents", Dir: dir, Value: int64(n), Max: int64(limits.MaxComponents)}
 	}
-	if err := checkInstanceValues(r.written); err != nil {
-		return nil, asError("render", dir, err, source{nil, iv})
+	problems := checkInstanceValues(r.written)
+	diagnostics, err := checkCatalogs(r.written, in.Platform, in.Skew, dir)
+	switch _, plain := plainOf(err); {
+	case err != nil && (problems != nil || !plain):
+		problems = joinCUE(problems, err) // the instance's own, not the platform's
+	case err != nil:
+		return nil, err // catalogs the platform does not offer
 	}
-	if r.diagnostics, err = checkCatalogs(r.written, in.Platform, in.Skew); err != nil {
-		return nil, asError("render", dir, err, source{nil, iv})
+	if problems != nil {
+		// Every problem of the instance: its value rules, its catalogs'
+		// shape and its schema, which the evaluation would otherwise
+		// report only once the rules pass.
+		if err := ahead.waitContext(ctx); err != nil {
+			return nil, err
+		}
+		if ready.vocabularyErr != nil {
+			return nil, ready.vocabularyErr
+		}
+		schema, err := compileSchema(r.cc, ready.vocabulary)
+		if err != nil {
+			return nil, err
+		}
+		u := schema.LookupPath(cue.MakePath(cue.Def("#Instance"))).Unify(iv)
+		problems = joinCUE(problems, u.Validate(cue.Concrete(true), cue.Final()))
+		return nil, asError("render", dir, problems, source{nil, iv}, source{[]string{"#Instance"}, iv})
 	}
+	r.diagnostics = diagnostics
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -342,7 +364,10 @@ func loadInstance(ctx context.Context, cc *cue.Context, limits Limits, in Instan
 // components use against those the platform carries, and returns the skew
 // diagnostics under SkewWarn. It reads iv as written, before any
 // evaluation against the schema.
-func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy) ([]Diagnostic, error) {
+func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy, dir string) ([]Diagnostic, error) {
+	// at returns the position of the field at path in the instance, as a
+	// *CatalogError names it.
+	at := func(path ...string) string { return relativePos(dir, posString(lookup(w.v, path...).Pos())) }
 	iv, requires := w.v, w.requires
 	var shape, unusable, skews []error
 	var diags []Diagnostic
@@ -360,9 +385,9 @@ func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy) ([]Diagnos
 		c, ok := p.Catalog(path)
 		switch {
 		case !ok:
-			unusable = append(unusable, &CatalogError{Path: path, Rule: fmt.Sprintf("is not carried by platform %s", p.Name)})
+			unusable = append(unusable, &CatalogError{Path: path, Position: at("requires", path), Rule: fmt.Sprintf("is not carried by platform %s", p.Name)})
 		case !c.Enabled:
-			unusable = append(unusable, &CatalogError{Path: path, Rule: fmt.Sprintf("is disabled on platform %s", p.Name)})
+			unusable = append(unusable, &CatalogError{Path: path, Position: at("requires", path), Rule: fmt.Sprintf("is disabled on platform %s", p.Name)})
 		case rules.Newer(want, c.Version):
 			if policy == SkewRefuse {
 				skews = append(skews, &SkewError{Path: path, InstanceVersion: want, PlatformVersion: c.Version})
@@ -396,7 +421,7 @@ func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy) ([]Diagnos
 			continue // a catalog that lists no kinds provides any kind
 		}
 		if _, found := slices.BinarySearch(c.Kinds, kind); !found {
-			unusable = append(unusable, &CatalogError{Path: path, Component: name,
+			unusable = append(unusable, &CatalogError{Path: path, Component: name, Position: at("components", name, "kind"),
 				Rule: fmt.Sprintf("does not provide kind %s (it provides %v)", kind, c.Kinds)})
 		}
 	}

@@ -131,13 +131,13 @@ func TestRenderCatalogErrors(t *testing.T) {
 		want       []kernel.CatalogError
 	}{
 		{"lacked", `name: "shop"
-requires: "example.com/other@v1": "v1.0.0"`, []kernel.CatalogError{{Path: "example.com/other@v1", Rule: "is not carried by platform acme"}}},
+requires: "example.com/other@v1": "v1.0.0"`, []kernel.CatalogError{{Path: "example.com/other@v1", Rule: "is not carried by platform acme", Position: "shop.cue:4:11"}}},
 		{"disabled", `name: "shop"
 requires: "` + dbPath + `": "v0.1.0"
-components: db: {kind: "Database", catalog: "` + dbPath + `"}`, []kernel.CatalogError{{Path: dbPath, Rule: "is disabled on platform acme"}}},
+components: db: {kind: "Database", catalog: "` + dbPath + `"}`, []kernel.CatalogError{{Path: dbPath, Rule: "is disabled on platform acme", Position: "shop.cue:4:11"}}},
 		{"kind not provided", `name: "shop"
 requires: "` + webPath + `": "v1.0.0"
-components: job: {kind: "CronJob", catalog: "` + webPath + `"}`, []kernel.CatalogError{{Path: webPath, Component: "job", Rule: "does not provide kind CronJob (it provides [Deployment Service])"}}},
+components: job: {kind: "CronJob", catalog: "` + webPath + `"}`, []kernel.CatalogError{{Path: webPath, Component: "job", Rule: "does not provide kind CronJob (it provides [Deployment Service])", Position: "shop.cue:5:19"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -163,44 +163,44 @@ func TestRenderWrongInstance(t *testing.T) {
 	p := build(t)
 	cases := []struct{ name, body, want string }{
 		{"unknown field", `name: "shop"
-colour: "blue"`, "instance/shop.cue:4"},
+colour: "blue"`, "shop.cue:4"},
 		{"bad component name", `name: "shop"
 requires: "` + webPath + `": "v1.0.0"
-components: Web_1: {kind: "Service", catalog: "` + webPath + `"}`, "instance/shop.cue:5"},
+components: Web_1: {kind: "Service", catalog: "` + webPath + `"}`, "shop.cue:5"},
 		{"unknown component field", `name: "shop"
 requires: "` + webPath + `": "v1.0.0"
-components: web: {kind: "Service", catalog: "` + webPath + `", image: "x"}`, "instance/shop.cue:5"},
+components: web: {kind: "Service", catalog: "` + webPath + `", image: "x"}`, "shop.cue:5"},
 		{"catalog not required", `name: "shop"
-components: web: {kind: "Service", catalog: "` + webPath + `"}`, "instance/shop.cue:4"},
+components: web: {kind: "Service", catalog: "` + webPath + `"}`, "shop.cue:4"},
 		{"bad required version", `name: "shop"
-requires: "` + webPath + `": "v2.0.0"`, "instance/shop.cue:4"},
+requires: "` + webPath + `": "v2.0.0"`, "shop.cue:4"},
 		{"bad required version without v", `name: "shop"
-requires: "` + webPath + `": "2.0.0"`, `instance/shop.cue:4:11: requires."` + webPath + `": version "2.0.0" must have the major version of the path, v1`},
+requires: "` + webPath + `": "2.0.0"`, `shop.cue:4:11: requires."` + webPath + `": version "2.0.0" must have the major version of the path, v1`},
 		{"non-concrete spec", `name: "shop"
 requires: "` + webPath + `": "v1.0.0"
-components: web: {kind: "Service", catalog: "` + webPath + `", spec: port: int}`, "instance/shop.cue:5"},
+components: web: {kind: "Service", catalog: "` + webPath + `", spec: port: int}`, "shop.cue:5"},
 		{"negative replicas", `name: "shop"
 requires: "` + webPath + `": "v1.0.0"
-components: web: {kind: "Service", catalog: "` + webPath + `", replicas: -1}`, "instance/shop.cue:5"},
+components: web: {kind: "Service", catalog: "` + webPath + `", replicas: -1}`, "shop.cue:5"},
 		{"label conflicts with the platform", `name: "shop"
 labels: team: "shop"
 requires: "` + webPath + `": "v1.0.0"
-components: web: {kind: "Service", catalog: "` + webPath + `"}`, "instance/shop.cue:4"},
+components: web: {kind: "Service", catalog: "` + webPath + `"}`, "shop.cue:4"},
 		{"component label conflicts with the instance's", `name: "shop"
 labels: tier: "web"
 requires: "` + webPath + `": "v1.0.0"
-components: web: {kind: "Service", catalog: "` + webPath + `", labels: tier: "db"}`, "instance/shop.cue:6"},
+components: web: {kind: "Service", catalog: "` + webPath + `", labels: tier: "db"}`, "shop.cue:6"},
 		{"spec replicas disagree", `name: "shop"
 requires: "` + webPath + `": "v1.0.0"
-components: web: {kind: "Service", catalog: "` + webPath + `", replicas: 2, spec: replicas: 3}`, "instance/shop.cue:5"},
+components: web: {kind: "Service", catalog: "` + webPath + `", replicas: 2, spec: replicas: 3}`, "shop.cue:5"},
 		{"label conflicts, no components", `name: "shop"
-labels: team: "shop"`, "instance/shop.cue:4"},
+labels: team: "shop"`, "shop.cue:4"},
 		{"missing name", `requires: {}`, "name"},
-		{"syntax", `name: "shop`, "instance/shop.cue:3"},
+		{"syntax", `name: "shop`, "shop.cue:3"},
 	}
 	for _, v := range badVersions {
 		cases = append(cases, struct{ name, body, want string }{fmt.Sprintf("required version %q", v), `name: "shop"
-requires: "` + webPath + `": ` + strconv.Quote(v), `instance/shop.cue:4:11: requires."` + webPath + `": version ` + strconv.Quote(v)})
+requires: "` + webPath + `": ` + strconv.Quote(v), `shop.cue:4:11: requires."` + webPath + `": version ` + strconv.Quote(v)})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

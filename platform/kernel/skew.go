@@ -63,14 +63,24 @@ type CatalogError struct {
 	Path      string // the catalog's module path
 	Component string // the component that uses it, or "" for the requires list
 	Rule      string // what is wrong: "is not carried by the platform", ...
+
+	// Position is where the instance requires the catalog, or where the
+	// component sets its kind: file:line:column, the file relative to
+	// the instance's module ("shop.cue:3:11"); "" if unknown.
+	Position string
 }
 
-// Error names the catalog, the component if any, and the rule.
+// Error names the position, the catalog, the component if any, and the
+// rule.
 func (e *CatalogError) Error() string {
-	if e.Component != "" {
-		return fmt.Sprintf("kernel: component %s: catalog %s %s", e.Component, e.Path, e.Rule)
+	at := ""
+	if e.Position != "" {
+		at = e.Position + ": "
 	}
-	return fmt.Sprintf("kernel: catalog %s %s", e.Path, e.Rule)
+	if e.Component != "" {
+		return fmt.Sprintf("kernel: %scomponent %s: catalog %s %s", at, e.Component, e.Path, e.Rule)
+	}
+	return fmt.Sprintf("kernel: %scatalog %s %s", at, e.Path, e.Rule)
 }
 
 // A Diagnostic is a finding that did not fail the render.

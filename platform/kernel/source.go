@@ -59,17 +59,30 @@ var ErrFileRefused = errors.New("kernel: file refused")
 // packages. It is returned as it is, and nothing of the module is
 // evaluated.
 type FileError struct {
-	File string // the file or directory: its path on disk, or "instance/…" for an instance's Files
+	Dir  string // the module's directory, "instance" for an instance's Files
+	File string // the file or directory, slash-separated, relative to Dir
 	Rule string // why it is refused: "is a named pipe (p---------), not a regular file", …
 	Err  error  // the underlying error, if any
 }
 
-// Error names the file and the rule.
+// Error names the module, the file and the rule.
 func (e *FileError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("kernel: %s %s: %v", e.File, e.Rule, e.Err)
+		return fmt.Sprintf("kernel: %s %s: %v", inModule(e.Dir, e.File), e.Rule, e.Err)
 	}
-	return fmt.Sprintf("kernel: %s %s", e.File, e.Rule)
+	return fmt.Sprintf("kernel: %s %s", inModule(e.Dir, e.File), e.Rule)
+}
+
+// inModule names file, relative to the module directory dir, as an error
+// shows it: "dir: file", or dir alone for the module itself.
+func inModule(dir, file string) string {
+	switch {
+	case dir == "":
+		return file
+	case file == "":
+		return dir
+	}
+	return dir + ": " + file
 }
 
 // Is reports whether target is ErrFileRefused.

@@ -31,8 +31,9 @@ func wantFileError(t *testing.T, err error, file, rule string) {
 	if !errors.As(err, &fe) || !errors.Is(err, kernel.ErrFileRefused) {
 		t.Fatalf("error %v, want a *FileError for %s", err, file)
 	}
-	if fe.File != file || !strings.Contains(fe.Rule, rule) || !strings.Contains(err.Error(), file) {
-		t.Fatalf("%+v (%v), want %s refused: %s", fe, err, file, rule)
+	if filepath.Join(fe.Dir, fe.File) != file || fe.Dir == "" || !strings.Contains(fe.Rule, rule) ||
+		!strings.Contains(err.Error(), fe.Dir+": "+fe.File) || strings.Count(err.Error(), fe.Dir) != 1 {
+		t.Fatalf("%+v (%v), want %s refused, relative to its module: %s", fe, err, file, rule)
 	}
 }
 

@@ -22,7 +22,8 @@ const (
 
 // Generate returns the CUE module of the platform in describes: the module
 // file and the platform package. It refuses invalid input with an
-// *InputError naming the field and writes nothing then. The result is a
+// *InputError for each field it refuses, naming the field (several are
+// joined), and returns no files then. The result is a
 // function of the input alone: the same Input, with its catalogs in any
 // order, gives byte-identical files.
 func Generate(in Input) (Files, error) {

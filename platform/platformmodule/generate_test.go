@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,5 +138,39 @@ func TestInvalidInput(t *testing.T) {
 				t.Fatalf("error %q does not name the field and the value", err)
 			}
 		})
+	}
+}
+
+// TestGenerateReportsEveryBadField: an input with several bad fields is
+// refused with an *InputError for each, in the order of the fields.
+func TestGenerateReportsEveryBadField(t *testing.T) {
+	_, err := platformmodule.Generate(platformmodule.Input{
+		Name:   "Acme",
+		Type:   "Edge",
+		Labels: map[string]string{"team": "a b"},
+		Catalogs: []platformmodule.Catalog{
+			{Path: "example.com/web@v1", Version: "2.0.0", Kinds: []string{"service"}},
+			{Path: "example.com/web@v1", Version: "v1.0.0"},
+		},
+	})
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("Generate = %v, want every bad field joined", err)
+	}
+	var got []string
+	for _, e := range j.Unwrap() {
+		ie, ok := e.(*platformmodule.InputError)
+		if !ok {
+			t.Fatalf("%v is not an *InputError", e)
+		}
+		got = append(got, ie.Field)
+	}
+	want := []string{"Name", "Type", `Labels["team"]`, "Catalogs[0].Version", "Catalogs[0].Kinds[0]", "Catalogs[1].Path"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("refused fields %q, want %q\n%v", got, want, err)
+	}
+	var ie *platformmodule.InputError
+	if !errors.As(err, &ie) || ie.Field != "Name" {
+		t.Fatalf("errors.As finds %+v, want the first, Name", ie)
 	}
 }

@@ -1,6 +1,7 @@
 package platformmodule
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,7 +61,9 @@ type Catalog struct {
 	Disabled bool
 }
 
-// An InputError reports an Input field that Generate refuses.
+// An InputError reports an Input field that Generate refuses. Generate
+// reports every field it refuses: one InputError, or one for each joined
+// (find them with errors.As, or the Unwrap() []error of the join).
 type InputError struct {
 	Field string // such as "Catalogs[2].Version"
 	Value string // the offending value, quoted as given
@@ -74,23 +77,26 @@ func (e *InputError) Error() string {
 
 const defaultType = "standard"
 
-// check validates in and returns its catalogs sorted by path.
+// check validates in and returns its catalogs sorted by path, or every
+// field it refuses: one *InputError, or several joined, in the order of
+// the fields.
 func (in Input) check() ([]Catalog, error) {
+	var errs []error
+	fail := func(field, value, rule string) { errs = append(errs, &InputError{field, value, rule}) }
 	if rule := rules.DNSLabel(in.Name); rule != "" {
-		return nil, &InputError{"Name", in.Name, rule}
-	}
-	// The name is an element of the module path: the loader refuses a
-	// module whose path it cannot hold (a device name Windows reserves).
-	if err := module.CheckPath(ModulePrefix + in.Name + "@v0"); err != nil {
+		fail("Name", in.Name, rule)
+	} else if err := module.CheckPath(ModulePrefix + in.Name + "@v0"); err != nil {
+		// The name is an element of the module path: the loader refuses a
+		// module whose path it cannot hold (a device name Windows reserves).
 		msg := err.Error()
 		if i := strings.LastIndex(msg, ": "); i >= 0 {
 			msg = msg[i+2:]
 		}
-		return nil, &InputError{"Name", in.Name, fmt.Sprintf("must be an element of a CUE module path (%s%s@v0): %s", ModulePrefix, in.Name, msg)}
+		fail("Name", in.Name, fmt.Sprintf("must be an element of a CUE module path (%s%s@v0): %s", ModulePrefix, in.Name, msg))
 	}
 	if in.Type != "" {
 		if rule := rules.DNSLabel(in.Type); rule != "" {
-			return nil, &InputError{"Type", in.Type, rule}
+			fail("Type", in.Type, rule)
 		}
 	}
 	keys := make([]string, 0, len(in.Labels))
@@ -100,34 +106,41 @@ func (in Input) check() ([]Catalog, error) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if rule := rules.LabelKey(k); rule != "" {
-			return nil, &InputError{"Labels", k, rule}
-		}
-		if v := in.Labels[k]; rules.LabelValue(v) != "" {
-			return nil, &InputError{fmt.Sprintf("Labels[%q]", k), v, rules.LabelValue(v)}
+			fail("Labels", k, rule)
+		} else if v := in.Labels[k]; rules.LabelValue(v) != "" {
+			fail(fmt.Sprintf("Labels[%q]", k), v, rules.LabelValue(v))
 		}
 	}
 	seen := map[string]int{}
 	for i, c := range in.Catalogs {
 		if field, rule := rules.Catalog(c.Path, c.Version); rule != "" {
 			if field == "path" {
-				return nil, &InputError{fmt.Sprintf("Catalogs[%d].Path", i), c.Path, rule}
+				fail(fmt.Sprintf("Catalogs[%d].Path", i), c.Path, rule)
+			} else {
+				fail(fmt.Sprintf("Catalogs[%d].Version", i), c.Version, rule)
 			}
-			return nil, &InputError{fmt.Sprintf("Catalogs[%d].Version", i), c.Version, rule}
 		}
 		if j, dup := seen[c.Path]; dup {
-			return nil, &InputError{fmt.Sprintf("Catalogs[%d].Path", i), c.Path, fmt.Sprintf("duplicates Catalogs[%d].Path", j)}
+			fail(fmt.Sprintf("Catalogs[%d].Path", i), c.Path, fmt.Sprintf("duplicates Catalogs[%d].Path", j))
+		} else {
+			seen[c.Path] = i
 		}
-		seen[c.Path] = i
 		kinds := map[string]bool{}
 		for j, k := range c.Kinds {
 			if rule := rules.Kind(k); rule != "" {
-				return nil, &InputError{fmt.Sprintf("Catalogs[%d].Kinds[%d]", i, j), k, rule}
-			}
-			if kinds[k] {
-				return nil, &InputError{fmt.Sprintf("Catalogs[%d].Kinds[%d]", i, j), k, "is listed twice"}
+				fail(fmt.Sprintf("Catalogs[%d].Kinds[%d]", i, j), k, rule)
+			} else if kinds[k] {
+				fail(fmt.Sprintf("Catalogs[%d].Kinds[%d]", i, j), k, "is listed twice")
 			}
 			kinds[k] = true
 		}
+	}
+	switch len(errs) {
+	case 0:
+	case 1:
+		return nil, errs[0]
+	default:
+		return nil, errors.Join(errs...)
 	}
 	cats := slices.Clone(in.Catalogs)
 	slices.SortFunc(cats, func(a, b Catalog) int { return strings.Compare(a.Path, b.Path) })

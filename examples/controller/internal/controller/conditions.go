@@ -33,18 +33,44 @@ func describe(err error) string {
 	switch {
 	case errors.As(err, &ke):
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s: %d problem(s)", ke.Op, len(ke.Problems))
+		fmt.Fprintf(&b, "%s %s: %d problem(s)", ke.Op, ke.Dir, len(ke.Problems))
 		for _, p := range ke.Problems {
 			b.WriteString("; ")
 			b.WriteString(p.String())
 		}
 		msg = b.String()
 	case errors.As(err, &ie):
-		msg = fmt.Sprintf("spec: %s %q: %s", specField(ie.Field), ie.Value, ie.Rule)
+		// Every field the generator refuses, each as the spec names it.
+		var parts []string
+		for _, e := range leaves(err) {
+			if ie, ok := e.(*platformmodule.InputError); ok {
+				parts = append(parts, fmt.Sprintf("%s %q: %s", specField(ie.Field), ie.Value, ie.Rule))
+			}
+		}
+		msg = "spec: " + strings.Join(parts, "; ")
 	default:
 		msg = err.Error()
 	}
 	return truncate(msg, maxMessage)
+}
+
+// leaves returns the errors err joins or wraps, recursively, or err
+// alone.
+func leaves(err error) []error {
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		var all []error
+		for _, e := range e.Unwrap() {
+			all = append(all, leaves(e)...)
+		}
+		return all
+	case *platformmodule.InputError:
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			return leaves(inner)
+		}
+	}
+	return []error{err}
 }
 
 // specField maps a generator input field ("Catalogs[2].Version") to the

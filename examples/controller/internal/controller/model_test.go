@@ -3,10 +3,12 @@ package controller_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,8 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"pgregory.net/rapid"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
+	"leasekit.dev/platform/kernel"
 )
 
 // specKind is what a drawn spec does when published.
@@ -25,6 +29,7 @@ const (
 	specValid   specKind = iota // builds; its catalog version names the variant
 	specInvalid                 // the generator refuses it
 	specBroken                  // generates, but the kernel's build fails
+	specDeep                    // generates, but nests past the kernel's MaxDepth
 )
 
 func drawnSpec(kind specKind, variant int) v1alpha1.PlatformSpec {
@@ -35,6 +40,8 @@ func drawnSpec(kind specKind, variant int) v1alpha1.PlatformSpec {
 		spec.Catalogs[0].Version = "1.x"
 	case specBroken:
 		spec.Overlay = "name: \"other\"\n"
+	case specDeep:
+		spec.Overlay = "x: " + strings.Repeat("a: ", kernel.DefaultMaxDepth+1) + "1\n"
 	}
 	return spec
 }
@@ -94,7 +101,7 @@ func TestPlatformReconcilerModel(t *testing.T) {
 				if !exists {
 					rt.Skip("absent")
 				}
-				kind = specKind(rapid.IntRange(0, 2).Draw(rt, "kind"))
+				kind = specKind(rapid.IntRange(0, 3).Draw(rt, "kind"))
 				variant = rapid.IntRange(0, 3).Draw(rt, "variant")
 				generation++
 				f.setSpec(t, drawnSpec(kind, variant), generation)
@@ -123,8 +130,12 @@ func TestPlatformReconcilerModel(t *testing.T) {
 					}
 				}
 				_, err := f.platform.Reconcile(ctx, ctrl.Request{NamespacedName: platformKey})
-				if err != nil {
+				terminal := errors.Is(err, reconcile.TerminalError(nil))
+				if err != nil && !terminal {
 					rt.Fatalf("Reconcile: %v", err)
+				}
+				if exists && terminal != (kind != specValid) {
+					rt.Fatalf("Reconcile of a spec of kind %d: %v; want a terminal error exactly for a spec that cannot build", kind, err)
 				}
 				reconciled = true
 				if !exists {

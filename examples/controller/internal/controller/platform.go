@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/platform"
@@ -49,9 +50,11 @@ type PlatformReconciler struct {
 
 // Reconcile publishes the Platform's current generation, or forgets the
 // platform when the object is gone. A spec the generator refuses or the
-// kernel cannot build sets BuildFailed and is not retried; the generation
-// served before keeps serving. A transient failure returns an error, so the
-// request is retried with backoff.
+// kernel cannot build (its problems, a limit it goes past, a file it may
+// not read) sets BuildFailed and Ready=False and returns a
+// reconcile.TerminalError: it is not retried, and the next generation
+// tries again; the generation served before keeps serving. A transient
+// failure returns an error, so the request is retried with backoff.
 func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	if req.Name != v1alpha1.PlatformName || req.Namespace != "" {
@@ -102,14 +105,15 @@ func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if uerr := r.updateStatus(ctx, &p, status); uerr != nil {
 		return ctrl.Result{}, uerr
 	}
-	if retry != nil {
+	if retry != nil && !errors.Is(retry, reconcile.TerminalError(nil)) {
 		logger.V(1).Info("publish failed; retrying with backoff", "generation", p.Generation, "error", retry.Error())
 	}
 	return result, retry
 }
 
 // outcome sets status and records events for the result of a publish; it
-// returns the error to retry with, nil when only a new spec can help.
+// returns the error to retry with, or a terminal error when only a new
+// spec can help.
 func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.PlatformStatus, rec platform.Generated, before int64, err error) (ctrl.Result, error) {
 	gen := p.Generation
 	served := r.Publisher.Store().Generation()
@@ -122,7 +126,6 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 	setPublished(status, gen, served)
 
 	var stale *platform.StaleError
-	var ke *kernel.Error
 	var ie *platformmodule.InputError
 	switch {
 	case err == nil:
@@ -134,7 +137,7 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 		}
 		return ctrl.Result{}, nil
 
-	case errors.As(err, &ie), errors.As(err, &ke):
+	case errors.As(err, &ie), buildFailed(err):
 		reason := ReasonBuildFailed
 		if ie != nil {
 			reason = ReasonInvalidSpec
@@ -143,7 +146,7 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 		set(status, gen, v1alpha1.PlatformBuildFailed, metav1.ConditionTrue, reason, msg)
 		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionFalse, reason, notReady(gen, served, msg))
 		r.Recorder.Eventf(p, nil, "Warning", reason, "Publish", "generation %d: %s", gen, msg)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("generation %d: %s", gen, msg))
 
 	case errors.As(err, &stale):
 		msg := fmt.Sprintf("generation %d is older than the generation %d served", stale.Generation, stale.Current)
@@ -159,8 +162,18 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 	}
 }
 
+// buildFailed reports whether err is the kernel's refusal of the module's
+// content, which the same spec meets again: its problems, a limit it goes
+// past or a file it may not read.
+func buildFailed(err error) bool {
+	_, problems := errors.AsType[*kernel.Error](err)
+	_, limit := errors.AsType[*kernel.LimitError](err)
+	_, file := errors.AsType[*kernel.FileError](err)
+	return problems || limit || file
+}
+
 // relative shortens the positions in msg to paths relative to the
-// platform directory ("gen-2/overlay.cue:2:7"): the directory is the
+// platform directory ("gen-2: overlay.cue:2:7"): the directory is the
 // process's own, the generation and file are what a reader needs.
 func (r *PlatformReconciler) relative(msg string) string {
 	root := filepath.Clean(r.Publisher.Layout().Root)

@@ -17,10 +17,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
 )
 
 // fixture is a reconciler pair on the fake client with a booted Publisher.
@@ -177,8 +179,8 @@ func TestPlatformInvalidSpecKeepsServing(t *testing.T) {
 	f.drain()
 
 	p, res, err := f.reconcilePlatform(t)
-	if err != nil || !res.IsZero() {
-		t.Fatalf("Reconcile of an invalid spec: %v, %+v; want no retry", err, res)
+	if !errors.Is(err, reconcile.TerminalError(nil)) || !res.IsZero() {
+		t.Fatalf("Reconcile of an invalid spec: %v, %+v; want a terminal error, no retry", err, res)
 	}
 	c := wantCondition(t, p.Status.Conditions, v1alpha1.PlatformBuildFailed, metav1.ConditionTrue, controller.ReasonInvalidSpec)
 	if !strings.Contains(c.Message, `spec.catalogs[0].version "1.4"`) {
@@ -207,8 +209,8 @@ func TestPlatformBuildFailureHasPositions(t *testing.T) {
 	f.setSpec(t, broken, 2)
 
 	p, res, err := f.reconcilePlatform(t)
-	if err != nil || !res.IsZero() {
-		t.Fatalf("Reconcile of a spec that does not build: %v, %+v; want no retry", err, res)
+	if !errors.Is(err, reconcile.TerminalError(nil)) || !res.IsZero() {
+		t.Fatalf("Reconcile of a spec that does not build: %v, %+v; want a terminal error, no retry", err, res)
 	}
 	c := wantCondition(t, p.Status.Conditions, v1alpha1.PlatformBuildFailed, metav1.ConditionTrue, controller.ReasonBuildFailed)
 	if !strings.Contains(c.Message, controller.OverlayFile+":2:") || !strings.Contains(c.Message, "platform.cue:") {
@@ -363,5 +365,70 @@ func TestPlatformChangedWhileLeasedIsServedAtOnce(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(held.Dir, "platform.cue")); err != nil || strings.Contains(string(b), "gold") {
 		t.Fatalf("the leased directory changed: %v", err)
+	}
+}
+
+// TestPlatformContentRefusalIsABuildFailure: a spec whose module the
+// kernel refuses for its content (here an overlay nested past MaxDepth,
+// a few hundred bytes) is a failed build like one with a problem: Ready
+// False and BuildFailed with the file named relative to the platform
+// directory, a terminal error that is not retried, the generation served
+// before still served; the next generation tries again.
+func TestPlatformContentRefusalIsABuildFailure(t *testing.T) {
+	f := newFixture(t, true, newPlatform(acme(), 1))
+	if _, _, err := f.reconcilePlatform(t); err != nil {
+		t.Fatal(err)
+	}
+	deep := acme()
+	deep.Overlay = "x: " + strings.Repeat("a: ", kernel.DefaultMaxDepth+1) + "1\n"
+	f.setSpec(t, deep, 2)
+	f.drain()
+
+	p, res, err := f.reconcilePlatform(t)
+	if !errors.Is(err, reconcile.TerminalError(nil)) || !res.IsZero() {
+		t.Fatalf("Reconcile of a spec past MaxDepth: %v, %+v; want a terminal error, no retry", err, res)
+	}
+	root := f.pub.Layout().Root
+	for _, cond := range []string{v1alpha1.PlatformBuildFailed, v1alpha1.PlatformReady} {
+		status := metav1.ConditionTrue
+		if cond == v1alpha1.PlatformReady {
+			status = metav1.ConditionFalse
+		}
+		c := wantCondition(t, p.Status.Conditions, cond, status, controller.ReasonBuildFailed)
+		if !strings.Contains(c.Message, controller.OverlayFile) || !strings.Contains(c.Message, "MaxDepth") || strings.Contains(c.Message, root) {
+			t.Fatalf("%s message %q: want the overlay and the limit named, relative to the platform directory", cond, c.Message)
+		}
+	}
+	if st := f.pub.Stats(); st.FailedBuilds != 1 || f.pub.Store().Generation() != 1 {
+		t.Fatalf("failed builds %d, serving %d; want 1 and generation 1", st.FailedBuilds, f.pub.Store().Generation())
+	}
+	if ev := f.drain(); len(ev) != 1 || !strings.Contains(ev[0], "Warning BuildFailed") {
+		t.Fatalf("events %q, want one Warning BuildFailed", ev)
+	}
+
+	f.setSpec(t, acme(), 3)
+	p, _, err = f.reconcilePlatform(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, p.Status.Conditions, v1alpha1.PlatformReady, metav1.ConditionTrue, controller.ReasonPublished)
+}
+
+// TestPlatformInvalidSpecNamesEveryField: a spec with several fields the
+// generator refuses names each of them.
+func TestPlatformInvalidSpecNamesEveryField(t *testing.T) {
+	bad := acme()
+	bad.Catalogs[0].Version = "1.4"
+	bad.Labels["tier"] = "not a value"
+	f := newFixture(t, true, newPlatform(bad, 1))
+	p, _, err := f.reconcilePlatform(t)
+	if !errors.Is(err, reconcile.TerminalError(nil)) {
+		t.Fatalf("Reconcile of an invalid spec: %v, want a terminal error", err)
+	}
+	c := wantCondition(t, p.Status.Conditions, v1alpha1.PlatformBuildFailed, metav1.ConditionTrue, controller.ReasonInvalidSpec)
+	for _, want := range []string{`spec.catalogs[0].version "1.4"`, `spec.labels["tier"] "not a value"`} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("BuildFailed message %q does not name %s", c.Message, want)
+		}
 	}
 }
