@@ -11,6 +11,7 @@ import (
 // removes every other directory that is neither current nor leased. Forget
 // waits for a running Publish to finish.
 func (p *Publisher) Forget() {
+	p.mustBeMade()
 	_ = p.lock(context.Background())
 	cur, held := p.store.Generated()
 	p.store.Clear()

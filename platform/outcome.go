@@ -5,14 +5,15 @@ import (
 	"time"
 )
 
-// Outcome says what a Publish did.
+// Outcome says what a Publish did. The zero Outcome is no outcome: every
+// [PublishEvent] carries one of the constants below.
 type Outcome int
 
 const (
 	// Failed: an error other than a failed build or a stale generation
 	// (a refused argument, a write error, the context ending, not booted).
 	// The current record and its directory are as they were.
-	Failed Outcome = iota
+	Failed Outcome = iota + 1
 
 	// Published: a new generation was written, built and set.
 	Published

@@ -59,6 +59,7 @@ func (p *Publisher) Publish(ctx context.Context, generation int64, files platfor
 }
 
 func (p *Publisher) publish(ctx context.Context, generation int64, files platformmodule.Files, skew kernel.SkewPolicy, t *PublishTimings, reclaims *[]ReclaimEvent) (Generated, Outcome, error) {
+	p.mustBeMade()
 	if !p.booted.Load() {
 		return Generated{}, Failed, ErrNotBooted
 	}

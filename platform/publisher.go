@@ -38,7 +38,9 @@ const (
 // directory soon after its last lease is released (while [Publisher.Run]
 // runs), and never rewrites or removes a leased directory.
 //
-// A Publisher is safe for concurrent use by multiple goroutines. Publish,
+// A Publisher is made by [NewPublisher]; the zero value has no Root, and
+// each of its methods panics. A Publisher is safe for concurrent use by
+// multiple goroutines. Publish,
 // Forget, Boot and every removal are serialised: they run one at a time, so
 // a prune never races a publish of the same Publisher. Renders and leases
 // take no lock of the Publisher's. Two Publishers must not share a Root.
@@ -106,9 +108,22 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 	return p
 }
 
+// errZeroPublisher is the panic value of a method of a Publisher that
+// NewPublisher did not make.
+const errZeroPublisher = "platform: Publisher not made by NewPublisher: the zero Publisher has no Root"
+
+// mustBeMade panics unless NewPublisher made p: a zero Publisher would
+// otherwise block forever on its nil serialisation channel.
+func (p *Publisher) mustBeMade() {
+	if p.sem == nil {
+		panic(errZeroPublisher)
+	}
+}
+
 // lock takes the Publisher's serialisation, or returns ctx.Err() if ctx
 // ends first.
 func (p *Publisher) lock(ctx context.Context) error {
+	p.mustBeMade()
 	select {
 	case p.sem <- struct{}{}:
 		return nil
@@ -132,6 +147,7 @@ func (p *Publisher) unlock() { <-p.sem }
 // wait for a Publish that is draining leases), so a Root with leased
 // directories is never emptied.
 func (p *Publisher) Boot() error {
+	p.mustBeMade()
 	if p.booted.Load() {
 		return nil
 	}
@@ -162,15 +178,22 @@ func (p *Publisher) Start(ctx context.Context) error {
 // Store returns the Publisher's store, for readers: Lease, Generated,
 // Generation, Leased. Writing it (SetGenerated, Clear) bypasses the
 // Publisher's sequence; use Publish and Forget instead.
-func (p *Publisher) Store() *Store { return &p.store }
+func (p *Publisher) Store() *Store {
+	p.mustBeMade()
+	return &p.store
+}
 
 // Layout returns the Publisher's layout. Its Root belongs to the
 // Publisher: use it to read (Dir, Generations), not to write or prune.
-func (p *Publisher) Layout() Layout { return p.layout }
+func (p *Publisher) Layout() Layout {
+	p.mustBeMade()
+	return p.layout
+}
 
 // Stats returns a snapshot of the Publisher for metrics. It lists Root,
 // and takes no lock that a Publish holds while it waits.
 func (p *Publisher) Stats() Stats {
+	p.mustBeMade()
 	p.statsMu.Lock()
 	s := p.stats
 	p.statsMu.Unlock()
@@ -188,6 +211,7 @@ func (p *Publisher) Stats() Stats {
 // changed current generation waits for its leases to drain. Render takes
 // no lock of the Publisher's and may run concurrently with everything.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
+	p.mustBeMade()
 	if !p.booted.Load() {
 		return kernel.RenderOutput{}, Generated{}, ErrNotBooted
 	}

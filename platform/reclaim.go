@@ -27,6 +27,7 @@ import (
 // Publish and Forget prune before they return, so the disk never grows
 // without bound; Run makes the removal after a release prompt.
 func (p *Publisher) Run(ctx context.Context) error {
+	p.mustBeMade()
 	if !p.booted.Load() {
 		return ErrNotBooted
 	}
