@@ -10,28 +10,43 @@ import (
 type Outcome int
 
 const (
-	// Failed: an error other than a failed build or a stale generation
-	// (a refused argument, a write error, the context ending, not booted).
-	// The current record and its directory are as they were.
+	// Failed: an error other than a failed build or a stale generation.
+	// A generation below 1 ([*GenerationError]), an empty file set
+	// ([ErrNoFiles]), a skew policy other than Warn or Refuse
+	// ([*SkewPolicyError]), a file name the layout refuses (a
+	// [*dirlife.NameError]) and a Publisher not booted ([ErrNotBooted]) are
+	// refused before anything is touched: a refused rewrite drains no lease.
+	// A context that ends while a rewrite waits for leases puts the record
+	// back, with nothing on disk changed. A failed Write, also one that
+	// published but could not sync ([dirlife.ErrNotDurable]), removes the
+	// new directory, or writes a rewrite's old files back; a retry
+	// publishes again. The current record and its directory are as they
+	// were.
 	Failed Outcome = iota + 1
 
 	// Published: a new generation was written, built and set.
 	Published
 
-	// Unchanged: the current generation again with byte-identical files;
-	// nothing was written or built.
+	// Unchanged: the current generation again with byte-identical files
+	// (compared with the files last published, not with disk); nothing
+	// was written or built, and the current record comes back with the
+	// skew policy as given.
 	Unchanged
 
-	// Rewritten: the current generation with changed files was drained of
-	// its leases, rewritten, built and set.
+	// Rewritten: the current generation with changed files. New leases on
+	// it stop (the store holds nothing meanwhile, and Render returns
+	// [ErrNotReady]), its leases drain, and it is rewritten, built and set.
 	Rewritten
 
-	// BuildFailed: the kernel refused the module; the current record and
-	// its directory are as they were.
+	// BuildFailed: the kernel refused the module, with a [*kernel.Error]
+	// whose positions are intact. The failed directory of a new generation
+	// is removed; a rewrite's old files are written back and its old
+	// record set again. The current record and its directory are as they
+	// were.
 	BuildFailed
 
-	// Stale: a generation older than the current one was refused; nothing
-	// was touched.
+	// Stale: a generation older than the current one was refused with a
+	// [*StaleError]; nothing was touched.
 	Stale
 )
 

@@ -15,41 +15,17 @@ import (
 
 // Publish makes files the module of generation and returns the record it
 // set: Write, BuildPlatform, SetGenerated, then Prune to the current and
-// every leased generation. Concurrent calls run one at a time; a call
-// waits for its turn until ctx ends.
+// every leased generation. It waits, until ctx ends, for a running Publish
+// to finish, and to rewrite the current generation with changed files it
+// first waits for that generation's leases to drain. Each outcome is an
+// [Outcome] constant, documented there.
 //
-//   - A generation below 1, an empty file set, a skew policy other than
-//     Warn or Refuse ([*SkewPolicyError]), a file name the layout refuses
-//     (a [*dirlife.NameError] naming it), or a Publisher not booted
-//     are refused before anything is touched: a refused rewrite of the
-//     current generation drains no lease and rewrites nothing.
-//   - A generation older than the current one is refused with a
-//     [*StaleError], touching nothing.
-//   - The current generation with byte-identical files (compared with the
-//     files last published, not with disk) writes and builds nothing: the
-//     current record comes back, with skew as given.
-//   - The current generation with different files stops new leases on it
-//     (the store holds nothing meanwhile), waits with ctx until its leases
-//     are released, then rewrites, builds and sets it. If ctx ends first,
-//     the record is put back, nothing on disk has changed, and ctx's error
-//     is returned. If the new files fail to build, the old files are
-//     written back and the old record is set again.
-//   - A failed build returns the kernel's error (errors.As a
-//     [*kernel.Error], positions intact) and leaves the current record and
-//     its directory as they were; the failed directory of a new generation
-//     is removed.
-//
-// A Write that published its directory but could not sync it
-// ([dirlife.ErrNotDurable]) fails the publish like any write error: the
-// new directory is removed (a rewrite's old files are written back) and a
-// retry publishes again.
-//
-// A removal that fails after a successful publish does not fail it: the
-// error goes to OnReclaim, Stats and the log, and the reclaim loop retries.
-//
-// Publish keeps a copy of the files it published, to compare the next
-// publish with; the caller may reuse files and their buffers as soon as
-// Publish returns.
+// On failure the current record and its directory are as they were: a
+// refused argument, a stale generation ([*StaleError]) or a name the layout
+// refuses touches nothing, and a failed build (a [*kernel.Error]) or write
+// removes the new directory, or writes a rewrite's old files back. A
+// removal that fails after a successful publish does not fail it (see
+// [Publisher.Run]). The caller may reuse files once Publish returns.
 func (p *Publisher) Publish(ctx context.Context, generation int64, files platformmodule.Files, skew kernel.SkewPolicy) (Generated, error) {
 	var t PublishTimings
 	var reclaims []ReclaimEvent
