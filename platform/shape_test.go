@@ -18,15 +18,17 @@ import (
 // would fail the test as a deadlock instead of hanging it.
 func TestZeroPublisherPanics(t *testing.T) {
 	calls := map[string]func(p *platform.Publisher){
-		"Boot":    func(p *platform.Publisher) { _ = p.Boot() },
-		"Start":   func(p *platform.Publisher) { _ = p.Start(context.Background()) },
-		"Run":     func(p *platform.Publisher) { _ = p.Run(context.Background()) },
-		"Publish": func(p *platform.Publisher) { _, _ = p.Publish(context.Background(), 1, moduleFiles(t, 0), kernel.SkewWarn) },
-		"Render":  func(p *platform.Publisher) { _, _, _ = p.Render(context.Background(), kernel.Instance{}) },
-		"Forget":  func(p *platform.Publisher) { p.Forget() },
-		"Stats":   func(p *platform.Publisher) { _ = p.Stats() },
-		"Store":   func(p *platform.Publisher) { _ = p.Store() },
-		"Layout":  func(p *platform.Publisher) { _ = p.Layout() },
+		"Boot":  func(p *platform.Publisher) { _ = p.Boot() },
+		"Start": func(p *platform.Publisher) { _ = p.Start(context.Background()) },
+		"Run":   func(p *platform.Publisher) { _ = p.Run(context.Background()) },
+		"Publish": func(p *platform.Publisher) {
+			_, _ = p.Publish(context.Background(), 1, moduleFiles(t, 0), kernel.SkewWarn)
+		},
+		"Render": func(p *platform.Publisher) { _, _, _ = p.Render(context.Background(), kernel.Instance{}) },
+		"Forget": func(p *platform.Publisher) { p.Forget() },
+		"Stats":  func(p *platform.Publisher) { _ = p.Stats() },
+		"Store":  func(p *platform.Publisher) { _ = p.Store() },
+		"Layout": func(p *platform.Publisher) { _ = p.Layout() },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
