@@ -2,7 +2,6 @@ package readme
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
 	"leasekit.dev/dirlife"
@@ -28,7 +27,11 @@ func readmeBoot(ctx context.Context, platformDir string, logger *slog.Logger) er
 	if err := pub.Boot(); err != nil { // empties platformDir before any reader
 		return err
 	}
-	go pub.Run(ctx) // removes a superseded generation as soon as its last lease ends
+	go func() { // removes a superseded generation as soon as its last lease ends
+		if err := pub.Run(ctx); err != nil {
+			logger.Error("platform reclaim loop", "err", err)
+		}
+	}()
 	// (or hand pub to a controller-runtime manager: Start is Boot, then Run)
 	// readme:end
 	return nil
@@ -80,30 +83,50 @@ func readmeForget(pub *platform.Publisher) {
 	// readme:end
 }
 
-func readmeGeneric(platformDir string, files map[string][]byte, gen int64, render func(string)) error {
-	errNotReady := errors.New("not ready")
+// A recipe is the reconciler and reader the generic recipe builds, which
+// readme_test.go runs.
+type recipe struct {
+	reconcile func(gen int64, files dirlife.Files) error
+	read      func(render func(dir string) error) error
+}
+
+func readmeGeneric(platformDir string, errStale, errNotReady error, out *recipe) error {
 	// readme:begin
 	modules := dirlife.Layout[int64]{Root: platformDir, Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}}
 	var builds slot.Slot[int64, string] // generation -> directory
 
 	// at boot, before any reader
-	modules.Reset()
-
-	// reconciler, one generation at a time
-	dir, err := modules.Write(gen, files) // staged, atomic, durable
-	if err != nil {
+	if err := modules.Reset(); err != nil {
 		return err
 	}
-	builds.SetIfNewer(gen, dir)
-	modules.Prune(append(builds.Leased(), gen)...) // a leased directory is never pruned
+
+	// reconciler: one call at a time. IDs are immutable, so a generation
+	// at or below the current one is never written again.
+	reconcile := func(gen int64, files dirlife.Files) error {
+		if cur, _, ok := builds.Get(); ok && gen <= cur {
+			return errStale
+		}
+		dir, err := modules.Write(gen, files) // staged, atomic, durable
+		if err != nil {
+			return err
+		}
+		if !builds.SetIfNewer(gen, dir) {
+			return errStale // and the next Prune removes dir
+		}
+		// keep the current generation and every leased one
+		return modules.Prune(append(builds.Leased(), gen)...)
+	}
 
 	// reader
-	l, ok := builds.Lease()
-	if !ok {
-		return errNotReady
+	read := func(render func(dir string) error) error {
+		l, ok := builds.Lease()
+		if !ok {
+			return errNotReady
+		}
+		defer l.Release()
+		return render(l.Value()) // l.Key()'s directory stays until Release
 	}
-	defer l.Release()
-	render(l.Value()) // l.Key()'s directory stays until Release
 	// readme:end
+	out.reconcile, out.read = reconcile, read
 	return nil
 }
