@@ -2,6 +2,7 @@ package platform
 
 import (
 	"fmt"
+	"time"
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/platformmodule"
@@ -20,11 +21,21 @@ type Layout struct {
 	// NoSync turns durability off, for disks that are wiped at boot: see
 	// [dirlife.Layout.NoSync].
 	NoSync bool
+
+	// RemovalDeadline bounds how long Prune, Write and Reset wait for a
+	// removal (zero: [dirlife.DefaultRemovalDeadline]): see
+	// [dirlife.Layout.RemovalDeadline].
+	RemovalDeadline time.Duration
+
+	deferRemoval bool // the Publisher's: see dirlife.Layout.DeferRemoval
 }
 
 // dirs returns the generic layout l is.
 func (l Layout) dirs() dirlife.Layout[int64] {
-	return dirlife.Layout[int64]{Root: l.Root, Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}, NoSync: l.NoSync}
+	return dirlife.Layout[int64]{
+		Root: l.Root, Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}, NoSync: l.NoSync,
+		DeferRemoval: l.deferRemoval, RemovalDeadline: l.RemovalDeadline,
+	}
 }
 
 // Dir returns the directory a generation's module lives in, whether or not
@@ -54,8 +65,9 @@ func (l Layout) Write(generation int64, files platformmodule.Files) (string, err
 // generations in keep: see [dirlife.Layout.Prune].
 func (l Layout) Prune(keep ...int64) error { return l.dirs().Prune(keep...) }
 
-// Settle waits for the removals this process started in the background
-// under Root: see [dirlife.Layout.Settle].
+// Settle waits for the removals this process left running on Root (those a
+// call stopped waiting for at its RemovalDeadline, and a [Publisher]'s,
+// which it defers): see [dirlife.Layout.Settle].
 func (l Layout) Settle() error { return l.dirs().Settle() }
 
 // Reset empties Root, creating it when missing: the boot step (see

@@ -23,9 +23,11 @@ import (
 // On failure the current record and its directory are as they were: a
 // refused argument, a stale generation ([*StaleError]) or a name the layout
 // refuses touches nothing, and a failed build (a [*kernel.Error]) or write
-// removes the new directory, or writes a rewrite's old files back. A
-// removal that fails after a successful publish does not fail it (see
-// [Publisher.Run]). The caller may reuse files once Publish returns.
+// removes the new directory, or writes a rewrite's old files back. The
+// superseded directory leaves its path before Publish returns (or at Run's
+// next pass) and its space is freed in the background, never while Publish
+// holds the serialisation; a removal that fails does not fail the publish
+// (see [Publisher.Run]). The caller may reuse files once Publish returns.
 func (p *Publisher) Publish(ctx context.Context, generation int64, files platformmodule.Files, skew kernel.SkewPolicy) (Generated, error) {
 	var t PublishTimings
 	var reclaims []ReclaimEvent
