@@ -74,8 +74,14 @@ type Layout[ID cmp.Ordered] struct {
 // Dir returns the directory of id under Root, whether or not it exists. It
 // panics if Codec is nil.
 func (l Layout[ID]) Dir(id ID) string {
+	if l.Codec == nil {
+		panic(errDirNoCodec)
+	}
 	return filepath.Join(l.Root, l.Codec.Format(id))
 }
+
+// errDirNoCodec is the panic value of Dir on a Layout with no Codec.
+const errDirNoCodec = "dirlife: Layout.Dir: the layout has no Codec; set Layout.Codec (such as IntCodec) to name ID directories"
 
 // name returns the directory name of id, checked.
 func (l Layout[ID]) name(id ID) (string, error) {

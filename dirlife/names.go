@@ -1,6 +1,7 @@
 package dirlife
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -91,12 +92,15 @@ type plan struct {
 }
 
 // CheckFiles reports whether [Layout.Write] would accept the names of
-// files: it returns [ErrNoFiles] for an empty set and a [*NameError] naming
+// files: it returns an error wrapping [ErrNoFiles] for an empty set and a [*NameError] naming
 // the first refused name (in sorted order) and the rule it breaks, as Write
 // would, without touching any disk. A caller that must give something up
 // before it writes (a lock, a reader's access) checks first.
 func CheckFiles(files Files) error {
 	_, err := planFiles(files)
+	if errors.Is(err, ErrNoFiles) {
+		return fmt.Errorf("dirlife: check files: %w", err)
+	}
 	return err
 }
 

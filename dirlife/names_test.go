@@ -2,6 +2,7 @@ package dirlife
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -222,4 +223,26 @@ func FuzzPlanFiles(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Dir on a layout with no Codec panics with a message naming the package
+// and the rule, not with a nil dereference.
+func TestDirWithoutCodecPanics(t *testing.T) {
+	defer func() {
+		msg := fmt.Sprint(recover())
+		if !strings.HasPrefix(msg, "dirlife: ") || !strings.Contains(msg, "Codec") {
+			t.Fatalf("Dir with no Codec: recovered %q, want a dirlife panic naming the Codec", msg)
+		}
+	}()
+	Layout[int]{Root: t.TempDir()}.Dir(1)
+}
+
+// The errors of the package carry its prefix, also the one CheckFiles
+// returns for an empty set.
+func TestCheckFilesErrorPrefix(t *testing.T) {
+	for _, files := range []Files{nil, {"/abs": nil}} {
+		if err := CheckFiles(files); err == nil || !strings.HasPrefix(err.Error(), "dirlife: ") {
+			t.Errorf("CheckFiles(%v) = %v, want an error beginning \"dirlife: \"", files, err)
+		}
+	}
 }

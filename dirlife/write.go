@@ -11,42 +11,27 @@ import (
 )
 
 // Write materialises files as id's directory and returns its path,
-// [Layout.Dir](id).
+// [Layout.Dir](id): staged beside the target and renamed into place, so a
+// reader finds the directory absent or complete, and an existing one is
+// swapped out atomically (see the package limits) and removed before Write
+// returns (with [Layout.DeferRemoval], in the background). Unless [Layout.NoSync]
+// is set, the directory survives power loss once Write returns. Write runs
+// alongside other Writes (the last of one ID to publish wins); a Prune or
+// Reset waits for it.
 //
-// Every name is validated before anything is written (see [NameError]).
-// The files are written into a staging directory beside the target and
-// renamed into place, so no reader ever observes a partial directory, also
-// if the process is killed at any instant. When id's directory exists
-// already, the new one is swapped in atomically, so the path never goes
-// missing (but see the package limits), and the old one, out of the path
-// under an aside name, is removed once Root's lock is let go: its space
-// is free when Write returns (with [Layout.DeferRemoval], its removal goes
-// on in the background). Unless [Layout.NoSync] is set, the directory
-// survives power loss once Write returns: files and staging directories
-// are synced before the rename and Root after it.
-//
-// If that sync of Root fails, the directory is published all the same and
-// stays: Write returns its path and a [*NotDurableError] (errors.Is
-// [ErrNotDurable]). A publication is never undone. So does a removal of the
-// old copy that fails, or that runs past [Layout.RemovalDeadline] (a
-// [*StalledError]): Write returns the path and that error, and the next
-// Prune removes what is left. On any other failure
-// Write returns an error and leaves id's directory exactly as it was,
-// absent or complete with its old contents (or as another Write left it),
-// but for one double fault: where a rewrite without an atomic exchange can
-// neither rename the new directory into place nor move the old one back,
-// the old one stays moved aside, intact, until the next Prune that keeps id
-// restores it (see the package limits);
-// a staging directory left behind by a failure it could not clean up is
-// removed by the next Prune or Reset. Root is created when missing, and
-// claimed when empty; a non-empty Root that no layout ever claimed is
-// refused with [ErrNotOwned].
-//
-// Write holds a bounded number of descriptors (a few dozen), whatever the
-// depth and width of the tree. It holds Root's lock shared: Writes run
-// alongside one another, and a Prune or Reset waits for them. Concurrent Writes of one ID each publish a
-// complete directory; the last to publish wins.
+// Every name is checked first ([*NameError]). On failure id's directory is
+// exactly as it was, but for a [*NotDurableError] (published, durability
+// unknown), a removal of the old copy that fails or runs past
+// [Layout.RemovalDeadline] (published; a [*StalledError]; the next Prune
+// removes what is left) and the double fault the package limits describe;
+// a non-empty Root no layout claimed is refused with [ErrNotOwned].
 func (l Layout[ID]) Write(id ID, files Files) (string, error) {
+	// Root is created when missing and claimed when empty. A staging
+	// directory a failure could not clean up is removed by the next Prune
+	// or Reset. The tree is written with a bounded number of descriptors
+	// (a few dozen), whatever its depth and width; Root's lock is held
+	// shared. A publication is never undone, also when the sync of Root
+	// after it fails: another Write of id may have published since.
 	name, err := l.name(id)
 	if err != nil {
 		return "", err

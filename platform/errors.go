@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/publish"
 )
@@ -29,9 +30,10 @@ var (
 	// ErrInvalidSkew is wrapped by every [SkewPolicyError].
 	ErrInvalidSkew = errors.New("invalid skew policy")
 
-	// ErrNoFiles is returned, wrapped, by [Layout.Write] and
-	// [Publisher.Publish] for an empty file set. Nothing is written.
-	ErrNoFiles = errors.New("no files to write")
+	// ErrNoFiles is [dirlife.ErrNoFiles], returned wrapped by
+	// [Layout.Write] and [Publisher.Publish] for an empty file set.
+	// Nothing is written.
+	ErrNoFiles = dirlife.ErrNoFiles
 )
 
 // A StaleError reports a Publish of a generation older than the one the
@@ -45,8 +47,8 @@ func (e *StaleError) Error() string {
 	return fmt.Sprintf("platform: generation %d is older than the current generation %d: %v", e.Generation, e.Current, ErrStale)
 }
 
-// Is reports whether target is [ErrStale].
-func (e *StaleError) Is(target error) bool { return target == ErrStale }
+// Unwrap returns [ErrStale].
+func (e *StaleError) Unwrap() error { return ErrStale }
 
 // A GenerationError reports a generation number that is refused, and the
 // rule it breaks. Nothing was written or changed.

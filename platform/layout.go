@@ -8,26 +8,15 @@ import (
 	"leasekit.dev/platform/platformmodule"
 )
 
-// Layout owns the on-disk lifecycle of generated platform modules under
-// Root: one directory per generation ("gen-<n>", see [Layout.Dir]),
-// written by staging plus rename so a module directory is either absent or
-// complete, pruned to the current and every leased generation after each
-// successful build, and emptied at start. The module content itself comes
-// from [platformmodule.Generate]; the lifecycle is process policy, which is
-// why it lives here beside the store that records the directories.
-//
-// Layout is a [dirlife.Layout] with the gen-<n> codec and inherits its
-// guarantees: atomic publication and replacement, durability (unless
-// NoSync), confinement to Root, and an ownership guard that makes Write,
-// Prune and Reset refuse a Root the layout never claimed. A Layout is a
-// plain value; its methods are safe for concurrent use by multiple
-// goroutines and processes.
-//
-// A lease protects a directory from Prune, not from a rewrite of the same
-// generation: Write replaces an existing directory. [Publisher] writes no
-// directory twice, and names its directories itself (gen-<n>, or
-// gen-<n>-<digest> for a later content of one generation), so that
-// Layout.Dir(g) is not where its current record lives: [Generated.Dir] is.
+// Layout is the [dirlife.Layout] of the generated platform modules under
+// Root: one directory per generation, named "gen-<n>" ([Layout.Dir]). What
+// it adds to dirlife is that codec and the rule that generations start at
+// 1 ([GenerationError]); every guarantee and limit is dirlife's. A Layout
+// is a plain value, safe for concurrent use by multiple goroutines and
+// processes. [Publisher] writes no directory twice and names its own
+// directories (gen-<n>, or gen-<n>-<digest> for a later content of one
+// generation), so Layout.Dir(g) is not where its current record lives:
+// [Generated.Dir] is.
 type Layout struct {
 	// Root is the directory the layout owns.
 	Root string
@@ -59,26 +48,20 @@ func (l Layout) dirs() dirlife.Layout[int64] {
 // it exists: filepath.Join(Root, "gen-<generation>").
 func (l Layout) Dir(generation int64) string { return l.dirs().Dir(generation) }
 
-// Generations lists the complete generation directories under Root, in
-// ascending generation order. Staging and moved-aside entries are ignored.
-// A missing Root lists nothing.
+// Generations lists the generations whose directories are complete under
+// Root, in ascending order: see [dirlife.Layout.IDs].
 func (l Layout) Generations() ([]int64, error) { return l.dirs().IDs() }
 
-// Write materialises files as generation's module directory and returns its
-// path. The files are written into a staging directory first and renamed
-// into place, so no reader observes a partially written module: a failure
-// at any point leaves the staging directory (cleaned by the next Prune or
-// Reset) and never a generation directory. An existing directory for the
-// same generation is replaced atomically, and removed before Write
-// returns. See [dirlife.Layout.Write].
-//
-// Write refuses a generation below 1 ([GenerationError]) and an empty file
-// set ([ErrNoFiles]) before anything is created.
+// Write writes files as generation's module directory and returns its
+// path: see [dirlife.Layout.Write]. A generation below 1 is refused with a
+// [*GenerationError] before anything is touched.
 func (l Layout) Write(generation int64, files platformmodule.Files) (string, error) {
 	if err := checkGeneration(generation); err != nil {
 		return "", err
 	}
 	if len(files) == 0 {
+		// dirlife's error would name the directory; this one names the
+		// generation, like Publish's.
 		return "", fmt.Errorf("platform: write generation %d: %w", generation, ErrNoFiles)
 	}
 	return l.dirs().Write(generation, files)
@@ -94,16 +77,11 @@ func (l Layout) Write(generation int64, files platformmodule.Files) (string, err
 // [dirlife.Layout.Prune].
 func (l Layout) Prune(keep ...int64) error { return l.dirs().Prune(keep...) }
 
-// Settle waits until the removals that this process left running on Root
-// are over (those a call stopped waiting for at its RemovalDeadline, and
-// a [Publisher]'s, which it defers), and returns their failures not yet
-// reported; it returns at once when there are none. See
-// [dirlife.Layout.Settle] for what holds afterwards. A missing Root is not
-// an error.
+// Settle waits for the removals this process left running on Root (those a
+// call stopped waiting for at its RemovalDeadline, and a [Publisher]'s,
+// which it defers): see [dirlife.Layout.Settle].
 func (l Layout) Settle() error { return l.dirs().Settle() }
 
-// Reset empties Root entirely (the boot path: disk is ephemeral, the
-// resource is the source of truth, and the initial reconcile regenerates)
-// and makes sure Root exists afterwards. When it returns, Root is empty
-// and the space free. See [dirlife.Layout.Reset].
+// Reset empties Root, creating it when missing: the boot step (see
+// [dirlife.Layout.Reset]).
 func (l Layout) Reset() error { return l.dirs().Reset() }

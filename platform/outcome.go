@@ -7,20 +7,32 @@ import (
 	"leasekit.dev/publish"
 )
 
-// Outcome says what a Publish did.
+// Outcome says what a Publish did. The zero Outcome is no outcome: every
+// [PublishEvent] carries one of the constants below.
 type Outcome int
 
 const (
-	// Failed: an error other than a failed build or a stale generation
-	// (a refused argument, a write error, the context ending, not booted).
-	// The current record and its directory are as they were.
-	Failed Outcome = iota
+	// Failed: an error other than a failed build or a stale generation.
+	// A generation below 1 ([*GenerationError]), an empty file set
+	// ([ErrNoFiles]), a skew policy other than Warn or Refuse
+	// ([*SkewPolicyError]), a file name the layout refuses (a
+	// [*dirlife.NameError]) and a Publisher not booted ([ErrNotBooted]) are
+	// refused before anything is touched: a refused rewrite drains no lease.
+	// A context that ends while a rewrite waits for leases puts the record
+	// back, with nothing on disk changed. A failed Write, also one that
+	// published but could not sync ([dirlife.ErrNotDurable]), removes the
+	// new directory, or writes a rewrite's old files back; a retry
+	// publishes again. The current record and its directory are as they
+	// were.
+	Failed Outcome = iota + 1
 
 	// Published: a new generation was written, built and set.
 	Published
 
-	// Unchanged: the current generation again with byte-identical files;
-	// nothing was written or built.
+	// Unchanged: the current generation again with byte-identical files
+	// (recognised by digest, not by a kept copy or by disk); nothing
+	// was written or built, and the current record comes back with the
+	// skew policy as given.
 	Unchanged
 
 	// Rewritten: the current generation with changed files: a new
@@ -35,8 +47,8 @@ const (
 	// its directory are as they were.
 	BuildFailed
 
-	// Stale: a generation older than the current one was refused; nothing
-	// was touched.
+	// Stale: a generation older than the current one was refused with a
+	// [*StaleError]; nothing was touched.
 	Stale
 )
 

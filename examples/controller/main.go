@@ -137,17 +137,19 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := controller.Setup(mgr, controller.Config{
+	w, err := controller.Setup(mgr, controller.Config{
 		PlatformDir: o.platformDir,
 		NoSync:      o.noSync,
 		Logger:      slog.New(logr.ToSlogHandler(ctrl.Log.WithName("publisher"))),
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready once elected and the Publisher has booted; a standby is ready.
+	if err := mgr.AddReadyzCheck("publisher", w.Ready); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

@@ -25,11 +25,14 @@
 // progress (redrawn in place on a terminal, plain periodic lines
 // elsewhere); a summary follows, ending with "violations: N". The exit
 // status is 0 only when there were no violations and nothing unexpected
-// happened; 1 otherwise; 2 for bad flags or a directory it may not use.
+// happened; 1 otherwise; 2 for bad flags or a directory it may not use;
+// 130 when interrupted (Ctrl-C) with no violation, the interrupted publish
+// counted as cancelled.
 //
 // With --render DIR it publishes one default generation and renders the
 // instance module in DIR against it, printing the resources as YAML and
-// diagnostics and errors as the kernel reports them (file:line:col).
+// diagnostics and errors as the kernel reports them (file:line:col); with
+// --json, the resources or an error object on stdout.
 //
 // Run it with -h for the flags. The machinery is the package
 // leasekit.dev/examples/operator/internal/demo.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"time"
 )
 
@@ -32,10 +34,12 @@ store and renders embedded instance modules, and checks from the outside
 that no leased directory is removed or changed and that superseded ones are
 reclaimed promptly. Shows a status line, then a summary ending in
 "violations: N". Exits 0 only when there were no violations and nothing
-unexpected happened, 1 otherwise, 2 for bad flags or an unusable directory.
+unexpected happened, 1 otherwise, 2 for bad flags or an unusable directory,
+130 when interrupted (Ctrl-C) with no violation.
 
 With --render DIR, publishes one default generation instead and renders the
-instance module in DIR against it, printing its resources as YAML.
+instance module in DIR against it, printing its resources as YAML (with
+--json, the resources or an error object as JSON).
 
 Flags (one dash or two):
 `
@@ -45,11 +49,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long to publish generations and render; with --generations and no --duration, no limit")
+	o.duration = 5 * time.Second
+	fs.Var((*durationFlag)(&o.duration), "duration", "how long to publish generations and render, a `duration` such as 30s or 2m; with --generations and no --duration, no limit")
 	fs.IntVar(&o.generations, "generations", 0, "stop after this many publishes (0: until --duration)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the generation stream and the renders' instance choices (0: a random seed, printed in the summary); timing still varies, so counts do too")
-	fs.IntVar(&o.renders, "renders", runtime.GOMAXPROCS(0)*4, "concurrent renders, each leasing the store; the default is GOMAXPROCS x 4")
-	fs.DurationVar(&o.publishEvery, "publish-every", 100*time.Millisecond, "pause between publishes")
+	fs.IntVar(&o.renders, "renders", runtime.GOMAXPROCS(0)*4, "concurrent renders, each leasing the store")
+	fs.Lookup("renders").DefValue = fmt.Sprintf("%d: GOMAXPROCS x 4", o.renders)
+	o.publishEvery = 100 * time.Millisecond
+	fs.Var((*durationFlag)(&o.publishEvery), "publish-every", "pause between publishes, a `duration` such as 100ms")
 	fs.StringVar(&o.platformDir, "platform-dir", "", "the publisher's directory `DIR`: empty or one it owned before, emptied at boot; kept at exit (default: a fresh temporary directory, removed at exit unless --keep)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary platform directory at exit and print its path")
 	fs.BoolVar(&o.noSync, "no-sync", false, "turn the layout's durability (fsync) off, as for a disk wiped at boot")
@@ -59,8 +66,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	// The flag package prints the whole usage after a parse error; a bad
+	// flag gets the same two lines as a bad value instead.
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
 		return o, err
+	case err != nil:
+		return o, usageError(fs, "%v", err)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -84,6 +100,24 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError(fs, "--keep with --platform-dir %q: a directory you name is always kept", o.platformDir)
 	}
 	return o, nil
+}
+
+// A durationFlag is a time.Duration flag whose refusal of a number without
+// a unit says so.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil && s != "0" {
+			return fmt.Errorf("a duration needs a unit, such as %ss or %sms", s, s)
+		}
+		return errors.New("not a duration, such as 5s, 500ms or 1m30s")
+	}
+	*d = durationFlag(v)
+	return nil
 }
 
 // usageError reports a bad flag value on fs's output and returns it.

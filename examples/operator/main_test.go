@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -39,8 +40,15 @@ func TestMainJSON(t *testing.T) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		t.Errorf("stdout holds more than the summary: %v", err)
 	}
-	if sum.Violations != 0 || sum.Seed != 5 || sum.Renders != 4 || sum.Publishes.Total < 2 || sum.RenderCounts.Total == 0 {
-		t.Errorf("summary %+v: want 0 violations, seed 5, 4 renders, publishes and renders done", sum)
+	if sum.Violations != 0 || sum.Seed != 5 || sum.Concurrency != 4 || sum.Publishes.Total < 2 || sum.RenderCounts.Total == 0 {
+		t.Errorf("summary %+v: want 0 violations, seed 5, 4 concurrent renders, publishes and renders done", sum)
+	}
+	if sum.Renders != sum.RenderCounts.Total {
+		t.Errorf("summary's renders %d, want the count of renders done, %d", sum.Renders, sum.RenderCounts.Total)
+	}
+	p := sum.Publishes
+	if p.Total != p.Published+p.Unchanged+p.Rewritten+p.BuildFailed+p.Stale+p.Failed+p.Cancelled {
+		t.Errorf("publishes %+v: the total is not the sum of the outcomes", p)
 	}
 	if !strings.Contains(stderr, "generation") {
 		t.Errorf("no progress on stderr with --json: %q", stderr)
@@ -269,5 +277,111 @@ func TestMainRenderRefusesALinkLeadingOut(t *testing.T) {
 	// schema refuses: "secret: field not allowed".
 	if !strings.Contains(stderr, "leak.cue") || strings.Contains(stderr, "secret") || strings.Contains(stdout+stderr, "s3cr3t") {
 		t.Errorf("stderr %q: want the link named and nothing read through it", stderr)
+	}
+}
+
+// runCtx is runArgs with the context the command runs under.
+func runCtx(ctx context.Context, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// An interrupt (its context ends) counts the publish it stopped as
+// cancelled, not failed, and exits 130.
+func TestMainInterruptIsCancelledAndExits130(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // the first publish is interrupted
+	code, stdout, stderr := runCtx(ctx, "--json", "--seed", "3", "--no-sync", "--renders", "2")
+	if code != exitInterrupt {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitInterrupt, stdout, stderr)
+	}
+	var sum demo.Summary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatalf("stdout is not a summary: %v\n%s", err, stdout)
+	}
+	if p := sum.Publishes; !sum.Interrupted || p.Failed != 0 || p.Cancelled != 1 || p.Total != 1 {
+		t.Errorf("interrupted %v, publishes %+v: want interrupted, 1 cancelled and 0 failed", sum.Interrupted, p)
+	}
+
+	code, stdout, _ = runCtx(ctx, "--seed", "3", "--no-sync", "--renders", "2")
+	if code != exitInterrupt || !strings.Contains(stdout, "0 failed, 1 cancelled") || !strings.Contains(stdout, "violations: 0 (interrupted") {
+		t.Errorf("text: exit %d, summary:\n%s\nwant %d, the publish cancelled, and the violations line saying the run was interrupted", code, stdout, exitInterrupt)
+	}
+}
+
+// Every refused flag gets the same two lines on stderr, never the whole
+// usage; a duration without a unit says it needs one.
+func TestMainBadFlagsAreTwoLines(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"--duration", "5"}, "a duration needs a unit, such as 5s"},
+		{[]string{"--publish-every", "10"}, "a duration needs a unit, such as 10s"},
+		{[]string{"--duration", "soon"}, "not a duration, such as 5s"},
+		{[]string{"--renders", "0"}, "--renders 0"},
+	} {
+		code, stdout, stderr := runArgs(t, tc.args...)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		if code != exitUsage || stdout != "" || len(lines) != 2 || !strings.Contains(lines[0], tc.want) || lines[1] != "Run with -h for the flags." || !strings.HasPrefix(lines[0], "operator: ") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and two lines, the first with %q", tc.args, code, stdout, stderr, exitUsage, tc.want)
+		}
+	}
+}
+
+// -h states each default once.
+func TestMainHelpStatesDefaultsOnce(t *testing.T) {
+	_, _, stderr := runArgs(t, "-h")
+	for line := range strings.Lines(stderr) {
+		if strings.Count(line, "default") > 1 {
+			t.Errorf("-h says default twice: %q", line)
+		}
+	}
+	if !strings.Contains(stderr, "GOMAXPROCS x 4") {
+		t.Errorf("-h does not say how --renders defaults:\n%s", stderr)
+	}
+}
+
+// A refused platform directory is refused before the run says it is
+// publishing there, with the fix.
+func TestMainRefusesADirectoryBeforePublishing(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runArgs(t, "--platform-dir", dir, "--duration", "1s")
+	if code != exitUsage || stdout != "" {
+		t.Errorf("exit %d, stdout %q: want %d and nothing printed", code, stdout, exitUsage)
+	}
+	if !strings.Contains(stderr, "empty or new directory") {
+		t.Errorf("stderr %q does not suggest the fix", stderr)
+	}
+}
+
+// --render with --json prints a JSON error object on stdout for a render
+// that fails.
+func TestMainRenderJSONError(t *testing.T) {
+	dir := writeInstance(t, "shop", func(files map[string][]byte) {
+		files["shop.cue"] = bytes.Replace(files["shop.cue"], []byte("replicas: 3"), []byte(`replicas: "three"`), 1)
+	})
+	code, stdout, stderr := runArgs(t, "--render", dir, "--json")
+	if code != exitViolation {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitViolation, stderr)
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	var got struct {
+		Instance   string   `json:"instance"`
+		Generation int64    `json:"generation"`
+		Error      string   `json:"error"`
+		Problems   []string `json:"problems"`
+	}
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("stdout is not a JSON error object: %v\n%s", err, stdout)
+	}
+	if got.Instance != dir || got.Generation != 1 || !strings.Contains(got.Error, "rendering") || len(got.Problems) == 0 || !strings.Contains(strings.Join(got.Problems, "\n"), "shop.cue:") {
+		t.Errorf("error object %+v: want the instance, generation 1, the error and its problems with positions", got)
 	}
 }

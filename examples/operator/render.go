@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -18,24 +20,33 @@ import (
 // instance module in o.render against it: resources as YAML (or JSON with
 // --json) on stdout, diagnostics and errors on stderr.
 func renderOne(ctx context.Context, o options, dir string, stdout, stderr io.Writer) int {
+	// fail reports err on stderr, and with --json as an object on stdout
+	// too, and returns code (the interrupt's when ctx has ended).
+	fail := func(code int, generation int64, what string, err error) int {
+		fmt.Fprintf(stderr, "operator: %s:\n", what)
+		writeError(stderr, err)
+		if o.json {
+			writeJSONError(stdout, stderr, o.render, generation, what, err)
+		}
+		if ctx.Err() != nil {
+			return exitInterrupt
+		}
+		return code
+	}
 	pub := platform.NewPublisher(dir, platform.PublisherOptions{NoSync: o.noSync})
 	if err := pub.Boot(); err != nil {
-		fmt.Fprintf(stderr, "operator: %v\n", err)
-		return exitUsage
+		return fail(exitUsage, 0, "booting the publisher on "+dir, dirError(err))
 	}
 	def := demo.Default()
 	if _, err := pub.Publish(ctx, def.Generation, def.Files, def.Skew); err != nil {
-		fmt.Fprintf(stderr, "operator: publishing the default generation: %v\n", err)
-		return exitViolation
+		return fail(exitViolation, def.Generation, "publishing the default generation", err)
 	}
 	out, g, err := pub.Render(ctx, kernel.Instance{Dir: o.render})
 	for _, d := range out.Diagnostics {
 		fmt.Fprintf(stderr, "%s: %s\n", d.Severity, d.Message)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "operator: rendering %s against generation %d:\n", o.render, g.Generation)
-		writeError(stderr, err)
-		return exitViolation
+		return fail(exitViolation, g.Generation, fmt.Sprintf("rendering %s against generation %d", o.render, g.Generation), err)
 	}
 	if o.json {
 		objects := make([]map[string]any, len(out.Resources))
@@ -67,6 +78,30 @@ func renderOne(ctx context.Context, o options, dir string, stdout, stderr io.Wri
 		stdout.Write(y)
 	}
 	return exitOK
+}
+
+// A jsonError is what --render --json prints on stdout for a failure.
+type jsonError struct {
+	Instance   string   `json:"instance"`   // the instance module's directory, as given
+	Generation int64    `json:"generation"` // the platform generation rendered against; 0 before one was published
+	Error      string   `json:"error"`      // what failed, and why, on one line
+	Problems   []string `json:"problems"`   // each problem on a line of its own, file:line:col first where known
+}
+
+// writeJSONError writes err as a jsonError on stdout.
+func writeJSONError(stdout, stderr io.Writer, instance string, generation int64, what string, err error) {
+	var lines bytes.Buffer
+	writeError(&lines, err)
+	problems := []string{}
+	for line := range strings.Lines(lines.String()) {
+		problems = append(problems, strings.TrimSpace(line))
+	}
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(jsonError{Instance: instance, Generation: generation, Error: what + ": " + msg, Problems: problems}); err != nil {
+		fmt.Fprintf(stderr, "operator: %v\n", err)
+	}
 }
 
 // writeError writes err as the kernel reports it: every problem of a

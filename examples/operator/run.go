@@ -10,14 +10,16 @@ import (
 	"math/rand/v2"
 	"os"
 
+	"leasekit.dev/dirlife"
 	"leasekit.dev/examples/operator/internal/demo"
 )
 
 // Exit statuses.
 const (
-	exitOK        = 0 // no violations, nothing unexpected
-	exitViolation = 1 // violations or unexpected outcomes; or a render error
-	exitUsage     = 2 // bad flags, or a platform directory that cannot be used
+	exitOK        = 0   // no violations, nothing unexpected
+	exitViolation = 1   // violations or unexpected outcomes; or a render error
+	exitUsage     = 2   // bad flags, or a platform directory that cannot be used
+	exitInterrupt = 130 // interrupted (Ctrl-C, SIGTERM) with no violation: 128 + SIGINT, by convention
 )
 
 // run is the command: it parses args, runs the demo (or a single render)
@@ -78,19 +80,22 @@ func runDemo(ctx context.Context, o options, dir string, stdout, stderr io.Write
 		Progress: progress, Terminal: isTerminal(progress), Width: terminalWidth(progress),
 	}
 	if !o.json {
-		limit := fmt.Sprintf("for %v", o.duration)
-		if o.generations > 0 {
-			limit = fmt.Sprintf("%d times", o.generations)
-			if o.duration > 0 {
-				limit += fmt.Sprintf(" (at most %v)", o.duration)
+		// Printed once the directory is accepted, never before a refusal.
+		cfg.Booted = func() {
+			limit := fmt.Sprintf("for %v", o.duration)
+			if o.generations > 0 {
+				limit = fmt.Sprintf("%d times", o.generations)
+				if o.duration > 0 {
+					limit += fmt.Sprintf(" (at most %v)", o.duration)
+				}
 			}
+			fmt.Fprintf(stdout, "leasekit operator: publishing platform generations to %s %s, %d concurrent renders, seed %d\n",
+				dir, limit, o.renders, seed)
 		}
-		fmt.Fprintf(stdout, "leasekit operator: publishing platform generations to %s %s, %d concurrent renders, seed %d\n",
-			dir, limit, o.renders, seed)
 	}
 	sum, err := demo.Run(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "operator: %v\n", err)
+		fmt.Fprintf(stderr, "operator: %v\n", dirError(err))
 		return exitUsage
 	}
 	if o.json {
@@ -104,10 +109,21 @@ func runDemo(ctx context.Context, o options, dir string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "operator: %v\n", err)
 		return exitViolation
 	}
-	if !sum.OK() || sum.Interrupted {
+	switch {
+	case !sum.OK():
 		return exitViolation
+	case sum.Interrupted:
+		return exitInterrupt
 	}
 	return exitOK
+}
+
+// dirError adds the fix to a refusal of the platform directory.
+func dirError(err error) error {
+	if errors.Is(err, dirlife.ErrNotOwned) || errors.Is(err, dirlife.ErrUnsafeRoot) {
+		return fmt.Errorf("%w\nName an empty or new directory with --platform-dir, or leave it out for a temporary one.", err)
+	}
+	return err
 }
 
 // isTerminal reports whether w is a terminal.

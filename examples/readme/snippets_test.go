@@ -28,7 +28,11 @@ func readmeBoot(ctx context.Context, platformDir string, logger *slog.Logger) er
 	if err := pub.Boot(); err != nil { // empties platformDir before any reader
 		return err
 	}
-	go pub.Run(ctx) // removes a superseded generation as soon as its last lease ends
+	go func() { // removes a superseded generation as soon as its last lease ends
+		if err := pub.Run(ctx); err != nil {
+			logger.Error("platform reclaim loop", "err", err)
+		}
+	}()
 	// (or hand pub to a controller-runtime manager: Start is Boot, then Run)
 	// readme:end
 	return nil

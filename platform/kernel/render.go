@@ -61,36 +61,16 @@ type Resource struct {
 	Object map[string]any
 }
 
-// Render renders in.Instance against in.Platform. It loads the instance
-// module, checks the catalogs it requires against those the platform
-// carries, loads the platform's module, renders both as the kernel's
-// #Render defines and returns the resources.
+// Render renders in.Instance against in.Platform and returns the
+// resources, with in.Skew deciding what a newer catalog version the
+// instance requires does ([SkewPolicy]). It retains nothing, and returns
+// ctx.Err() at once when ctx is done, even while a read is blocked.
 //
-// When the platform's directory holds the content BuildPlatform decoded
-// and the instance is valid under the kernel's #Instance with no label
-// set twice with different values and no spec that sets replicas, Render
-// assembles the resources in Go from the instance and what the build
-// decoded, without evaluating the platform's module or #Render in CUE:
-// the resources are the same. It still reads and hashes every file of the
-// platform's directory, but parses only the package clause and imports
-// of each. Otherwise it evaluates #Render, and its errors name the files
-// and positions of both modules.
-//
-// A catalog the instance requires or a component uses that the platform
-// lacks or has disabled, or a kind its catalog does not provide (a catalog
-// that lists no kinds provides any kind), fails the render with a
-// *CatalogError for each. An instance that requires a newer catalog
-// version than the platform carries renders against the platform's
-// version with a diagnostic under SkewWarn, and fails before evaluation
-// with a *SkewError for each skewed catalog under SkewRefuse.
-// A platform directory that no longer holds the content the platform was
-// built from fails the render with a *ContentError, under either policy.
-// A file that is not regular or a symbolic link leading out of either
-// module fails it with a *FileError, and input past the Kernel's Limits
-// with a *LimitError, before it is parsed. Any other problem, in either
-// module, comes back in one *Error. Render retains nothing: every call
-// evaluates in a cue.Context of its own. When ctx is done Render returns
-// ctx.Err() at once, even while a load is blocked in a read.
+// A failure is a [*CatalogError] or [*SkewError] for each catalog at fault
+// (joined), a [*ContentError] when the platform's directory no longer holds
+// what it was built from, a [*FileError] or [*LimitError] for input refused
+// before it is parsed, or one [*Error] naming the files and positions of
+// either module.
 func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, error) {
 	limits, err := k.limits()
 	if err != nil {
@@ -100,6 +80,14 @@ func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, erro
 	if err != nil {
 		return RenderOutput{}, err
 	}
+	// When the platform's directory holds the content BuildPlatform decoded
+	// and the instance is valid under #Instance, with no label set twice
+	// with different values and no spec that sets replicas, the resources
+	// are assembled in Go from the instance and what the build decoded,
+	// without evaluating the platform's module or #Render: the resources
+	// are the same. Every file of the platform is still read and hashed,
+	// but only its package clause and imports are parsed. Otherwise
+	// #Render is evaluated, in a cue.Context of this call's own.
 	if out, ok, err := assemble(ctx, in.Platform, r); ok || err != nil {
 		return out, err
 	}

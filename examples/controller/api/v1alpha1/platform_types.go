@@ -68,18 +68,23 @@ type Catalog struct {
 	Path string `json:"path"`
 
 	// Version is the catalog's semantic version, with the major version of
-	// Path, such as "v1.4.2".
+	// Path, such as "v1.4.2" or "1.4.2": MAJOR.MINOR.PATCH with optional
+	// prerelease and build metadata, as Semantic Versioning 2.0.0 writes
+	// it, which the platform generator requires too.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-((0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(\.(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*))?(\+([0-9a-zA-Z-]+(\.[0-9a-zA-Z-]+)*))?$`
 	Version string `json:"version"`
 
 	// Kinds are the component kinds the catalog provides, such as
-	// "Deployment".
+	// "Deployment", each an identifier starting with an upper-case letter.
+	// A catalog that lists no kinds provides any kind.
+	// +optional
 	// +listType=set
-	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
-	Kinds []string `json:"kinds"`
+	// +kubebuilder:validation:items:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	Kinds []string `json:"kinds,omitempty"`
 
 	// Disabled keeps the catalog in the platform but lets no instance use it.
 	// +optional

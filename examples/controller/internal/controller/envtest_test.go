@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
@@ -84,9 +85,30 @@ func testCRDsInstalled(t *testing.T, s *suite) {
 	badSkew := acme()
 	badSkew.SkewPolicy = "Sometimes"
 	refused("an unknown skew policy", newPlatform(badSkew, 0), "spec.skewPolicy")
+	shortVersion := acme()
+	shortVersion.Catalogs[0].Version = "1.4"
+	refused("a version that is not semantic", newPlatform(shortVersion, 0), "spec.catalogs[0].version")
+	badKind := acme()
+	badKind.Catalogs[0].Kinds = []string{"deployment"}
+	refused("a kind that is not an upper-case identifier", newPlatform(badKind, 0), "spec.catalogs[0].kinds[0]")
+
+	// What the generator accepts, admission accepts: a catalog without
+	// kinds, a version without the 'v' or with prerelease and build
+	// metadata. A dry run stores nothing for the later steps.
+	accepted := func(what string, p *v1alpha1.Platform) {
+		t.Helper()
+		if err := s.client.Create(ctx, p, client.DryRunAll); err != nil {
+			t.Errorf("create %s (dry run): %v; want it admitted", what, err)
+		}
+	}
 	noKinds := acme()
 	noKinds.Catalogs[0].Kinds = nil
-	refused("a catalog without kinds", newPlatform(noKinds, 0), "kinds")
+	accepted("a catalog without kinds", newPlatform(noKinds, 0))
+	for _, v := range []string{"1.4.0", "v1.4.0-rc.1", "1.4.0+build.5"} {
+		spec := acme()
+		spec.Catalogs[0].Version = v
+		accepted("version "+v, newPlatform(spec, 0))
+	}
 }
 
 // testLeaderElected: the manager is elected through a coordination.k8s.io

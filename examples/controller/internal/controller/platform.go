@@ -130,7 +130,7 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 	switch {
 	case err == nil:
 		set(status, gen, v1alpha1.PlatformBuildFailed, metav1.ConditionFalse, ReasonBuilt, fmt.Sprintf("generation %d built", gen))
-		set(status, gen, v1alpha1.PlatformStale, metav1.ConditionFalse, ReasonCurrent, fmt.Sprintf("generation %d is current", gen))
+		setNotStale(status, gen, served, "")
 		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionTrue, ReasonPublished, fmt.Sprintf("serving generation %d", rec.Generation))
 		if before != rec.Generation {
 			r.Recorder.Eventf(p, nil, "Normal", ReasonPublished, "Publish", "published generation %d (%d catalogs)", rec.Generation, status.Catalogs)
@@ -144,6 +144,11 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 		}
 		msg := r.relative(describe(err))
 		set(status, gen, v1alpha1.PlatformBuildFailed, metav1.ConditionTrue, reason, msg)
+		why := "failed to build"
+		if ie != nil {
+			why = "has an invalid spec"
+		}
+		setNotStale(status, gen, served, why)
 		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionFalse, reason, notReady(gen, served, msg))
 		r.Recorder.Eventf(p, nil, "Warning", reason, "Publish", "generation %d: %s", gen, msg)
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("generation %d: %s", gen, msg))
@@ -156,6 +161,7 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 
 	default:
 		msg := describe(err)
+		setNotStale(status, gen, served, "is not published yet (retrying)")
 		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionFalse, "PublishFailed", notReady(gen, served, msg))
 		r.Recorder.Eventf(p, nil, "Warning", "PublishFailed", "Publish", "generation %d: %s (retrying)", gen, msg)
 		return ctrl.Result{}, fmt.Errorf("publish generation %d: %w", gen, err)
@@ -256,6 +262,22 @@ func setPublished(status *v1alpha1.PlatformStatus, gen, served int64) {
 		return
 	}
 	set(status, gen, v1alpha1.PlatformPublished, metav1.ConditionTrue, ReasonPublished, fmt.Sprintf("serving generation %d", served))
+}
+
+// setNotStale sets the Stale condition False for gen, the object's
+// generation, saying which generation serves and, when it is not gen,
+// why: gen's publish failed for the reason why.
+func setNotStale(status *v1alpha1.PlatformStatus, gen, served int64, why string) {
+	var msg string
+	switch {
+	case served == gen:
+		msg = fmt.Sprintf("generation %d, the object's, serves", gen)
+	case served == 0:
+		msg = fmt.Sprintf("generation %d is the object's and not stale, but nothing serves: generation %d %s", gen, gen, why)
+	default:
+		msg = fmt.Sprintf("generation %d is the object's and not stale, but generation %d serves: generation %d %s", gen, served, gen, why)
+	}
+	set(status, gen, v1alpha1.PlatformStale, metav1.ConditionFalse, ReasonCurrent, msg)
 }
 
 // notReady says why gen is not served, and what is served instead.

@@ -193,6 +193,9 @@ func TestPlatformInvalidSpecKeepsServing(t *testing.T) {
 	if p.Status.PublishedGeneration != 1 || f.pub.Store().Generation() != 1 {
 		t.Fatalf("published %d, store %d; want generation 1 still served", p.Status.PublishedGeneration, f.pub.Store().Generation())
 	}
+	if stale := condition(t, p.Status.Conditions, v1alpha1.PlatformStale); !strings.Contains(stale.Message, "generation 1 serves: generation 2 has an invalid spec") {
+		t.Fatalf("Stale = %q; want generation 1 named as serving because 2 has an invalid spec", stale.Message)
+	}
 	if ev := f.drain(); len(ev) != 1 || !strings.Contains(ev[0], "Warning InvalidSpec") {
 		t.Fatalf("events %q, want one Warning InvalidSpec", ev)
 	}
@@ -224,6 +227,13 @@ func TestPlatformBuildFailureHasPositions(t *testing.T) {
 		t.Fatalf("the served generation's directory: %v", err)
 	}
 
+	// The Stale condition says which generation serves, and why it is not
+	// the object's.
+	stale := wantCondition(t, p.Status.Conditions, v1alpha1.PlatformStale, metav1.ConditionFalse, controller.ReasonCurrent)
+	if stale.ObservedGeneration != 2 || !strings.Contains(stale.Message, "generation 1 serves") || !strings.Contains(stale.Message, "generation 2 failed to build") {
+		t.Fatalf("Stale = %q at observed generation %d; want generation 1 named as serving because 2 failed to build", stale.Message, stale.ObservedGeneration)
+	}
+
 	// Mending the spec publishes the next generation.
 	f.setSpec(t, acme(), 3)
 	p, _, err = f.reconcilePlatform(t)
@@ -234,6 +244,9 @@ func TestPlatformBuildFailureHasPositions(t *testing.T) {
 	wantCondition(t, p.Status.Conditions, v1alpha1.PlatformReady, metav1.ConditionTrue, controller.ReasonPublished)
 	if p.Status.PublishedGeneration != 3 {
 		t.Fatalf("published %d, want 3", p.Status.PublishedGeneration)
+	}
+	if stale := condition(t, p.Status.Conditions, v1alpha1.PlatformStale); !strings.Contains(stale.Message, "generation 3, the object's, serves") {
+		t.Fatalf("Stale = %q after generation 3 published", stale.Message)
 	}
 }
 

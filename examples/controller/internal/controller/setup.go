@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,6 +48,27 @@ type Wiring struct {
 	Metrics   *metrics.Metrics
 	Platform  *PlatformReconciler
 	Release   *ReleaseReconciler
+
+	runnable *electedOnly
+	elected  <-chan struct{}
+}
+
+// Ready is a readiness check (for the manager's AddReadyzCheck): once this
+// replica is elected, it fails until the Publisher has booted (emptied its
+// directory), so an elected replica is ready only when it can publish and
+// render. A replica that is not elected is ready: it serves nothing, and
+// stands by to take over (a standby held unready would stall a rolling
+// update).
+func (w *Wiring) Ready(*http.Request) error {
+	select {
+	case <-w.elected:
+	default:
+		return nil
+	}
+	if !w.runnable.booted.Load() {
+		return errors.New("controller: elected, but the platform publisher has not booted yet")
+	}
+	return nil
 }
 
 // Setup adds to mgr the Publisher (a runnable that needs leader election:
@@ -69,7 +92,8 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	if err := m.Register(reg, pub.Stats); err != nil {
 		return nil, fmt.Errorf("controller: register metrics: %w", err)
 	}
-	if err := mgr.Add(electedOnly{pub}); err != nil {
+	runnable := &electedOnly{pub: pub}
+	if err := mgr.Add(runnable); err != nil {
 		return nil, fmt.Errorf("controller: add the publisher: %w", err)
 	}
 
@@ -86,6 +110,8 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	}
 
 	w := &Wiring{
+		runnable:  runnable,
+		elected:   mgr.Elected(),
 		Publisher: pub,
 		Metrics:   m,
 		Platform: &PlatformReconciler{
@@ -139,10 +165,19 @@ func allReleases(ctx context.Context, c client.Client) []reconcile.Request {
 
 // electedOnly runs the Publisher only on the elected replica: a replica
 // that is not elected leaves its platform directory untouched.
-type electedOnly struct{ pub *platform.Publisher }
+type electedOnly struct {
+	pub    *platform.Publisher
+	booted atomic.Bool // Boot succeeded
+}
 
 // Start boots the Publisher, then runs its reclaim loop until ctx ends.
-func (e electedOnly) Start(ctx context.Context) error { return e.pub.Start(ctx) }
+func (e *electedOnly) Start(ctx context.Context) error {
+	if err := e.pub.Boot(); err != nil {
+		return err
+	}
+	e.booted.Store(true)
+	return e.pub.Run(ctx)
+}
 
 // NeedLeaderElection reports true: the Publisher starts once elected.
-func (electedOnly) NeedLeaderElection() bool { return true }
+func (*electedOnly) NeedLeaderElection() bool { return true }

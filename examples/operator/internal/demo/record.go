@@ -1,6 +1,8 @@
 package demo
 
 import (
+	"context"
+	"errors"
 	"sync"
 
 	"leasekit.dev/platform"
@@ -9,13 +11,14 @@ import (
 // A recorder collects the publisher's events: each publish's outcome and
 // timings, each reclaim's delay. It is safe for concurrent use.
 type recorder struct {
-	mu       sync.Mutex
-	last     *platform.PublishEvent // the last publish's event, until taken
-	outcomes map[platform.Outcome]int
-	write    Histogram
-	build    Histogram
-	set      Histogram
-	prune    Histogram
+	mu        sync.Mutex
+	last      *platform.PublishEvent   // the last publish's event, until taken
+	outcomes  map[platform.Outcome]int // but for the cancelled publishes
+	cancelled int                      // publishes the run's end interrupted
+	write     Histogram
+	build     Histogram
+	set       Histogram
+	prune     Histogram
 
 	reclaims        int
 	reclaimErrors   int
@@ -32,7 +35,11 @@ func (r *recorder) publish(ev platform.PublishEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.last = &ev
-	r.outcomes[ev.Outcome]++
+	if interrupted(ev) {
+		r.cancelled++
+	} else {
+		r.outcomes[ev.Outcome]++
+	}
 	switch ev.Outcome {
 	case platform.Published, platform.Rewritten:
 		r.write.Record(ev.Timings.Write)
@@ -43,6 +50,12 @@ func (r *recorder) publish(ev platform.PublishEvent) {
 		r.write.Record(ev.Timings.Write)
 		r.build.Record(ev.Timings.Build)
 	}
+}
+
+// interrupted reports whether ev is a publish that failed only because its
+// context ended.
+func interrupted(ev platform.PublishEvent) bool {
+	return ev.Outcome == platform.Failed && (errors.Is(ev.Err, context.Canceled) || errors.Is(ev.Err, context.DeadlineExceeded))
 }
 
 // take returns the last publish's event and forgets it; ok is false when

@@ -58,6 +58,11 @@ type Config struct {
 	Width         func() int
 	ProgressEvery time.Duration
 
+	// Booted, when set, is called once the publisher has booted on Dir,
+	// before anything is published: a Run that refuses Dir returns its
+	// error without calling it.
+	Booted func()
+
 	// Logger receives the publisher's log; nil means none.
 	Logger *slog.Logger
 
@@ -111,6 +116,9 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if err := pub.Boot(); err != nil {
 		return nil, err
 	}
+	if cfg.Booted != nil {
+		cfg.Booted()
+	}
 	check := NewChecker(pub.Layout(), pub.Store(), cfg.Grace)
 	pool := NewPool(pub.Store(), k, check, cfg.Renders, cfg.Seed, 4*cfg.PublishEvery)
 	pool.afterLease = cfg.afterLease
@@ -136,7 +144,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	var poolWG sync.WaitGroup
 	poolWG.Go(func() { pool.Run(ctx, stop) })
 
-	sum := &Summary{Seed: cfg.Seed, Renders: cfg.Renders, PlatformDir: cfg.Dir}
+	sum := &Summary{Seed: cfg.Seed, Concurrency: cfg.Renders, PlatformDir: cfg.Dir}
 	publishStream(ctx, cfg, pub, check, rec, sum)
 
 	close(stop)
@@ -176,7 +184,6 @@ func publishStream(ctx context.Context, cfg Config, pub *platform.Publisher, che
 		if ctx.Err() != nil {
 			return
 		}
-		sum.Publishes.Total++
 		if msg := verifyPublish(st, g, err, pub, rec, sum); msg != "" {
 			sum.unexpected(msg)
 		}
@@ -301,6 +308,7 @@ func shortList(gens []int64) string {
 func summarise(sum *Summary, pub *platform.Publisher, pool *Pool, check *Checker, rec *recorder) {
 	counts, latency, failures := pool.Results()
 	sum.RenderCounts, sum.RenderFailures = counts, failures
+	sum.Renders = counts.Total
 	sum.RenderLatency = quantiles(&latency)
 	if sum.ElapsedMS > 0 {
 		sum.RendersPerSec = float64(counts.Total) / (sum.ElapsedMS / 1000)
@@ -318,6 +326,11 @@ func summarise(sum *Summary, pub *platform.Publisher, pool *Pool, check *Checker
 	sum.Publishes.BuildFailed = o[platform.BuildFailed]
 	sum.Publishes.Stale = o[platform.Stale]
 	sum.Publishes.Failed = o[platform.Failed]
+	sum.Publishes.Cancelled = rec.cancelled
+	// The publish the run's end interrupted is counted: Total is the sum
+	// of the outcomes.
+	sum.Publishes.Total = sum.Publishes.Published + sum.Publishes.Unchanged + sum.Publishes.Rewritten +
+		sum.Publishes.BuildFailed + sum.Publishes.Stale + sum.Publishes.Failed + sum.Publishes.Cancelled
 	sum.PublishLatency = PublishLatency{Write: quantiles(&rec.write), Build: quantiles(&rec.build), Set: quantiles(&rec.set), Prune: quantiles(&rec.prune)}
 	sum.Reclaimed, sum.ReclaimErrors = rec.reclaims, rec.reclaimErrors
 	sum.ReclaimDelay = quantiles(&rec.reclaimDelay)

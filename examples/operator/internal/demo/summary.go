@@ -12,7 +12,8 @@ import (
 // durations are in milliseconds, in fields whose names end in _ms.
 type Summary struct {
 	Seed        uint64  `json:"seed"`
-	Renders     int     `json:"renders"` // concurrent render workers
+	Renders     int     `json:"renders"`     // renders done: RenderCounts.Total
+	Concurrency int     `json:"concurrency"` // concurrent render workers
 	PlatformDir string  `json:"platform_dir"`
 	ElapsedMS   float64 `json:"elapsed_ms"` // publishing and rendering, shutdown excluded
 	Interrupted bool    `json:"interrupted"`
@@ -67,6 +68,7 @@ type PublishCounts struct {
 	BuildFailed int `json:"build_failed"`
 	Stale       int `json:"stale"`
 	Failed      int `json:"failed"`
+	Cancelled   int `json:"cancelled"` // interrupted by the run's end (Ctrl-C): neither failed nor done
 }
 
 // An ExpectedFailure is a deliberately broken generation and the error the
@@ -115,9 +117,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	p := s.Publishes
 	row("seed", "%d (same seed, same generations and instance choices; timing varies)", s.Seed)
-	row("ran", "%.1fs with %d concurrent renders%s", s.ElapsedMS/1000, s.Renders, map[bool]string{true: " (interrupted)"}[s.Interrupted])
-	row("publishes", "%d: %d published, %d unchanged, %d rewritten, %d build-failed, %d stale, %d failed",
-		p.Total, p.Published, p.Unchanged, p.Rewritten, p.BuildFailed, p.Stale, p.Failed)
+	row("ran", "%.1fs with %d concurrent renders%s", s.ElapsedMS/1000, s.Concurrency, map[bool]string{true: " (interrupted)"}[s.Interrupted])
+	row("publishes", "%d: %d published, %d unchanged, %d rewritten, %d build-failed, %d stale, %d failed, %d cancelled",
+		p.Total, p.Published, p.Unchanged, p.Rewritten, p.BuildFailed, p.Stale, p.Failed, p.Cancelled)
 	for i, f := range s.ExpectedFailures {
 		if i == textListed {
 			row("  expected failure", "and %d more (listed with --json)", p.BuildFailed-textListed)
@@ -154,6 +156,10 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	for _, v := range s.ViolationDetails {
 		fmt.Fprintf(w, "  VIOLATION %s\n", v)
+	}
+	if s.Interrupted {
+		_, err := fmt.Fprintf(w, "violations: %d (interrupted: the final reclaim check did not run)\n", s.Violations)
+		return err
 	}
 	_, err := fmt.Fprintf(w, "violations: %d\n", s.Violations)
 	return err
