@@ -57,12 +57,13 @@ type machine struct {
 	// generation, the files of its last Reconcile that returned nil.
 	ok map[int64]platformmodule.Files
 
-	lastErr error // what the last Reconcile returned
-	last    int64 // the generation the store held at the end of the last step; 0 after a Delete or restart
-	served  bool  // a Reconcile returned nil since the last Delete or restart
-	held    []*heldLease
-	leaseNo int
-	pending violation // what an action broke, for the check after it
+	lastErr  error // what the last Reconcile returned
+	last     int64 // the generation the store held at the end of the last step; 0 after a Delete or restart
+	served   bool  // a Reconcile returned nil since the last Delete or restart
+	held     []*heldLease
+	leaseNo  int
+	pending  *violation  // what an action broke, for the check after it
+	shortest **violation // the failure with the fewest steps of all sequences
 }
 
 // A heldLease is a render that holds its lease across steps, on a
@@ -80,7 +81,7 @@ func (h *heldLease) end() {
 	<-h.done
 }
 
-func newMachine(t *rapid.T, cfg config, base string, newTarget func(root string) (Target, error)) *machine {
+func newMachine(t *rapid.T, cfg config, base string, newTarget func(root string) (Target, error), shortest **violation) *machine {
 	dir, err := os.MkdirTemp(base, "seq-")
 	if err != nil {
 		t.Fatalf("platformtest: %v", err)
@@ -89,7 +90,7 @@ func newMachine(t *rapid.T, cfg config, base string, newTarget func(root string)
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatalf("platformtest: %v", err)
 	}
-	m := &machine{cfg: cfg, newTarget: newTarget, root: root, ok: map[int64]platformmodule.Files{}}
+	m := &machine{cfg: cfg, newTarget: newTarget, root: root, ok: map[int64]platformmodule.Files{}, shortest: shortest}
 	t.Cleanup(func() {
 		m.releaseAll()
 		if c, ok := m.target.(io.Closer); ok {
@@ -134,44 +135,57 @@ func (m *machine) fail(what, format string, args ...any) {
 	if len(m.steps) > 0 {
 		seq = strings.Join(m.steps, "; ")
 	}
-	panic(violation(m.paths("platformtest: " + msg + "\nsequence: " + seq)))
+	v := &violation{msg: m.paths("platformtest: " + msg), seq: m.paths(seq), steps: len(m.steps)}
+	if m.shortest != nil && (*m.shortest == nil || v.steps < (*m.shortest).steps) {
+		*m.shortest = v
+	}
+	panic(v)
 }
 
-// A violation is a failure of the sequence, on its way to guard.
-type violation string
+// A violation is a failure of the sequence, on its way to guard: what
+// broke, and the steps that led there.
+type violation struct {
+	msg, seq string
+	steps    int
+}
 
 // guard runs action, keeping the violation it panics with, if any, for
 // the check that follows every action. A violation the check finds itself
 // wins: it does not depend on what concurrent renders happened to see.
 // Every failure is raised from that one place because rapid takes two
-// failures for the same when they fail at the same place, so shrinking
-// may trade one property's failure for a shorter sequence that breaks
-// another.
+// failures for the same when they fail at the same place and read the
+// same, so shrinking may trade one property's failure for a shorter
+// sequence that breaks another.
 func (m *machine) guard(action func(*rapid.T), check bool) func(*rapid.T) {
 	return func(t *rapid.T) {
-		v := func() (v violation) {
+		v := func() (v *violation) {
 			defer func() {
 				if p := recover(); p != nil {
 					var ok bool
-					if v, ok = p.(violation); !ok {
+					if v, ok = p.(*violation); !ok {
 						panic(p)
 					}
 				}
 			}()
 			action(t)
-			return ""
+			return nil
 		}()
 		if !check {
-			if m.pending == "" {
+			if m.pending == nil {
 				m.pending = v
 			}
 			return
 		}
-		if v == "" {
+		if v == nil {
 			v = m.pending
 		}
-		if v != "" {
-			t.Fatal(string(v))
+		if v != nil {
+			// The sequence is logged, not part of the failure: a step's
+			// words may differ between two runs of one sequence (a
+			// Reconcile that fails only when a render holds a lease),
+			// and rapid shrinks only while a failure reads the same.
+			t.Log("sequence: " + v.seq)
+			t.Fatal(v.msg)
 		}
 	}
 }

@@ -53,8 +53,18 @@ func check(t rapid.TB, base string, newTarget func(root string) (Target, error),
 	for _, o := range opts {
 		o(&cfg)
 	}
+	// rapid reports the failure it shrank to, and its sequence when it
+	// can run it once more; a failure that depends on what concurrent
+	// renders saw may not repeat, so the shortest sequence that failed is
+	// reported too, even when FailNow ends the goroutine.
+	var shortest *violation
+	defer func() {
+		if shortest != nil {
+			t.Logf("platformtest: the shortest failing sequence found: %s\nsequence: %s", shortest.msg, shortest.seq)
+		}
+	}()
 	rapid.Check(t, func(rt *rapid.T) {
-		m := newMachine(rt, cfg, base, newTarget)
+		m := newMachine(rt, cfg, base, newTarget, &shortest)
 		m.guard(func(*rapid.T) { m.start() }, true)(rt)
 		rt.Repeat(m.actions())
 	})
@@ -72,7 +82,7 @@ type config struct {
 	neverRefused bool
 }
 
-var defaults = config{reclaimWait: 10 * time.Second, releaseAfter: 100 * time.Millisecond}
+var defaults = config{reclaimWait: 10 * time.Second, releaseAfter: 500 * time.Millisecond}
 
 // ReclaimWait bounds how long Check waits for a target that removes
 // directories in the background: for Root to hold only the current
@@ -91,7 +101,7 @@ func ReclaimWait(d time.Duration) Option {
 // ReleaseHeldAfter sets how long a Reconcile or Delete may run before Check
 // releases every lease it holds across steps, as renders that finish would;
 // a target that waits for its readers before it rewrites a directory needs
-// them to. The default is 100 milliseconds. A d that is not positive keeps
+// them to. The default is 500 milliseconds. A d that is not positive keeps
 // the default.
 func ReleaseHeldAfter(d time.Duration) Option {
 	return func(c *config) {

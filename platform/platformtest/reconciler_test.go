@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
@@ -42,12 +43,18 @@ type operator struct {
 	store  platform.Store
 	files  platformmodule.Files // the files of the record held
 	bug    bug
+	refuse bool // fail a write of a leased generation rather than wait
 }
 
 // newOperator returns Check's newTarget for an operator with bug.
 func newOperator(b bug) func(root string) (platformtest.Target, error) {
+	return operatorTarget(&operator{bug: b})
+}
+
+// operatorTarget returns Check's newTarget for operators like o.
+func operatorTarget(like *operator) func(root string) (platformtest.Target, error) {
 	return func(root string) (platformtest.Target, error) {
-		o := &operator{layout: platform.Layout{Root: root, NoSync: true}, bug: b}
+		o := &operator{layout: platform.Layout{Root: root, NoSync: true}, bug: like.bug, refuse: like.refuse}
 		// The boot step, before any reader: the resource is the source of
 		// truth and the first reconcile regenerates.
 		if err := o.layout.Reset(); err != nil {
@@ -68,10 +75,13 @@ func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodul
 		return o.prune() // nothing to write; drop what readers released since
 	case held && gen == cur.Generation && o.bug != rewriteLeased:
 		return o.rewrite(ctx, cur, files)
-	case slices.Contains(o.store.Leased(), gen) && o.bug != rewriteLeased:
+	}
+	if o.bug != rewriteLeased {
 		// A deleted resource's generation that a render still reads: the
 		// store holds another, so no new lease on it can start.
-		return fmt.Errorf("generation %d is leased by a render; retry once it is released", gen)
+		if err := o.waitUnleased(ctx, gen); err != nil {
+			return err
+		}
 	}
 	dir, err := o.layout.Write(gen, files)
 	if err != nil {
@@ -92,13 +102,13 @@ func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodul
 }
 
 // rewrite makes changed files the current generation's: it stops new
-// leases, and writes only when no render holds the directory, putting the
-// old files back when the new ones fail to build.
+// leases, and writes once no render holds the directory, putting the old
+// files back when the new ones fail to build.
 func (o *operator) rewrite(ctx context.Context, cur platform.Generated, files platformmodule.Files) error {
 	o.store.Clear() // a lease that raced this is in Leased from now on
-	if slices.Contains(o.store.Leased(), cur.Generation) {
+	if err := o.waitUnleased(ctx, cur.Generation); err != nil {
 		o.store.SetGenerated(cur)
-		return fmt.Errorf("generation %d is leased by a render; its change waits until it is released", cur.Generation)
+		return err
 	}
 	dir, err := o.layout.Write(cur.Generation, files)
 	var plat *kernel.Platform
@@ -116,6 +126,23 @@ func (o *operator) rewrite(ctx context.Context, cur platform.Generated, files pl
 	o.store.SetGenerated(platform.Generated{Generation: cur.Generation, Dir: dir, Platform: plat})
 	o.files = maps.Clone(files)
 	return o.prune()
+}
+
+// waitUnleased waits until no render holds gen, or, when o refuses, fails
+// if one does. The store must not hold gen, so that no new lease on it
+// starts.
+func (o *operator) waitUnleased(ctx context.Context, gen int64) error {
+	for slices.Contains(o.store.Leased(), gen) {
+		if o.refuse {
+			return fmt.Errorf("generation %d is leased by a render; retry once it is released", gen)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // prune keeps the current and every leased generation.
