@@ -66,17 +66,19 @@ func TestCheckFailsBrokenReconcilers(t *testing.T) {
 	}
 }
 
-// TestCheckPassesRefusingReconciler: a reconciler that fails a change of
-// a leased generation, rather than wait, is correct by the defaults.
-func TestCheckPassesRefusingReconciler(t *testing.T) {
-	platformtest.Check(t, operatorTarget(&operator{refuse: true}))
+// TestCheckPassesLaxReconciler: a reconciler that fails a change of a
+// leased generation rather than wait, writes identical files again and
+// empties the store when a build fails is correct by the defaults.
+func TestCheckPassesLaxReconciler(t *testing.T) {
+	platformtest.Check(t, operatorTarget(&operator{refuse: true, rewriteIdentical: true, clearOnFailure: true}))
 }
 
-// TestCheckOptionsAreStricter shows that a correct reconciler that the
-// defaults pass can fail a stricter property: one that refuses a change
-// while its generation is leased fails ReconcilesSucceed, and the
-// hand-written one, which empties the store while it rewrites, fails
-// LeasesNeverRefused.
+// TestCheckOptionsAreStricter shows that a reconciler that the defaults
+// pass can fail a stricter property: one that refuses a change while its
+// generation is leased fails ReconcilesSucceed; the hand-written one,
+// which empties the store while it rewrites, fails LeasesNeverRefused;
+// one that writes identical files again fails IdenticalIsNoop; one that
+// empties the store when a build fails fails FailureKeepsServing.
 func TestCheckOptionsAreStricter(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -85,6 +87,8 @@ func TestCheckOptionsAreStricter(t *testing.T) {
 	}{
 		{"ReconcilesSucceed", &operator{refuse: true}, platformtest.ReconcilesSucceed()},
 		{"LeasesNeverRefused", &operator{}, platformtest.LeasesNeverRefused()},
+		{"IdenticalIsNoop", &operator{rewriteIdentical: true}, platformtest.IdenticalIsNoop()},
+		{"FailureKeepsServing", &operator{clearOnFailure: true}, platformtest.FailureKeepsServing()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := mustFail(t, operatorTarget(tc.target), tc.opt)

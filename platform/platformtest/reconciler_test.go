@@ -44,6 +44,10 @@ type operator struct {
 	files  platformmodule.Files // the files of the record held
 	bug    bug
 	refuse bool // fail a write of a leased generation rather than wait
+
+	// Choices the defaults allow and stricter options do not.
+	rewriteIdentical bool // write and build identical files again
+	clearOnFailure   bool // a failed build of a new generation leaves the store empty
 }
 
 // newOperator returns Check's newTarget for an operator with bug.
@@ -54,7 +58,8 @@ func newOperator(b bug) func(root string) (platformtest.Target, error) {
 // operatorTarget returns Check's newTarget for operators like o.
 func operatorTarget(like *operator) func(root string) (platformtest.Target, error) {
 	return func(root string) (platformtest.Target, error) {
-		o := &operator{layout: platform.Layout{Root: root, NoSync: true}, bug: like.bug, refuse: like.refuse}
+		o := &operator{layout: platform.Layout{Root: root, NoSync: true}, bug: like.bug, refuse: like.refuse,
+			rewriteIdentical: like.rewriteIdentical, clearOnFailure: like.clearOnFailure}
 		// The boot step, before any reader: the resource is the source of
 		// truth and the first reconcile regenerates.
 		if err := o.layout.Reset(); err != nil {
@@ -71,7 +76,7 @@ func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodul
 	switch {
 	case held && gen < cur.Generation && o.bug != acceptStale:
 		return &platform.StaleError{Generation: gen, Current: cur.Generation}
-	case held && gen == cur.Generation && same(files, o.files):
+	case held && gen == cur.Generation && same(files, o.files) && !o.rewriteIdentical:
 		return o.prune() // nothing to write; drop what readers released since
 	case held && gen == cur.Generation && o.bug != rewriteLeased:
 		return o.rewrite(ctx, cur, files)
@@ -94,6 +99,10 @@ func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodul
 	}
 	plat, err := kern.BuildPlatform(ctx, dir)
 	if err != nil {
+		if o.clearOnFailure {
+			o.store.Clear()
+			o.files = nil
+		}
 		return errors.Join(err, o.prune()) // the failed directory goes
 	}
 	o.store.SetGenerated(platform.Generated{Generation: gen, Dir: dir, Platform: plat})
