@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"leasekit.dev/platform/platformtest"
 )
@@ -94,6 +95,27 @@ func TestCheckOptionsAreStricter(t *testing.T) {
 			out := mustFail(t, operatorTarget(tc.target), tc.opt)
 			if !strings.Contains(out, "platformtest: "+tc.name) {
 				t.Errorf("Check's failure does not name %s:\n%s", tc.name, out)
+			}
+		})
+	}
+}
+
+// TestCheckWaitsBounded: Check waits for a target within ReclaimWait. A
+// reconciler that never removes a directory breaks property 4 once that
+// wait is over, and one whose Reconcile never returns fails as a hang.
+func TestCheckWaitsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		target *operator
+		want   string
+	}{
+		{"never prunes", &operator{noPrune: true}, "platformtest: property 4 "},
+		{"hangs", &operator{hang: true}, "has not returned 200ms after every lease was released"},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			out := mustFail(t, operatorTarget(tc.target), platformtest.ReclaimWait(200*time.Millisecond), platformtest.ReleaseHeldAfter(10*time.Millisecond))
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("Check's failure does not say %q:\n%s", tc.want, out)
 			}
 		})
 	}

@@ -60,7 +60,7 @@ func check(t rapid.TB, base string, newTarget func(root string) (Target, error),
 	var shortest *violation
 	defer func() {
 		if shortest != nil {
-			t.Logf("platformtest: the shortest failing sequence found: %s\nsequence: %s", shortest.msg, shortest.seq)
+			t.Logf("%s\nthe shortest failing sequence found (%d steps): %s", shortest.msg, shortest.steps, shortest.seq)
 		}
 	}()
 	rapid.Check(t, func(rt *rapid.T) {

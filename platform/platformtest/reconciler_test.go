@@ -48,6 +48,10 @@ type operator struct {
 	// Choices the defaults allow and stricter options do not.
 	rewriteIdentical bool // write and build identical files again
 	clearOnFailure   bool // a failed build of a new generation leaves the store empty
+
+	// Mistakes of another kind.
+	noPrune bool // never removes a directory
+	hang    bool // Reconcile waits for its context to end
 }
 
 // newOperator returns Check's newTarget for an operator with bug.
@@ -59,7 +63,7 @@ func newOperator(b bug) func(root string) (platformtest.Target, error) {
 func operatorTarget(like *operator) func(root string) (platformtest.Target, error) {
 	return func(root string) (platformtest.Target, error) {
 		o := &operator{layout: platform.Layout{Root: root, NoSync: true}, bug: like.bug, refuse: like.refuse,
-			rewriteIdentical: like.rewriteIdentical, clearOnFailure: like.clearOnFailure}
+			rewriteIdentical: like.rewriteIdentical, clearOnFailure: like.clearOnFailure, noPrune: like.noPrune, hang: like.hang}
 		// The boot step, before any reader: the resource is the source of
 		// truth and the first reconcile regenerates.
 		if err := o.layout.Reset(); err != nil {
@@ -72,6 +76,10 @@ func operatorTarget(like *operator) func(root string) (platformtest.Target, erro
 func (o *operator) Store() *platform.Store { return &o.store }
 
 func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodule.Files) error {
+	if o.hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	cur, held := o.store.Generated()
 	switch {
 	case held && gen < cur.Generation && o.bug != acceptStale:
@@ -156,6 +164,9 @@ func (o *operator) waitUnleased(ctx context.Context, gen int64) error {
 
 // prune keeps the current and every leased generation.
 func (o *operator) prune() error {
+	if o.noPrune {
+		return nil
+	}
 	keep := o.store.Leased()
 	if o.bug == keepWithoutLeased {
 		keep = nil
