@@ -669,8 +669,8 @@ func describe(rec platform.Generated, held bool) string {
 // short returns err's message on one line, cut to a readable length.
 func (m *machine) short(err error) string {
 	s := m.paths(strings.Join(strings.Fields(err.Error()), " "))
-	if len(s) > 120 {
-		s = s[:117] + "..."
+	if len(s) > 80 {
+		s = s[:77] + "..."
 	}
 	return s
 }
