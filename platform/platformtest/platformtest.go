@@ -34,7 +34,8 @@ type Target interface {
 // leases from other goroutines, also while a Reconcile runs; the properties
 // it checks after every step, and the options that add stricter ones, are
 // listed in the package documentation. A failure is shrunk to a minimal
-// sequence, which the failure message gives in words. The number of
+// sequence, which Check logs in words, with the shortest failing sequence
+// it saw; messages call the root given to newTarget "Root". The number of
 // sequences and their length are rapid's (-rapid.checks, -rapid.steps).
 //
 // Check blocks until every sequence has run. It waits for the target only
