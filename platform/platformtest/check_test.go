@@ -1,6 +1,7 @@
 package platformtest_test
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"leasekit.dev/platform"
 	"leasekit.dev/platform/platformtest"
 )
 
@@ -126,6 +128,32 @@ func TestCheckWaitsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckFailsBadTargets: a newTarget that fails, or makes a target
+// with no store, fails Check with a message naming it.
+func TestCheckFailsBadTargets(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		newTarget func(string) (platformtest.Target, error)
+		want      string
+	}{
+		{"error", func(string) (platformtest.Target, error) { return nil, errors.New("no disk") }, ": no disk"},
+		{"nil store", func(string) (platformtest.Target, error) { return nilStore{}, nil }, "a target with a nil Store"},
+		{"panic", func(string) (platformtest.Target, error) { panic("oops") }, "panicked: oops"},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			out := mustFail(t, tc.newTarget)
+			if !strings.Contains(out, "platformtest: newTarget(") || !strings.Contains(out, tc.want) {
+				t.Errorf("Check's failure does not name newTarget and say %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
+// nilStore is a Target with no store.
+type nilStore struct{ platformtest.Target }
+
+func (nilStore) Store() *platform.Store { return nil }
 
 // mustFail runs Check on a fake testing.TB and returns what it reported,
 // failing t unless Check failed.
