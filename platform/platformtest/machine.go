@@ -50,8 +50,9 @@ type machine struct {
 
 	// The Platform resource: its generation (0 when it does not exist)
 	// and its files.
-	gen   int64
-	files platformmodule.Files
+	gen    int64
+	files  platformmodule.Files
+	builds bool // whether files is a module that builds
 
 	// What the store may hold, since the last Delete or restart: per
 	// generation, the files of its last Reconcile that returned nil.
@@ -219,7 +220,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			if m.gen == 0 {
 				t.Skip("no resource")
 			}
-			m.reconcile(t, m.gen, module{files: m.files, name: "identical"}, "")
+			m.reconcile(t, m.gen, module{files: m.files, name: "identical", builds: m.builds}, "")
 		},
 		"reconcile a stale generation": func(t *rapid.T) {
 			cur := m.store().Generation()
@@ -285,7 +286,7 @@ func (m *machine) reconcile(t *rapid.T, gen int64, mod module, how string) {
 	stale := gen < m.store().Generation()
 	current := !stale
 	if current {
-		m.gen, m.files = gen, mod.files
+		m.gen, m.files, m.builds = gen, mod.files, mod.builds
 	}
 	words := fmt.Sprintf("reconcile %d (%s", gen, mod.name)
 	if how != "" {
@@ -357,7 +358,7 @@ func (m *machine) delete(t *rapid.T) {
 	if err != nil {
 		m.steps[len(m.steps)-1] += ": " + m.short(err)
 	}
-	m.gen, m.files = 0, nil
+	m.gen, m.files, m.builds = 0, nil, false
 	clear(m.ok)
 	m.last, m.served = 0, false
 	for _, o := range obs {
@@ -430,8 +431,8 @@ func (m *machine) settle() {
 	m.releaseAll()
 	m.say("release every lease")
 	for range settleTries {
-		gen, files := m.gen, m.files
-		m.reconcileOnce(gen, module{files: files, name: "current files"}, false, 0, fmt.Sprintf("reconcile %d (current files)", gen))
+		gen := m.gen
+		m.reconcileOnce(gen, module{files: m.files, name: "current files", builds: m.builds}, false, 0, fmt.Sprintf("reconcile %d (current files)", gen))
 		if m.lastErr == nil {
 			m.waitRoot()
 			return
