@@ -68,7 +68,7 @@ func TestCheckFailsBrokenReconcilers(t *testing.T) {
 			if !regexp.MustCompile("platformtest: " + tc.want).MatchString(out) {
 				t.Errorf("Check's failure does not name %s:\n%s", tc.want, out)
 			}
-			if !strings.Contains(out, "sequence: ") || !strings.Contains(out, "reconcile ") {
+			if !strings.Contains(out, "the shortest failing sequence found (") || !strings.Contains(out, "reconcile ") {
 				t.Errorf("Check's failure does not give the sequence in words:\n%s", out)
 			}
 		})
