@@ -20,9 +20,13 @@
 // At rest the root holds only ID directories. The layout records that it
 // owns the root in an extended attribute of the root itself
 // (user.leasekit.dirlife), and locks the root's own directory, so neither
-// needs an entry in it. Garbage (pruned and replaced trees, already out of
-// every ID's path) is removed in the background: once [Layout.Settle]
-// returns, a root that no call is using lists exactly its IDs.
+// needs an entry in it. Prune and a replacing Write remove what they set
+// aside before they return, outside the exclusive lock, so that when they
+// return its space is free; [Layout.DeferRemoval] leaves that removal to
+// the background instead, for callers that must not wait for it, and
+// [Layout.Settle] waits for it. A removal that hangs (a stuck network or
+// FUSE mount, a huge tree) costs its caller at most
+// [Layout.RemovalDeadline] and blocks no other call.
 //
 // Layout values are safe for concurrent use by multiple goroutines and by
 // several processes sharing one root: Write, Prune, Reset, IDs and Settle
@@ -98,21 +102,34 @@
 // syncfs(2) once, which also flushes whatever else is dirty on Root's
 // filesystem; give Root a filesystem of its own or set
 // [Layout.PerFileSync]. [ErrNotDurable] means the directory is published
-// but may not survive power loss: write it again. Garbage needs no sync:
-// Prune syncs Root once after renaming the pruned directories out of their
-// paths, so no pruned ID reappears after power loss, and their removal
-// follows off the caller's path.
+// but may not survive power loss: write it again.
 //
-// Background removal: one goroutine per root and process removes garbage
-// while there is some, and a Prune waits for it when it falls behind. A
+// Garbage needs no sync, and Prune syncs nothing: after power loss, an ID
+// that a Prune removed just before may be listed again, complete and as it
+// was published, never partial; the state is then the one a crash just
+// before that Prune leaves, which every caller meets anyway, and the next
+// Prune removes it again. (The rename that takes a directory out of its
+// path precedes every removal in it, and journaling filesystems commit
+// metadata in order; the next durable Write's sync of Root commits the
+// renames too.) A caller for whom a pruned ID must never come back (one
+// that prunes a newer ID to roll back) writes a new ID instead.
+//
+// Removal: a call removes its garbage on a few goroutines of its own, out
+// of every ID's path and under an aside name that no ID or staging
+// directory can take, and at most one removal of an entry runs at once in
+// a process: a call leaves an entry that another call of the process is
+// removing to that call. A removal past [Layout.RemovalDeadline] makes the
+// call return a [*StalledError] and goes on; one blocked in the kernel
+// keeps its goroutine, and an OS thread, until its system call returns. A
 // removal that fails (a mount point under the tree, a permission) is
-// reported once, by the next Prune or [Layout.Settle], while what it left
-// is still in the root, and what it left is removed by the next Prune; a
-// process that exits first leaves its garbage to the next Prune or Reset.
-// A process's state for a root (its lock, its remover) goes away when no
-// call uses the root and no failure waits to be reported; such failures
-// are kept for at most 16 roots, the oldest forgotten first. Settle waits only for the calling process's
-// removals. Reset is synchronous: when it returns, the root is empty.
+// returned by the call that waited for it, or, when none did (deferred, or
+// past the deadline), reported once by the next Prune or [Layout.Settle]
+// while what it left is still in the root; what it left is removed by the
+// next Prune. A process that exits first leaves its garbage to the next
+// Prune or Reset. A process's state for a root (its lock, its removals)
+// goes away when no call uses the root and no failure waits to be
+// reported; such failures are kept for at most 16 roots, the oldest
+// forgotten first. Settle waits only for the calling process's removals.
 //
 // Ownership: on Linux and macOS the extended attribute is set on the root
 // directory; where its filesystem holds none (it reports ENOTSUP: some

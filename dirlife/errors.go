@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 var (
@@ -110,3 +112,45 @@ func (e *MountError) Error() string {
 
 // Unwrap returns [ErrMountPoint].
 func (e *MountError) Unwrap() error { return ErrMountPoint }
+
+// ErrRemovalStalled is wrapped by the [StalledError] of a call whose
+// removals were still running when the removal deadline passed.
+var ErrRemovalStalled = errors.New("removal still running past its deadline")
+
+// A StalledError reports removals still running when the call that waited
+// for them reached [Layout.RemovalDeadline]. Each entry is already out of
+// every ID's path, under an aside name of its own that no ID or staging
+// directory can take; its removal goes on, on its goroutine, and a
+// failure of it is reported by a later Prune or [Layout.Settle]. No second
+// removal of it starts while this one runs.
+type StalledError struct {
+	Root     string         // the root as given
+	Deadline time.Duration  // the deadline that passed
+	Entries  []StalledEntry // what is left, in the order the call set it aside
+}
+
+// A StalledEntry is one entry of Root whose removal is still running.
+type StalledEntry struct {
+	Name  string // its name when it was set aside: an ID's directory ("gen-4"), a staging directory, a moved-aside copy
+	Aside string // its name in Root now, where it is being removed
+}
+
+// Error names the root, the deadline and every entry left.
+func (e *StalledError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "dirlife: removal in %s still running after %v:", e.Root, e.Deadline)
+	for i, en := range e.Entries {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %s", en.Name)
+		if en.Aside != en.Name {
+			fmt.Fprintf(&b, " (now %s)", en.Aside)
+		}
+	}
+	b.WriteString("; it goes on in the background")
+	return b.String()
+}
+
+// Unwrap returns [ErrRemovalStalled].
+func (e *StalledError) Unwrap() error { return ErrRemovalStalled }

@@ -118,8 +118,9 @@ func ExampleIntCodec() {
 	// Output: gen-10 10 false
 }
 
-// At rest a root holds only its IDs' directories: Settle waits for the
-// background removal of what Prune set aside.
+// With DeferRemoval, Prune returns once what it removes is out of every
+// ID's path; Settle waits for the removal itself, after which the root
+// holds only its IDs' directories.
 func ExampleLayout_Settle() {
 	tmp, err := os.MkdirTemp("", "dirlife-example")
 	if err != nil {
@@ -127,7 +128,7 @@ func ExampleLayout_Settle() {
 	}
 	defer os.RemoveAll(tmp)
 
-	modules := dirlife.Layout[int64]{Root: filepath.Join(tmp, "platform"), Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}}
+	modules := dirlife.Layout[int64]{Root: filepath.Join(tmp, "platform"), Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}, DeferRemoval: true}
 	for gen := int64(1); gen <= 3; gen++ {
 		if _, err := modules.Write(gen, dirlife.Files{"platform.cue": nil}); err != nil {
 			log.Fatal(err)

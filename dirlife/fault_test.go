@@ -391,3 +391,9 @@ func TestNoSyncSyncsNothing(t *testing.T) {
 		}
 	}
 }
+
+// isHeld reports whether entry is a moved-aside copy that records its ID.
+func isHeld(entry string) bool {
+	_, _, ok := parseHeld(entry)
+	return ok
+}

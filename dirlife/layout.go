@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 )
 
 // Files maps slash-separated relative paths to file contents: the files of
@@ -52,8 +53,22 @@ type Layout[ID cmp.Ordered] struct {
 	// sync per file.
 	PerFileSync bool
 
-	faults  faultFunc                // test seam; nil in production
-	devices func(fs.FileInfo) uint64 // test seam for deviceOf; nil in production
+	// DeferRemoval makes Prune and a replacing Write return once what they
+	// remove is out of every ID's path, leaving its removal to run in the
+	// background, where a failure is reported by the next Prune or
+	// [Layout.Settle]; Settle waits for it. Off, the zero value, they
+	// return once the space is free. For callers that must not wait for
+	// a removal (a publisher's serialised step).
+	DeferRemoval bool
+
+	// RemovalDeadline bounds how long a call waits for a removal (zero:
+	// [DefaultRemovalDeadline]). Past it, the call returns a
+	// [*StalledError] naming what is left, and the removal goes on.
+	RemovalDeadline time.Duration
+
+	faults   faultFunc                // test seam; nil in production
+	devices  func(fs.FileInfo) uint64 // test seam for deviceOf; nil in production
+	removing func(was string)         // test seam: called before each garbage entry is removed; nil in production
 }
 
 // Dir returns the directory of id under Root, whether or not it exists. It

@@ -21,7 +21,8 @@ type rootKey struct{ dev, ino uint64 }
 // A rootState is this process's state for one root directory, shared by
 // every Layout whose Root resolves to it: the in-process reader/writer lock
 // in front of the system lock, the system lock held on behalf of the
-// process's shared holders, and the root's background remover.
+// process's shared holders, and the removals of the root's garbage under
+// way.
 //
 // The in-process lock makes goroutines wait parked, not in the kernel: a
 // shared holder joins the process's existing shared system lock, and only
@@ -39,7 +40,7 @@ type rootState struct {
 	sharedDir  *os.File   // the descriptor holding the shared system lock while sharedN > 0
 	sharedLock sysLock
 
-	rm remover
+	rm removals
 }
 
 // registry maps root keys to this process's states.

@@ -1,6 +1,7 @@
 package dirlife
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,16 +18,19 @@ import (
 // limits): Prune then restores that directory into place, and removes the
 // other copies.
 //
-// Under Root's exclusive lock, Prune renames each pruned ID's directory out
-// of its path (so a reader finds it complete or absent, never half
-// removed) and, unless NoSync, syncs Root once: when Prune returns, no
-// pruned ID is listed, and none reappears after power loss. The renamed
-// trees and other garbage are then removed in the background, off the
-// caller's path and outside the lock, by one goroutine per Root and
-// process; [Layout.Settle] waits for them. A removal that fails is
-// reported by the next Prune or Settle, and what it left is removed by the
-// next Prune. Prune waits for the background removal when it falls
-// behind, so garbage never piles up.
+// Under Root's exclusive lock, Prune unlinks every entry that is not a
+// directory and renames every directory it removes to a fresh aside name
+// of its own, out of its path, so that a reader finds it complete or
+// absent and no ID or staging directory can take the name it is removed
+// under. It removes those trees after it lets the lock go, so concurrent
+// Writes do not wait for that; when Prune returns, they are gone and their
+// space is free (with [Layout.DeferRemoval], their removal goes on in the
+// background, and [Layout.Settle] waits for it). An entry that another
+// call of this process is removing is left to that call. A removal still
+// running at [Layout.RemovalDeadline] makes Prune return a [*StalledError]
+// naming what is left, and goes on. Prune does not sync Root: after power
+// loss, a pruned ID may be listed again, as if this Prune had not run
+// (see the package limits).
 //
 // Prune refuses, removing nothing, a Root that is empty, the filesystem
 // root, a symbolic link, or a non-empty directory the layout never claimed
@@ -34,7 +38,8 @@ import (
 // Writes, so it never removes a staging directory that a live Write is
 // filling. It never removes across a filesystem mounted under Root
 // ([ErrMountPoint]). On an error it goes on with the other entries and
-// returns the errors.
+// returns the errors, with the failures not yet reported of earlier
+// removals that no call waited for.
 func (l Layout[ID]) Prune(keep ...ID) error {
 	if l.Codec == nil {
 		return ErrNoCodec // it could not tell the kept directories
@@ -53,42 +58,42 @@ func (l Layout[ID]) Prune(keep ...ID) error {
 	st := h.lock.st
 	st.retain()
 	defer putState(st)
-	garbage, err := l.setAside(h, "prune", keepNames, true)
+	doomed, _, err := l.setAside(h, "prune", keepNames)
+	batch, rerr := l.removeGarbage(st, h, doomed, l.DeferRemoval)
 	h.unlock()
-	if qerr := l.enqueue(st, h, garbage); qerr != nil {
-		err = errors.Join(err, qerr)
+	err = errors.Join(err, rerr)
+	if !l.DeferRemoval {
+		err = errors.Join(err, l.wait(context.Background(), st, batch, collectOwn))
 	}
 	return errors.Join(err, st.rm.takeErr(h.r))
 }
 
 // Reset empties Root and makes sure it exists afterwards: the boot path,
 // for state that is rebuilt from its source of truth at start. Reset needs
-// no Codec. It refuses the same roots as Prune and holds the same exclusive
-// lock, and it is synchronous: it waits for this process's background
-// removals, and when it returns Root holds nothing (but for the marker
-// file where Root's filesystem holds no extended attribute, and the lock
-// file on Windows).
+// no Codec. It refuses the same roots as Prune and sets everything aside
+// under the same exclusive lock, and it always waits for the removals, its
+// own and those this process left running: when it returns, Root holds
+// nothing (but for the marker file where Root's filesystem holds no
+// extended attribute, and the lock file on Windows), unless a removal is
+// still running at [Layout.RemovalDeadline]: then Reset returns a
+// [*StalledError] naming it, and it goes on.
 func (l Layout[ID]) Reset() error {
 	h, err := l.openRoot("reset", true, exclusive)
 	if err != nil {
 		return err
 	}
-	defer h.release()
+	defer h.close()
 	st := h.lock.st
-	st.rm.wait() // no removal of ours runs beside the ones below
-	// A Write that published just before the lock was taken may queue
-	// its old copy since the wait: Reset removes that too, beside the
-	// remover, so that nothing is left when it returns.
-	garbage, err := l.setAside(h, "reset", nil, false)
-	dev, derr := rootDevice(h, l.devOf())
-	if derr != nil {
-		return errors.Join(err, fmt.Errorf("dirlife: reset: %w", derr))
-	}
-	for _, name := range garbage {
-		if rerr := removeTree(h.r, name, name, dev, l.devOf()); rerr != nil {
-			err = errors.Join(err, removeErr(l.Root, name, rerr))
-		}
-	}
+	st.retain()
+	defer putState(st)
+	doomed, busy, err := l.setAside(h, "reset", nil)
+	batch, rerr := l.removeGarbage(st, h, doomed, false)
+	h.unlock()
+	err = errors.Join(err, rerr)
+	err = errors.Join(err, l.wait(context.Background(), st, batch, collectOwn))
+	// What another call was removing is gone only if that removal
+	// succeeded: its failure is Reset's too.
+	err = errors.Join(err, l.wait(context.Background(), st, busy, collectAll))
 	if err == nil {
 		st.rm.takeErr(nil) // whatever failed before is gone now
 	}
@@ -97,35 +102,32 @@ func (l Layout[ID]) Reset() error {
 
 // setAside lists Root, under its exclusive lock, restores the moved-aside
 // copy of each ID in keep whose path is empty (see strandedCopies), and
-// returns the garbage: every entry but the layout's own and the kept IDs'
-// directories. Each directory that is not a layout's staging or plain
-// moved-aside entry (an ID's, anything named like one, or a moved-aside
-// copy that records its ID) is first renamed aside, out of its path, under
-// a name no later Prune restores; then, unless NoSync, Root is synced once,
-// so that no renamed directory reappears after power loss and no restored
-// one goes missing. With leaveBusy, entries the background remover has
-// queued or is removing are left to it.
-func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, leaveBusy bool) ([]string, error) {
+// sets aside the garbage: every entry but the layout's own, the kept IDs'
+// directories and those another call of this process is removing (busy,
+// returned as such). An entry that is not a directory is unlinked at once;
+// a directory is renamed to a fresh aside name of its own, unless it has
+// one already (a plain moved-aside entry, which no ID or staging directory
+// can take), and returned as garbage. Nothing is synced: garbage needs no
+// sync (see the package limits).
+func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool) (doomed []garbage, busy []*removal, errs error) {
 	d, err := h.r.Open(".")
 	if err != nil {
-		return nil, fmt.Errorf("dirlife: %s: %w", op, err)
+		return nil, nil, fmt.Errorf("dirlife: %s: %w", op, err)
 	}
 	entries, err := d.ReadDir(-1)
 	d.Close()
 	if err != nil {
-		return nil, fmt.Errorf("dirlife: %s: %w", op, err)
+		return nil, nil, fmt.Errorf("dirlife: %s: %w", op, err)
 	}
 	dev, err := rootDevice(h, l.devOf())
 	if err != nil {
-		return nil, fmt.Errorf("dirlife: %s: %w", op, err)
+		return nil, nil, fmt.Errorf("dirlife: %s: %w", op, err)
 	}
 	restore := strandedCopies(entries, keep)
-	var errs error
-	var garbage []string
-	renamed := false
+	rm := &h.lock.st.rm
 	for _, e := range entries {
 		name := e.Name()
-		if h.ownEntry(name) || leaveBusy && h.lock.st.rm.isBusy(name) {
+		if h.ownEntry(name) {
 			continue
 		}
 		if keep[name] {
@@ -136,53 +138,57 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, leave
 		if _, ok := restore.from[name]; ok {
 			continue // restored below
 		}
-		if restore.to[name] && !e.IsDir() {
-			// A file or symbolic link in the path of a kept ID about to be
-			// restored: garbage, removed now to make way.
+		rm.mu.Lock()
+		inflight := rm.inflight[name]
+		rm.mu.Unlock()
+		if inflight != nil {
+			busy = append(busy, inflight) // left to the call removing it
+			continue
+		}
+		if !e.IsDir() {
+			// A file, a symbolic link: unlinked here, in one step, so its
+			// name is free when the lock is let go.
 			if err := h.r.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = errors.Join(errs, removeErr(l.Root, name, err))
 			}
 			continue
 		}
-		if e.IsDir() && (!strings.HasPrefix(name, reservedLead) || isHeld(name)) {
-			// Out of its path first, atomically, so that a reader never
-			// finds it half removed and no later Prune restores it; but
-			// never a mount point.
-			fi, err := h.r.Lstat(name)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err == nil && l.devOf()(fi) != dev {
-				err = &MountError{Root: l.Root, Path: name}
-			}
-			if err == nil {
-				aside := tempName(asidePrefix)
-				if err = h.r.Rename(name, aside); err == nil {
-					name, renamed = aside, true
-				}
-			}
-			if err != nil {
-				errs = errors.Join(errs, removeErr(l.Root, name, err))
-				continue
-			}
+		// Out of its path first, atomically, so that a reader never finds
+		// it half removed and no later Prune restores it; but never a
+		// mount point.
+		fi, err := h.r.Lstat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
-		garbage = append(garbage, name)
+		if err == nil && l.devOf()(fi) != dev {
+			err = &MountError{Root: l.Root, Path: name}
+		}
+		aside := name
+		if err == nil && !isPlainAside(name) {
+			aside = tempName(asidePrefix)
+			err = h.r.Rename(name, aside)
+		}
+		if err != nil {
+			errs = errors.Join(errs, removeErr(l.Root, name, err))
+			continue
+		}
+		doomed = append(doomed, garbage{name: aside, was: name})
 	}
 	for from, to := range restore.from {
 		// The last published copy of a kept ID whose path is empty: back
 		// into place.
 		if err := h.r.Rename(from, to); err != nil {
 			errs = errors.Join(errs, fmt.Errorf("dirlife: %s: restore %s from %s: %w", op, filepath.Join(l.Root, to), from, err))
-		} else {
-			renamed = true
 		}
 	}
-	if renamed && !l.NoSync {
-		if err := syncDirFile(h.dir); err != nil {
-			errs = errors.Join(errs, fmt.Errorf("dirlife: %s: sync %s: %w", op, l.Root, err))
-		}
-	}
-	return garbage, errs
+	return doomed, busy, errs
+}
+
+// isPlainAside reports whether name is an aside name as tempName makes
+// them: one that no ID, staging directory or other aside entry takes.
+func isPlainAside(name string) bool {
+	rest, ok := strings.CutPrefix(name, asidePrefix)
+	return ok && len(rest) == 16 && isLowerHex(rest) && rest[0] >= '8'
 }
 
 // devOf returns the device seam: deviceOf unless a test set another.

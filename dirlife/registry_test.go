@@ -37,7 +37,9 @@ func rootKeyOf(t *testing.T, dir string) rootKey {
 func awaitRemovals(t *testing.T, root string) {
 	t.Helper()
 	if st := lookupState(rootKeyOf(t, root)); st != nil {
-		st.rm.wait()
+		for _, r := range st.rm.pending() {
+			<-r.done
+		}
 		putState(st)
 	}
 }
@@ -70,7 +72,7 @@ func TestRegistryForgetsIdleRoots(t *testing.T) {
 	})
 }
 
-// TestRegistryBoundsUnreportedFailures: roots whose background removals
+// TestRegistryBoundsUnreportedFailures: roots whose deferred removals
 // failed and that are never used again keep their failures for a report
 // only up to a bound: their state does not grow with their number.
 func TestRegistryBoundsUnreportedFailures(t *testing.T) {
@@ -78,6 +80,7 @@ func TestRegistryBoundsUnreportedFailures(t *testing.T) {
 	for range maxUnreportedRoots + 8 {
 		l := genLayout(t)
 		l.devices = fakeMounts("sub")
+		l.DeferRemoval = true
 		mustWrite(t, l, 1, Files{"sub/f": nil})
 		mustWrite(t, l, 1, Files{"f": nil}) // the old copy fails to go
 		awaitRemovals(t, l.Root)
@@ -92,7 +95,7 @@ func TestRegistryBoundsUnreportedFailures(t *testing.T) {
 // does not inherit the failure: a Prune of the new root reports none.
 func TestRecreatedRootReportsNoStaleFailure(t *testing.T) {
 	parent := t.TempDir()
-	old := Layout[int64]{Root: filepath.Join(parent, "old"), Codec: IntCodec[int64]{Prefix: "gen-"}, devices: fakeMounts("sub")}
+	old := Layout[int64]{Root: filepath.Join(parent, "old"), Codec: IntCodec[int64]{Prefix: "gen-"}, devices: fakeMounts("sub"), DeferRemoval: true}
 	mustWrite(t, old, 1, Files{"sub/f": nil})
 	mustWrite(t, old, 1, Files{"f": nil}) // the old copy fails to go
 	awaitRemovals(t, old.Root)
@@ -126,27 +129,35 @@ func TestRecreatedRootReportsNoStaleFailure(t *testing.T) {
 	}
 }
 
-// TestResetRemovesQueuedGarbage: garbage queued for background removal
-// after Reset waited for the remover (a Write that published a rewrite
-// just before Reset took the lock queues its old copy only after it let
-// the lock go) is removed by Reset itself: when Reset returns, Root is
-// empty, whatever the remover is doing.
-func TestResetRemovesQueuedGarbage(t *testing.T) {
+// TestResetWaitsForDeferredRemovals: Reset waits for the removals this
+// process left running (here: deferred, and slowed), so that when it
+// returns Root is empty.
+func TestResetWaitsForDeferredRemovals(t *testing.T) {
 	l := genLayout(t)
+	l.NoSync = true
 	mustWrite(t, l, 1, versionFiles(1, 1))
-	garbage := filepath.Join(l.Root, stagePrefix+"0123456789abcdef")
-	writeFile(t, filepath.Join(mkdirAll(t, garbage), "f"), []byte("old copy"))
-	st := getState(rootKeyOf(t, l.Root))
-	defer putState(st)
-	st.rm.mu.Lock()
-	st.rm.busy[filepath.Base(garbage)] = true // queued, its removal not begun
-	st.rm.mu.Unlock()
-	defer func() {
-		st.rm.mu.Lock()
-		delete(st.rm.busy, filepath.Base(garbage))
-		st.rm.mu.Unlock()
-	}()
-	if err := l.Reset(); err != nil {
+	mustWrite(t, l, 2, versionFiles(2, 1))
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	l.DeferRemoval = true
+	l.removing = func(string) {
+		started <- struct{}{}
+		<-release
+	}
+	if err := l.Prune(2); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	l.removing = nil
+	done := make(chan error)
+	go func() { done <- l.Reset() }()
+	select {
+	case err := <-done:
+		t.Fatalf("Reset returned (%v) while a removal it must wait for was blocked", err)
+	default:
+	}
+	close(release)
+	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	if got := rootEntries(t, l.Root); len(got) != 0 {

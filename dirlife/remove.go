@@ -5,8 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"slices"
 	"strings"
+	"sync"
 )
 
 // A removal holds a handle of each directory it descends into, so that
@@ -15,8 +15,10 @@ import (
 // further handle only every removeLevels levels. So the descriptors a
 // removal holds are bounded by removeHandles plus its depth divided by
 // removeLevels (at most 32 more for any tree a Write makes, whose paths
-// hold at most maxPath bytes), plus one directory being listed, and no
-// operation resolves a path of more than removeLevels elements.
+// hold at most maxPath bytes), plus one directory being listed, for each
+// of the removeWorkers goroutines that remove the top of the tree's
+// entries; and no operation resolves a path of more than removeLevels
+// elements.
 const (
 	removeHandles = 16
 	removeLevels  = 64
@@ -70,7 +72,7 @@ func (rm treeRemoval) remove(base *os.Root, p, rel string, held int) error {
 		prefix = ""
 		held++
 	}
-	names, err := rm.list(sub, strings.TrimSuffix(prefix, "/"), rel)
+	entries, err := rm.list(sub, strings.TrimSuffix(prefix, "/"), rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -78,8 +80,19 @@ func (rm treeRemoval) remove(base *os.Root, p, rel string, held int) error {
 		return err
 	}
 	var first error
-	for _, n := range names {
-		if err := rm.remove(sub, prefix+n, path.Join(rel, n), held); err != nil && first == nil {
+	if held == 1 && len(entries) > 1 {
+		// The top of the tree: its entries on up to removeWorkers
+		// goroutines, so that the waits of their removals (for the
+		// disk, for the journal) overlap.
+		first = rm.removeEach(sub, entries, rel)
+		entries = nil
+	}
+	for _, e := range entries {
+		// Not a directory, as listed: unlinked in one step (a file
+		// cannot hold a mount to descend into; one that is a mount point
+		// is refused by the system). Should it have become a directory
+		// since, it is looked at as one.
+		if err := rm.removeEntry(sub, prefix, e, rel, held); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -91,10 +104,11 @@ func (rm treeRemoval) remove(base *os.Root, p, rel string, held int) error {
 
 // list opens the directory p of r ("" for r itself), refuses it with a
 // *MountError naming rel if it is on another device than Root or the root
-// of a mount, and lists its names, sorted. The checks are of the
+// of a mount, and lists its entries, sorted by name, with their types as
+// the directory tells them. The checks are of the
 // directory opened, not only of the one looked at: it may have been
 // swapped in between.
-func (rm treeRemoval) list(r *os.Root, p, rel string) ([]string, error) {
+func (rm treeRemoval) list(r *os.Root, p, rel string) ([]fs.DirEntry, error) {
 	if p == "" {
 		p = "."
 	}
@@ -118,9 +132,57 @@ func (rm treeRemoval) list(r *os.Root, p, rel string) ([]string, error) {
 		}
 		return nil, &MountError{Path: rel}
 	}
-	names, err := d.Readdirnames(-1)
-	slices.Sort(names)
-	return names, err
+	entries, err := d.ReadDir(-1) // sorted by name
+	return entries, err
+}
+
+// removeWorkers bounds the goroutines that remove the entries of the top
+// of one tree.
+const removeWorkers = 4
+
+// removeEach removes the entries of sub, the top of a tree, on up to
+// removeWorkers goroutines, and returns the first failure.
+func (rm treeRemoval) removeEach(sub *os.Root, entries []fs.DirEntry, rel string) error {
+	var mu sync.Mutex
+	var first error
+	next := 0
+	var wg sync.WaitGroup
+	for range min(len(entries), removeWorkers) {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				if next == len(entries) {
+					mu.Unlock()
+					return
+				}
+				e := entries[next]
+				next++
+				mu.Unlock()
+				err := rm.removeEntry(sub, "", e, rel, 1)
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// removeEntry removes the entry e of the directory prefix of sub.
+func (rm treeRemoval) removeEntry(sub *os.Root, prefix string, e fs.DirEntry, rel string, held int) error {
+	n := e.Name()
+	if t := e.Type(); t&fs.ModeType != 0 && !t.IsDir() || t.IsRegular() {
+		err := sub.Remove(prefix + n)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+	}
+	return rm.remove(sub, prefix+n, path.Join(rel, n), held)
 }
 
 func ignoreNotExist(err error) error {

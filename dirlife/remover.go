@@ -1,31 +1,47 @@
 package dirlife
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
-// maxPending bounds the batches of garbage (one per Prune or rewrite) a
-// root's remover may have queued: a Prune or Write that would queue more
-// waits (outside the lock) for it to catch up, so garbage never piles up
-// faster than it is removed.
-const maxPending = 8
+// DefaultRemovalDeadline is the removal deadline of a Layout whose
+// RemovalDeadline is zero.
+const DefaultRemovalDeadline = 30 * time.Second
 
-// A remover removes a root's garbage (pruned and replaced trees, already
-// out of every ID's path) in the background: one goroutine per root and
-// process at most, running while there is work.
-type remover struct {
-	mu      sync.Mutex
-	cond    *sync.Cond // signalled when the queue shrinks or empties
-	queue   []removal
-	busy    map[string]bool // names queued or being removed
-	running bool
-	errs    []failure // failures not reported yet, at most maxErrs
-	dropped int       // failures beyond maxErrs, counted only
+// maxRemovers bounds the goroutines that remove one call's garbage: a
+// stuck entry holds one of them, and the others go on with the rest.
+const maxRemovers = 4
+
+// maxErrs bounds the failures a root keeps for its next report.
+const maxErrs = 16
+
+// A removal is the removal of one garbage entry of a root, set aside under
+// a name of its own: at most one is in flight per entry in this process,
+// and it goes on, on its goroutine, whoever stops waiting for it.
+type removal struct {
+	name string        // its aside name in Root, where it is removed
+	was  string        // its name when it was set aside: an ID's directory, a staging directory, …
+	done chan struct{} // closed when the attempt returns
+
+	// Guarded by the removals' mu.
+	err       error
+	finished  bool
+	abandoned bool // no caller waits for it: a failure goes to the root's report
+}
+
+// removals are this process's removals of one root's garbage.
+type removals struct {
+	mu       sync.Mutex
+	inflight map[string]*removal // by aside name
+	errs     []failure           // failures that no caller waited for, not reported yet
+	dropped  int                 // failures beyond maxErrs, counted only
 }
 
 // A failure is a failed removal of the garbage entry name of a root.
@@ -34,41 +50,30 @@ type failure struct {
 	err  error
 }
 
-// maxErrs bounds the failures a remover keeps for its next report.
-const maxErrs = 16
+func (rm *removals) init() { rm.inflight = map[string]*removal{} }
 
-// A removal is a batch of garbage entries of a root.
-type removal struct {
-	r     *os.Root // a handle of the root of its own, closed by the remover
-	names []string
-	dev   uint64
-	devOf func(fs.FileInfo) uint64
-	root  string // Root as given, for errors
-}
-
-func (rm *remover) init() {
-	rm.cond = sync.NewCond(&rm.mu)
-	rm.busy = map[string]bool{}
-}
-
-func (rm *remover) hasErr() bool {
+func (rm *removals) hasErr() bool {
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
 	return len(rm.errs) > 0
 }
 
-// isBusy reports whether name is queued or being removed.
-func (rm *remover) isBusy(name string) bool {
+// pending returns the removals in flight.
+func (rm *removals) pending() []*removal {
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
-	return rm.busy[name]
+	out := make([]*removal, 0, len(rm.inflight))
+	for _, r := range rm.inflight {
+		out = append(out, r)
+	}
+	return out
 }
 
 // takeErr returns and forgets the failures not reported yet whose garbage
 // entry r still holds: a failure whose entry is gone is moot, and an
 // entry missing from r is another root's (a root deleted, and r made
 // since with its inode number). A nil r keeps them all.
-func (rm *remover) takeErr(r *os.Root) error {
+func (rm *removals) takeErr(r *os.Root) error {
 	rm.mu.Lock()
 	fails, dropped := rm.errs, rm.dropped
 	rm.errs, rm.dropped = nil, 0
@@ -88,80 +93,157 @@ func (rm *remover) takeErr(r *os.Root) error {
 	return errors.Join(errs...)
 }
 
-// wait blocks until the queue is empty and nothing is being removed.
-func (rm *remover) wait() {
+// finish records the result of a removal and forgets it as in flight.
+func (rm *removals) finish(r *removal, err error) {
 	rm.mu.Lock()
-	for rm.running {
-		rm.cond.Wait()
+	delete(rm.inflight, r.name)
+	r.err, r.finished = err, true
+	if err != nil && r.abandoned {
+		if len(rm.errs) < maxErrs {
+			rm.errs = append(rm.errs, failure{r.name, err})
+		} else {
+			rm.dropped++
+		}
 	}
 	rm.mu.Unlock()
+	close(r.done)
 }
 
-// enqueue hands the garbage names of h's root to st's remover as one
-// batch, starting it if it is idle. It waits while maxPending batches are
-// queued. The batch gets a handle of the root of its own, so the caller
-// may release h at once.
-func (l Layout[ID]) enqueue(st *rootState, h *openRoot, names []string) error {
+// A garbage entry is an entry of Root set aside for removal: renamed to
+// name (a fresh aside name) from was, under Root's lock.
+type garbage struct{ name, was string }
+
+// removeGarbage starts the removal of the garbage entries of h's root,
+// which the caller set aside under the root's lock and still holds: it
+// registers them as in flight before the caller lets the lock go, so that
+// no other call of this process removes them too. The removal runs on
+// goroutines of its own, with a handle of the root of its own, so the
+// caller may release h at once. Unless deferred, the caller then waits
+// for it with wait.
+func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage, deferred bool) ([]*removal, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
 	dev, err := rootDevice(h, l.devOf())
 	if err != nil {
-		return err
-	}
-	if len(names) == 0 {
-		return nil
+		return nil, fmt.Errorf("dirlife: remove garbage in %s: %w", l.Root, err)
 	}
 	r, err := h.r.OpenRoot(".")
 	if err != nil {
-		return fmt.Errorf("dirlife: remove garbage in %s: %w", l.Root, err)
+		return nil, fmt.Errorf("dirlife: remove garbage in %s: %w", l.Root, err)
+	}
+	batch := make([]*removal, len(entries))
+	rm := &st.rm
+	rm.mu.Lock()
+	for i, g := range entries {
+		batch[i] = &removal{name: g.name, was: g.was, done: make(chan struct{}), abandoned: deferred}
+		rm.inflight[g.name] = batch[i]
+	}
+	rm.mu.Unlock()
+
+	var next sync.Mutex
+	i := 0
+	var workers sync.WaitGroup
+	devOf, hook := l.devOf(), l.removing
+	for range min(len(batch), maxRemovers) {
+		st.retain() // the caller holds a reference: st is still registered
+		workers.Go(func() {
+			defer putState(st)
+			for {
+				next.Lock()
+				if i == len(batch) {
+					next.Unlock()
+					return
+				}
+				job := batch[i]
+				i++
+				next.Unlock()
+				if hook != nil {
+					hook(job.was)
+				}
+				err := removeTree(r, job.name, job.name, dev, devOf)
+				if err != nil {
+					err = removeErr(l.Root, job.name, err)
+				}
+				rm.finish(job, err)
+			}
+		})
+	}
+	go func() {
+		workers.Wait()
+		r.Close()
+	}()
+	return batch, nil
+}
+
+// deadline returns the removal deadline in force.
+func (l Layout[ID]) deadline() time.Duration {
+	if l.RemovalDeadline > 0 {
+		return l.RemovalDeadline
+	}
+	return DefaultRemovalDeadline
+}
+
+// Which failures wait returns.
+type collect int
+
+const (
+	collectNone collect = iota // none: they go to the root's report
+	collectOwn                 // those of removals no one abandoned
+	collectAll                 // all, also those reported elsewhere
+)
+
+// wait waits until the removals in batch are over, the removal deadline
+// passes or ctx ends, and returns the failures that collect selects among
+// those it waited for. Those still running past the deadline are named
+// by a *StalledError; when ctx ends first, ctx's error is returned.
+// Either way they go on, and a failure of theirs goes to the root's
+// report, for a later Prune or Settle.
+func (l Layout[ID]) wait(ctx context.Context, st *rootState, batch []*removal, c collect) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	timer := time.NewTimer(l.deadline())
+	defer timer.Stop()
+	var stop error
+wait:
+	for _, r := range batch {
+		select {
+		case <-r.done:
+		case <-timer.C:
+			stop = errStalled
+			break wait
+		case <-ctx.Done():
+			stop = ctx.Err()
+			break wait
+		}
 	}
 	rm := &st.rm
 	rm.mu.Lock()
-	for len(rm.queue) >= maxPending {
-		rm.cond.Wait()
-	}
-	rm.queue = append(rm.queue, removal{r: r, names: names, dev: dev, devOf: l.devOf(), root: l.Root})
-	for _, name := range names {
-		rm.busy[name] = true
-	}
-	start := !rm.running
-	rm.running = true
-	rm.mu.Unlock()
-	if start {
-		st.retain() // the caller holds a reference: st is still registered
-		go rm.run(st)
-	}
-	return nil
-}
-
-// run removes queued garbage until there is none, then ends.
-func (rm *remover) run(st *rootState) {
-	defer putState(st)
-	rm.mu.Lock()
-	for len(rm.queue) > 0 {
-		job := rm.queue[0]
-		rm.queue = rm.queue[1:]
-		rm.cond.Broadcast()
-		rm.mu.Unlock()
-
-		for _, name := range job.names {
-			err := removeTree(job.r, name, name, job.dev, job.devOf)
-			rm.mu.Lock()
-			delete(rm.busy, name)
-			switch {
-			case err == nil:
-			case len(rm.errs) < maxErrs:
-				rm.errs = append(rm.errs, failure{name, removeErr(job.root, name, err)})
-			default:
-				rm.dropped++
-			}
-			rm.mu.Unlock()
+	var errs []error
+	var left []StalledEntry
+	for _, r := range batch {
+		switch {
+		case !r.finished:
+			r.abandoned = true
+			left = append(left, StalledEntry{Name: r.was, Aside: r.name})
+		case r.err != nil && (c == collectAll || c == collectOwn && !r.abandoned):
+			errs = append(errs, r.err)
 		}
-		job.r.Close()
-		rm.mu.Lock()
 	}
-	rm.running = false
-	rm.cond.Broadcast()
 	rm.mu.Unlock()
+	switch {
+	case len(left) == 0:
+	case stop == errStalled:
+		errs = append(errs, &StalledError{Root: l.Root, Deadline: l.deadline(), Entries: left})
+	default:
+		errs = append(errs, stop)
+	}
+	return errors.Join(errs...)
 }
+
+// errStalled marks a wait stopped by the removal deadline.
+var errStalled = errors.New("stalled")
 
 // retain adds a reference to a state already referenced.
 func (st *rootState) retain() {
@@ -191,21 +273,27 @@ func removeErr(root, name string, err error) error {
 	return fmt.Errorf("dirlife: remove %s: %w", filepath.Join(root, name), err)
 }
 
-// Settle waits until the removals of garbage that this process's Prunes
-// and Writes on Root started in the background are done, and returns
-// their failures not yet reported (by an earlier Settle or Prune). After
-// Settle, if no other call runs, Root holds only ID directories (and,
-// where the filesystem holds no extended attribute, the marker file; on
-// Windows, the lock file). A missing Root is not an error.
+// Settle waits until the removals that this process's calls on Root left
+// running are over: those of a Layout with DeferRemoval, and those a call
+// stopped waiting for at its deadline. It returns at once when there are
+// none. It returns their failures not reported yet (by an earlier Settle
+// or Prune) while what they left is still in Root, and a [*StalledError]
+// naming those still running once the removal deadline has passed since
+// Settle began: they go on. A missing Root is not an error.
 //
-// Removals started by another process are not waited for; that process's
-// own Settle does.
+// Afterwards every entry that this process set aside before Settle began
+// is gone from Root, or named by the error. Entries that another process
+// left (a crash's staging directory) stay until the next Prune or Reset,
+// and removals started by another process are not waited for.
 //
-// A failure is reported only while what the removal left is still in
-// Root. The process keeps the failures of at most 16 roots that no call
-// uses any more, forgetting the oldest first; what their removals left is
+// The process keeps the failures of at most 16 roots that no call uses
+// any more, forgetting the oldest first; what their removals left is
 // removed all the same by the next Prune.
-func (l Layout[ID]) Settle() error {
+func (l Layout[ID]) Settle() error { return l.SettleContext(context.Background()) }
+
+// SettleContext is [Layout.Settle] that also stops waiting when ctx ends,
+// returning ctx's error; the removals go on.
+func (l Layout[ID]) SettleContext(ctx context.Context) error {
 	if exists, err := checkRoot("settle", l.Root); err != nil || !exists {
 		return err
 	}
@@ -231,6 +319,6 @@ func (l Layout[ID]) Settle() error {
 		return nil
 	}
 	defer putState(st)
-	st.rm.wait()
-	return st.rm.takeErr(r)
+	err = l.wait(ctx, st, st.rm.pending(), collectNone)
+	return errors.Join(err, st.rm.takeErr(r))
 }

@@ -137,9 +137,3 @@ func stampOf(entry string) string {
 	_, stamp, _ := parseHeld(entry)
 	return stamp
 }
-
-// isHeld reports whether entry is a moved-aside copy that records its ID.
-func isHeld(entry string) bool {
-	_, _, ok := parseHeld(entry)
-	return ok
-}

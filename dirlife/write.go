@@ -1,6 +1,7 @@
 package dirlife
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,15 +17,20 @@ import (
 // The files are written into a staging directory beside the target and
 // renamed into place, so no reader ever observes a partial directory, also
 // if the process is killed at any instant. When id's directory exists
-// already, the new one is swapped in atomically and the old one, out of
-// the path, is removed in the background (see [Layout.Settle]): the path
-// never goes missing (but see the package limits). Unless [Layout.NoSync]
-// is set, the directory survives power loss once Write returns: files and
-// staging directories are synced before the rename and Root after it.
+// already, the new one is swapped in atomically, so the path never goes
+// missing (but see the package limits), and the old one, out of the path
+// under an aside name, is removed once Root's lock is let go: its space
+// is free when Write returns (with [Layout.DeferRemoval], its removal goes
+// on in the background). Unless [Layout.NoSync] is set, the directory
+// survives power loss once Write returns: files and staging directories
+// are synced before the rename and Root after it.
 //
 // If that sync of Root fails, the directory is published all the same and
 // stays: Write returns its path and a [*NotDurableError] (errors.Is
-// [ErrNotDurable]). A publication is never undone. On any other failure
+// [ErrNotDurable]). A publication is never undone. So does a removal of the
+// old copy that fails, or that runs past [Layout.RemovalDeadline] (a
+// [*StalledError]): Write returns the path and that error, and the next
+// Prune removes what is left. On any other failure
 // Write returns an error and leaves id's directory exactly as it was,
 // absent or complete with its old contents (or as another Write left it),
 // but for one double fault: where a rewrite without an atomic exchange can
@@ -50,13 +56,22 @@ func (l Layout[ID]) Write(id ID, files Files) (string, error) {
 		return "", l.writeErr(id, err)
 	}
 	if err := l.write(name, p, func(i int) []byte { return files[p.from[i]] }); err != nil {
-		if errors.Is(err, ErrNotDurable) {
-			return l.Dir(id), err
+		var pe *publishedError
+		if errors.As(err, &pe) {
+			return l.Dir(id), pe.err
 		}
 		return "", l.writeErr(id, err)
 	}
 	return l.Dir(id), nil
 }
+
+// A publishedError is the error of a Write that published its directory:
+// a failed sync after the rename, or a removal of the replaced copy that
+// failed or is still running at the deadline.
+type publishedError struct{ err error }
+
+func (e *publishedError) Error() string { return e.err.Error() }
+func (e *publishedError) Unwrap() error { return e.err }
 
 // WriteFS is [Layout.Write] with the regular files of fsys (an [embed.FS],
 // an [os.DirFS] tree) as its files, under the same rules. Empty directories
@@ -110,16 +125,31 @@ func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err e
 		return err
 	}
 	published := false
+	var old string // the replaced copy, once published
 	defer func() {
+		// Set aside under the lock, removed once it is let go.
 		var stranded *strandedError
-		if err != nil && !published && !errors.As(err, &stranded) && l.fault(stepRemove, stage) == nil {
-			r.RemoveAll(stage) // else Prune or Reset removes it
+		discard, was := old, name
+		if old != "" && l.fault(stepRemove, old) != nil {
+			discard = "" // left to the next Prune
+		}
+		if err != nil && !published {
+			discard, was = "", stage
+			if !errors.As(err, &stranded) && l.fault(stepRemove, stage) == nil {
+				discard = stage // else Prune or Reset removes it
+			}
+		}
+		if discard == "" {
+			return
+		}
+		if rerr := l.discard(h, discard, was); rerr != nil && published {
+			err = &publishedError{errors.Join(err, rerr)}
 		}
 	}()
 	if err := l.stage(r, dir, stage, p, content); err != nil {
 		return err
 	}
-	old, err := l.publish(r, dir, stage, name)
+	old, err = l.publish(r, dir, stage, name)
 	if err != nil {
 		return err
 	}
@@ -128,17 +158,35 @@ func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err e
 		// Never undone on failure: another Write of name may have published
 		// since, and the state after a failed sync is unknown anyway.
 		if serr := l.syncRoot(dir); serr != nil {
-			err = &NotDurableError{Dir: filepath.Join(l.Root, name), Err: serr}
+			return &publishedError{&NotDurableError{Dir: filepath.Join(l.Root, name), Err: serr}}
 		}
 	}
-	if old != "" && l.fault(stepRemove, old) == nil {
-		st := h.lock.st
-		st.retain()
-		defer putState(st)
-		h.unlock()
-		l.enqueue(st, h, []string{old}) // on failure, Prune removes it
+	return nil
+}
+
+// discard removes the entry name of h's root, once named was, which the
+// caller holds shared: the copy a rewrite replaced or the staging tree of
+// a failed Write. Under the lock it renames it to a fresh aside name, which
+// no ID or staging directory can take; it lets the lock go, and removes
+// it, waiting for it unless DeferRemoval. An entry it cannot set aside is
+// left to the next Prune, as is what a failed removal leaves.
+func (l Layout[ID]) discard(h *openRoot, name, was string) error {
+	aside := name
+	if !isPlainAside(name) {
+		aside = tempName(asidePrefix)
+		if err := h.r.Rename(name, aside); err != nil {
+			return nil // the next Prune removes it
+		}
 	}
-	return err
+	st := h.lock.st
+	st.retain()
+	defer putState(st)
+	batch, err := l.removeGarbage(st, h, []garbage{{name: aside, was: was}}, l.DeferRemoval)
+	h.unlock()
+	if err != nil || l.DeferRemoval {
+		return err
+	}
+	return l.wait(context.Background(), st, batch, collectOwn)
 }
 
 // stage fills the staging directory and, unless NoSync, makes it durable.

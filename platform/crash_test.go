@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -113,8 +114,25 @@ func TestCrash(t *testing.T) {
 			}
 			dirsChecked++
 		}
+		// The specified Layout, after the crash: Prune leaves exactly the
+		// kept generations when it returns, whatever the child left.
+		gens := generations(t, p)
+		var want []string
+		for _, g := range gens {
+			want = append(want, filepath.Base(p.Layout().Dir(g)))
+		}
+		slices.Sort(want)
+		if err := (platform.Layout{Root: root}).Prune(gens...); err != nil {
+			t.Fatalf("kill %d: Prune(%v): %v", i, gens, err)
+		}
+		if got := rootEntries(t, root); !slices.Equal(got, want) {
+			t.Fatalf("kill %d: right after Prune(%v), Root holds %v, want %v", i, gens, got, want)
+		}
 		if err := p.Boot(); err != nil {
 			t.Fatalf("kill %d: Boot: %v", i, err)
+		}
+		if got := rootEntries(t, root); len(got) != 0 {
+			t.Fatalf("kill %d: right after Boot, Root holds %v", i, got)
 		}
 		if stray := strayEntries(t, root); len(stray) != 0 || len(generations(t, p)) != 0 {
 			t.Fatalf("kill %d: after Boot, Root holds %v", i, rootEntries(t, root))

@@ -28,7 +28,7 @@
 // and leasing and releasing its current record take no lock. [Layout]'s
 // methods are safe for concurrent use by goroutines and processes.
 // [Publisher] is safe for concurrent use; it serialises Boot, Publish,
-// Forget and every removal, and never calls OnPublish or OnReclaim while
+// Forget and every prune, and never calls OnPublish or OnReclaim while
 // holding a lock. The store carries no kernel gate: the [kernel.Kernel] is
 // safe for concurrent use, so renders overlap with no mutex.
 //
@@ -36,9 +36,13 @@
 // [Publisher.Run] (or Start), on the caller's goroutine. While it runs,
 // Publish leaves the removal of the generation it superseded to it, so
 // Root may briefly hold that directory; without it, Publish and Forget
-// prune before they return. Removed trees are deleted in the background
-// by the layout; [Layout.Settle] waits for them, and so does Run after each
-// pass, retrying with backoff a removal that failed there.
+// prune before they return. A [Layout] removes what it prunes before Prune
+// returns; the Publisher's prunes only take directories out of their
+// paths, and their removal runs in the background, so that a removal that
+// hangs never holds the Publisher's serialisation. Run waits for those
+// removals after each pass, without it, and reports (Stats, OnReclaim) and
+// retries with backoff one that failed or ran past RemovalDeadline;
+// [Layout.Settle] waits for them too.
 //
 // Limits: a lease protects a directory from removal and from the
 // Publisher's rewrites, not from another writer of Root; Root belongs to

@@ -28,3 +28,11 @@ func (p *Publisher) SetPrune(prune func(keep ...int64) error) {
 	p.prune = prune
 	p.unlock()
 }
+
+// SetSettle replaces the wait for the layout's background removals, so
+// that tests can make a removal hang.
+func (p *Publisher) SetSettle(settle func(ctx context.Context) error) {
+	_ = p.lock(context.Background())
+	p.settleDisk = settle
+	p.unlock()
+}

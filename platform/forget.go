@@ -8,8 +8,9 @@ import (
 // Forget drops the current record, for a deleted Platform resource: the
 // store holds nothing afterwards, and the directory is removed once its
 // last lease is released (at once when it has none). Like Publish, it
-// removes every other directory that is neither current nor leased. Forget
-// waits for a running Publish to finish.
+// removes every other directory that is neither current nor leased; their
+// space is freed in the background right after it returns, as Publish's.
+// Forget waits for a running Publish to finish, never for a removal.
 func (p *Publisher) Forget() {
 	_ = p.lock(context.Background())
 	cur, held := p.store.Generated()

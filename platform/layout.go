@@ -2,6 +2,7 @@ package platform
 
 import (
 	"fmt"
+	"time"
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/platformmodule"
@@ -32,11 +33,21 @@ type Layout struct {
 	// NoSync turns durability off, for disks that are wiped at boot: see
 	// [dirlife.Layout.NoSync].
 	NoSync bool
+
+	// RemovalDeadline bounds how long Prune, Write and Reset wait for a
+	// removal (zero: [dirlife.DefaultRemovalDeadline]): see
+	// [dirlife.Layout.RemovalDeadline].
+	RemovalDeadline time.Duration
+
+	deferRemoval bool // the Publisher's: see dirlife.Layout.DeferRemoval
 }
 
 // dirs returns the generic layout l is.
 func (l Layout) dirs() dirlife.Layout[int64] {
-	return dirlife.Layout[int64]{Root: l.Root, Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}, NoSync: l.NoSync}
+	return dirlife.Layout[int64]{
+		Root: l.Root, Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}, NoSync: l.NoSync,
+		DeferRemoval: l.deferRemoval, RemovalDeadline: l.RemovalDeadline,
+	}
 }
 
 // Dir returns the directory a generation's module lives in, whether or not
@@ -53,7 +64,8 @@ func (l Layout) Generations() ([]int64, error) { return l.dirs().IDs() }
 // into place, so no reader observes a partially written module: a failure
 // at any point leaves the staging directory (cleaned by the next Prune or
 // Reset) and never a generation directory. An existing directory for the
-// same generation is replaced atomically.
+// same generation is replaced atomically, and removed before Write
+// returns. See [dirlife.Layout.Write].
 //
 // Write refuses a generation below 1 ([GenerationError]) and an empty file
 // set ([ErrNoFiles]) before anything is created.
@@ -69,18 +81,21 @@ func (l Layout) Write(generation int64, files platformmodule.Files) (string, err
 
 // Prune removes every entry under Root except the generation directories
 // listed in keep: superseded generations, staging leftovers and moved-aside
-// copies. A missing Root is not an error. When Prune returns, no pruned
-// generation is listed; the trees themselves are removed in the
-// background, and [Layout.Settle] waits for that.
+// copies. A missing Root is not an error. When Prune returns, Root holds
+// only the kept generations' directories, and the space of the rest is
+// free. See [dirlife.Layout.Prune].
 func (l Layout) Prune(keep ...int64) error { return l.dirs().Prune(keep...) }
 
-// Settle waits until the removals that this process's Prunes and Writes
-// on Root started in the background are done, and returns their failures
-// not yet reported. After Settle, if nothing else runs, Root holds only
-// generation directories. A missing Root is not an error.
+// Settle waits until the removals that this process left running on Root
+// are over (those a call stopped waiting for at its RemovalDeadline, and
+// a [Publisher]'s, which it defers), and returns their failures not yet
+// reported; it returns at once when there are none. See
+// [dirlife.Layout.Settle] for what holds afterwards. A missing Root is not
+// an error.
 func (l Layout) Settle() error { return l.dirs().Settle() }
 
 // Reset empties Root entirely (the boot path: disk is ephemeral, the
 // resource is the source of truth, and the initial reconcile regenerates)
-// and makes sure Root exists afterwards.
+// and makes sure Root exists afterwards. When it returns, Root is empty
+// and the space free. See [dirlife.Layout.Reset].
 func (l Layout) Reset() error { return l.dirs().Reset() }

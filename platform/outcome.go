@@ -84,7 +84,9 @@ type ReclaimEvent struct {
 	// without Run, Delay runs from the supersession.
 	Delay time.Duration
 
-	// Err is a failed removal; the reclaim loop retries it with backoff.
+	// Err is a failed removal, or one still running past RemovalDeadline
+	// (errors.Is [leasekit.dev/dirlife.ErrRemovalStalled]); the reclaim loop retries it
+	// with backoff.
 	Err error
 }
 
@@ -101,4 +103,10 @@ type Stats struct {
 	ReclaimDelay time.Duration // the last reclaim's delay
 	LastPublish  PublishTimings
 	LastError    error // the last Publish or reclaim error; nil after a success, but a successful Publish keeps a removal failure the reclaim loop still retries
+
+	// StalledRemovals is the number of entries (a generation's directory,
+	// a staging leftover) whose removal had run past RemovalDeadline, and
+	// still ran, when Run last looked: each is out of every generation's
+	// path, and its removal goes on. Zero once they are over.
+	StalledRemovals int64
 }

@@ -44,8 +44,12 @@ import (
 // new directory is removed (a rewrite's old files are written back) and a
 // retry publishes again.
 //
-// A removal that fails after a successful publish does not fail it: the
-// error goes to OnReclaim, Stats and the log, and the reclaim loop retries.
+// The superseded directory leaves its path before Publish returns (or at
+// Run's next pass); its space is freed in the background right after,
+// never while Publish holds the serialisation ([Layout.Settle] waits for
+// it). A removal that fails after a successful publish does not fail it:
+// the error goes to OnReclaim, Stats and the log, and the reclaim loop
+// retries.
 //
 // Publish keeps a copy of the files it published, to compare the next
 // publish with; the caller may reuse files and their buffers as soon as

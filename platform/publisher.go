@@ -24,6 +24,12 @@ type PublisherOptions struct {
 	// (zero: 100ms); each further failure doubles it, up to RetryMax
 	// (zero: 30s).
 	RetryMin, RetryMax time.Duration
+
+	// RemovalDeadline is how long the reclaim loop waits for a directory's
+	// removal before it reports it as stalled (zero:
+	// [dirlife.DefaultRemovalDeadline]); the removal goes on, and the loop
+	// retries the report with backoff until it is over.
+	RemovalDeadline time.Duration
 }
 
 const (
@@ -39,9 +45,14 @@ const (
 // runs), and never rewrites or removes a leased directory.
 //
 // A Publisher is safe for concurrent use by multiple goroutines. Publish,
-// Forget, Boot and every removal are serialised: they run one at a time, so
-// a prune never races a publish of the same Publisher. Renders and leases
-// take no lock of the Publisher's. Two Publishers must not share a Root.
+// Forget, Boot and every prune are serialised: they run one at a time, so
+// a prune never races a publish of the same Publisher. A prune only takes
+// directories out of their paths; their removal runs in the background,
+// never on a caller's goroutine while the serialisation is held, so a
+// removal that hangs blocks no Publish, Forget, lease, render or reclaim
+// of another generation (Run reports it past RemovalDeadline). Renders
+// and leases take no lock of the Publisher's. Two Publishers must not
+// share a Root.
 type Publisher struct {
 	layout    Layout
 	kernel    *kernel.Kernel
@@ -54,6 +65,7 @@ type Publisher struct {
 	store   Store
 	booted  atomic.Bool
 	running atomic.Int32 // reclaim loops running
+	stalled atomic.Int64 // entries whose removal ran past the deadline at the last look
 
 	// sem serialises Boot, Publish, Forget and reclaims; a channel so
 	// that a wait for it honours a context.
@@ -64,6 +76,7 @@ type Publisher struct {
 	superseded map[int64]time.Time                                                // generations no longer current, since when
 	prune      func(keep ...int64) error                                          // Layout.Prune; a test seam
 	write      func(generation int64, files platformmodule.Files) (string, error) // Layout.Write; a test seam
+	settleDisk func(ctx context.Context) error                                    // the layout's SettleContext; a test seam
 	dirty      bool                                                               // Root may hold entries that are not generation directories
 
 	poke chan struct{} // asks the reclaim loop to retry; capacity 1
@@ -77,7 +90,7 @@ type Publisher struct {
 // nothing on disk: call [Publisher.Boot] (or Start) before Publish.
 func NewPublisher(root string, opts PublisherOptions) *Publisher {
 	p := &Publisher{
-		layout:     Layout{Root: root, NoSync: opts.NoSync},
+		layout:     Layout{Root: root, NoSync: opts.NoSync, RemovalDeadline: opts.RemovalDeadline, deferRemoval: true},
 		kernel:     opts.Kernel,
 		log:        opts.Logger,
 		onPublish:  opts.OnPublish,
@@ -103,6 +116,7 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 	p.retryMax = max(p.retryMax, p.retryMin)
 	p.prune = p.layout.Prune
 	p.write = p.layout.Write
+	p.settleDisk = p.layout.dirs().SettleContext
 	return p
 }
 
@@ -165,8 +179,13 @@ func (p *Publisher) Start(ctx context.Context) error {
 func (p *Publisher) Store() *Store { return &p.store }
 
 // Layout returns the Publisher's layout. Its Root belongs to the
-// Publisher: use it to read (Dir, Generations), not to write or prune.
-func (p *Publisher) Layout() Layout { return p.layout }
+// Publisher: use it to read (Dir, Generations, Settle), not to write or
+// prune.
+func (p *Publisher) Layout() Layout {
+	l := p.layout
+	l.deferRemoval = false
+	return l
+}
 
 // Stats returns a snapshot of the Publisher for metrics. It lists Root,
 // and takes no lock that a Publish holds while it waits.
@@ -174,6 +193,7 @@ func (p *Publisher) Stats() Stats {
 	p.statsMu.Lock()
 	s := p.stats
 	p.statsMu.Unlock()
+	s.StalledRemovals = p.stalled.Load()
 	s.Generation = p.store.Generation()
 	s.OnDisk, _ = p.layout.Generations()
 	s.Leased = p.store.Leased()

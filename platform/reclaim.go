@@ -5,27 +5,30 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"leasekit.dev/dirlife"
 )
 
 // Run is the reclaim loop: it removes a superseded or forgotten
 // generation's directory soon after its last lease is released, woken by
-// the release itself (no polling), until ctx ends; then it returns nil and
-// leaves no goroutine behind. After each pass it waits, without the
-// Publisher's serialisation, for the trees the layout removes in the
-// background, so that a removal Run started is over when Run returns and
-// one that failed there is noticed. A failed removal is retried after a
-// wait that doubles from RetryMin up to RetryMax. Every removal runs
-// under the Publisher's serialisation and re-checks, right before
-// removing, that the directory is neither current nor leased. Run returns
+// the release itself (no polling), until ctx ends; then it returns nil at
+// once, without waiting for a removal under way. After each pass it waits,
+// without the Publisher's serialisation, for the removals the layout runs
+// in the background, so that one that failed, or that runs past
+// RemovalDeadline (a stuck mount), is reported (Stats, OnReclaim) and
+// retried, after a wait that doubles from RetryMin up to RetryMax; a
+// removal that is stuck is never started twice, and keeps its goroutine
+// (one blocked in a system call, an OS thread) until it returns, after
+// Run has. Every prune runs under the Publisher's serialisation and
+// re-checks that the directory is neither current nor leased. Run returns
 // [ErrNotBooted] before Boot has succeeded.
 //
-// While Run runs, Publish hands it the removal of the generation it
-// superseded, so that a publish's latency excludes garbage removal; Root
-// then holds the superseded directory until Run's next pass, which the
-// publish wakes at once. A Publish that finds more than that awaiting
-// removal prunes itself, so directories never pile up. Without Run,
-// Publish and Forget prune before they return, so the disk never grows
-// without bound; Run makes the removal after a release prompt.
+// While Run runs, Publish hands it the pruning of the generation it
+// superseded; Root then holds the superseded directory until Run's next
+// pass, which the publish wakes at once. A Publish that finds more than
+// that awaiting removal prunes itself, so directories never pile up.
+// Without Run, Publish and Forget prune themselves, and the removals go on
+// in the background; a failure of one is reported by the next prune.
 func (p *Publisher) Run(ctx context.Context) error {
 	if !p.booted.Load() {
 		return ErrNotBooted
@@ -37,6 +40,16 @@ func (p *Publisher) Run(ctx context.Context) error {
 	defer timer.Stop()
 	<-timer.C
 	backoff := time.Duration(0)
+	// The wait for the layout's background removals runs on a goroutine
+	// of its own, so that a stuck removal delays no pass; it honours ctx,
+	// and Run waits for it to end before it returns.
+	settled := make(chan error, 1)
+	settling := false
+	defer func() {
+		if settling {
+			<-settled
+		}
+	}()
 	for {
 		released := p.store.releases() // before reclaiming: no release is missed
 		if err := p.lock(ctx); err != nil {
@@ -44,45 +57,92 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 		reclaims := p.reclaimLocked()
 		p.unlock()
-		if !failed(reclaims) {
-			reclaims = append(reclaims, p.settle(ctx)...)
-		}
 		p.finishReclaims(reclaims)
-
+		retry := false
+		arm := func() {
+			if !retry {
+				retry = true
+				backoff = min(max(2*backoff, p.retryMin), p.retryMax)
+				timer.Reset(backoff)
+			}
+		}
 		if failed(reclaims) {
-			backoff = min(max(2*backoff, p.retryMin), p.retryMax)
-			timer.Reset(backoff)
+			arm()
+		}
+		if !settling {
+			settling = true
+			go func() { settled <- p.settleDisk(ctx) }()
+		}
+	wait:
+		for {
+			var retryC <-chan time.Time
+			var wake <-chan struct{}
+			poke := p.poke
+			if retry {
+				retryC, poke = timer.C, nil // a failure is retried after the backoff only
+			} else {
+				wake = released
+			}
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-timer.C:
+			case <-retryC:
+				break wait
+			case <-wake:
+				break wait
+			case <-poke:
+				break wait
+			case err := <-settled:
+				settling = false
+				events := p.settleEvents(ctx, err)
+				p.finishReclaims(events)
+				if failed(events) {
+					arm()
+				} else if !retry {
+					backoff = 0
+				}
 			}
-			continue
-		}
-		backoff = 0
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-released:
-		case <-p.poke:
 		}
 	}
 }
 
-// settle waits for the removals the layout runs in the background (the
-// trees a prune set aside) and reports one that failed, marking Root dirty
-// so that the next pass prunes, and so retries, what it left. It runs
-// without the serialisation, so a Publish never waits for it.
-func (p *Publisher) settle(ctx context.Context) []ReclaimEvent {
-	err := p.layout.Settle()
-	if err == nil {
+// settleEvents turns what the wait for the layout's background removals
+// (the trees a prune set aside) returned into reclaim events: a removal
+// that failed, or one still running past the deadline, one event per
+// generation whose directory it was and one for the rest. It marks Root
+// dirty, so that the next pass prunes, and so retries, what a failure
+// left; a stuck removal is left to run, never started twice.
+func (p *Publisher) settleEvents(ctx context.Context, err error) []ReclaimEvent {
+	var stalled *dirlife.StalledError
+	if !errors.As(err, &stalled) {
+		p.stalled.Store(0)
+	}
+	if err == nil || ctx.Err() != nil {
 		return nil
 	}
-	if p.lock(ctx) == nil {
-		p.dirty = true
-		p.unlock()
+	if p.lock(ctx) != nil {
+		return nil
 	}
-	return p.reclaimFailed(0, err)
+	p.dirty = true
+	p.unlock()
+	if stalled == nil {
+		return p.reclaimFailed(0, err)
+	}
+	p.stalled.Store(int64(len(stalled.Entries)))
+	codec := dirlife.IntCodec[int64]{Prefix: "gen-"}
+	var events []ReclaimEvent
+	other := false
+	for _, e := range stalled.Entries {
+		if g, ok := codec.Parse(e.Name); ok {
+			events = append(events, ReclaimEvent{Generation: g, Err: err})
+		} else {
+			other = true
+		}
+	}
+	if other {
+		events = append(events, ReclaimEvent{Err: err})
+	}
+	return events
 }
 
 func failed(reclaims []ReclaimEvent) bool {

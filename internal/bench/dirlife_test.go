@@ -89,9 +89,10 @@ func benchWrite(b *testing.B, l dirLayout, id func(int64) int64, files map[strin
 
 // The disk cycle of a reconcile: Write of the new generation (32 files x
 // 4 KiB), then Prune of the old, keeping only the new. Root holds one ID
-// between iterations; the time includes leasekit's background removals
-// (waited for at the end), except in durable/caller, which times only what
-// the caller waits for.
+// between iterations. impl=leasekit/durable removes the pruned tree before
+// Prune returns (the default); durable/deferred leaves it to the
+// background (DeferRemoval), and waits for what is still running at the
+// end, so both time the whole work.
 func BenchmarkCycle32x4K(b *testing.B) {
 	files := moduleFiles()
 	cycle := func(b *testing.B, l dirLayout) {
@@ -106,32 +107,16 @@ func BenchmarkCycle32x4K(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		// The background removals still running are part of the cost.
+		// Deferred removals still running are part of the cost.
 		if err := settleLayout(l); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.Run("impl=leasekit/durable", func(b *testing.B) { cycle(b, leasekitLayout{newLayout(b, false), true}) })
-	// The caller's path alone: the background removal is waited for
-	// outside the timer, after each cycle.
-	b.Run("impl=leasekit/durable/caller", func(b *testing.B) {
-		l := leasekitLayout{newLayout(b, false), true}
-		settle()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range int64(b.N) {
-			if _, err := l.Write(i, files); err != nil {
-				b.Fatal(err)
-			}
-			if err := l.Prune(i); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			if err := l.Settle(); err != nil {
-				b.Fatal(err)
-			}
-			b.StartTimer()
-		}
+	b.Run("impl=leasekit/durable/deferred", func(b *testing.B) {
+		l := newLayout(b, false)
+		l.DeferRemoval = true
+		cycle(b, leasekitLayout{l, true})
 	})
 	b.Run("impl=leasekit/nosync", func(b *testing.B) { cycle(b, leasekitLayout{newLayout(b, true), false}) })
 	b.Run("impl=baseline", func(b *testing.B) { cycle(b, newBaseline(b)) })
@@ -234,17 +219,21 @@ func settleLayout(l dirLayout) error {
 }
 
 // Prune of 1,000 one-file directories down to one; the directories are
-// recreated outside the timer. impl=leasekit is the caller's cost (the
-// removal runs in the background and is waited for outside the timer);
-// impl=leasekit/settled also waits for the removal inside it: the whole
-// work.
+// recreated outside the timer. impl=leasekit removes them before Prune
+// returns (the default): the whole work; impl=leasekit/deferred is the
+// caller's cost with DeferRemoval (the removal is waited for outside the
+// timer).
 func BenchmarkPrune1000(b *testing.B) {
-	b.Run("impl=leasekit", func(b *testing.B) { benchPrune(b, leasekitLayout{newLayout(b, false), false}, false) })
-	b.Run("impl=leasekit/settled", func(b *testing.B) { benchPrune(b, leasekitLayout{newLayout(b, false), false}, true) })
-	b.Run("impl=baseline", func(b *testing.B) { benchPrune(b, newBaseline(b), false) })
+	b.Run("impl=leasekit", func(b *testing.B) { benchPrune(b, leasekitLayout{newLayout(b, false), false}) })
+	b.Run("impl=leasekit/deferred", func(b *testing.B) {
+		l := newLayout(b, false)
+		l.DeferRemoval = true
+		benchPrune(b, leasekitLayout{l, false})
+	})
+	b.Run("impl=baseline", func(b *testing.B) { benchPrune(b, newBaseline(b)) })
 }
 
-func benchPrune(b *testing.B, l dirLayout, settled bool) {
+func benchPrune(b *testing.B, l dirLayout) {
 	one := map[string][]byte{"f": []byte("x")}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
@@ -260,11 +249,6 @@ func benchPrune(b *testing.B, l dirLayout, settled bool) {
 		b.StartTimer()
 		if err := l.Prune(0); err != nil {
 			b.Fatal(err)
-		}
-		if settled {
-			if err := settleLayout(l); err != nil {
-				b.Fatal(err)
-			}
 		}
 	}
 }

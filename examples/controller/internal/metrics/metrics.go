@@ -26,7 +26,8 @@ type Metrics struct {
 	// became reclaimable (superseded or forgotten, and its last lease
 	// released) to its directory's removal.
 	ReclaimDelay prometheus.Histogram
-	// ReclaimErrors counts failed directory removals (each is retried).
+	// ReclaimErrors counts failed directory removals, and reports of one
+	// still running past the removal deadline (each is retried).
 	ReclaimErrors prometheus.Counter
 	// Renders observes the seconds each render took, by result: "ok",
 	// "failed" or "not-ready".
@@ -54,7 +55,7 @@ func New() *Metrics {
 		}),
 		ReclaimErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "reclaim_errors_total",
-			Help: "Failed removals of generation directories; each is retried.",
+			Help: "Failed removals of generation directories, and reports of one still running past the removal deadline; each is retried.",
 		}),
 		Renders: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "render_seconds",
@@ -134,6 +135,7 @@ type statsCollector struct {
 	onDisk     *prometheus.Desc
 	leases     *prometheus.Desc
 	prunes     *prometheus.Desc
+	stalled    *prometheus.Desc
 }
 
 func newStatsCollector() *statsCollector {
@@ -146,6 +148,8 @@ func newStatsCollector() *statsCollector {
 			"Outstanding leases, by generation.", []string{"generation"}, nil),
 		prunes: prometheus.NewDesc(Namespace+"_prunes_total",
 			"Generation directories removed, by a publish's prune or by reclaim.", nil, nil),
+		stalled: prometheus.NewDesc(Namespace+"_removals_stalled",
+			"Entries whose removal has run past the removal deadline and still runs (a stuck mount); 0 once they are over.", nil, nil),
 	}
 }
 
@@ -155,6 +159,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.onDisk
 	ch <- c.leases
 	ch <- c.prunes
+	ch <- c.stalled
 }
 
 // Collect implements prometheus.Collector.
@@ -166,4 +171,5 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.leases, prometheus.GaugeValue, float64(n), strconv.FormatInt(gen, 10))
 	}
 	ch <- prometheus.MustNewConstMetric(c.prunes, prometheus.CounterValue, float64(s.Prunes))
+	ch <- prometheus.MustNewConstMetric(c.stalled, prometheus.GaugeValue, float64(s.StalledRemovals))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"leasekit.dev/dirlife"
 	"leasekit.dev/examples/controller/internal/metrics"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
@@ -198,5 +199,41 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition still false after a minute")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStalledRemovalsGauge: the gauge of removals running past the
+// deadline follows the Publisher's Stats, and falls back to 0 once they
+// are over; a stalled removal's report counts as a reclaim error.
+func TestStalledRemovalsGauge(t *testing.T) {
+	m := metrics.New()
+	reg := prometheus.NewRegistry()
+	stats := platform.Stats{StalledRemovals: 2}
+	if err := m.Register(reg, func() platform.Stats { return stats }); err != nil {
+		t.Fatal(err)
+	}
+	gauge := func() float64 {
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "leasekit_platform_removals_stalled" && len(f.Metric) == 1 {
+				return f.Metric[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no gauge leasekit_platform_removals_stalled")
+		return 0
+	}
+	if got := gauge(); got != 2 {
+		t.Fatalf("removals_stalled = %v, want 2", got)
+	}
+	m.ObserveReclaim(platform.ReclaimEvent{Generation: 4, Err: &dirlife.StalledError{Root: "/r", Deadline: time.Second, Entries: []dirlife.StalledEntry{{Name: "gen-4", Aside: ".aside-8000000000000001"}}}})
+	if got := testutil.ToFloat64(m.ReclaimErrors); got != 1 {
+		t.Fatalf("reclaim_errors_total = %v after a stall, want 1", got)
+	}
+	stats.StalledRemovals = 0
+	if got := gauge(); got != 0 {
+		t.Fatalf("removals_stalled = %v once the removals are over, want 0", got)
 	}
 }

@@ -1,0 +1,229 @@
+//go:build unix
+
+package dirlife
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// TestDeferredRemovalModel drives a Layout with DeferRemoval, whose
+// removals are slowed through the seam so that they are still under way
+// at the next steps, with random Writes (new IDs and rewrites), Prunes and
+// Settles, and plants stray files, symbolic links and directories named
+// like IDs between them. Invariant, after every step: every directory
+// that a Write published and no Prune since left out of its keep set is
+// in place with exactly its files; after Settle, Root holds exactly those
+// directories and the strays planted since the last Prune (but for a
+// stray directory a Prune kept), and nothing of the layout's own.
+func TestDeferredRemovalModel(t *testing.T) {
+	tmp := t.TempDir()
+	rapid.Check(t, func(t *rapid.T) {
+		base, err := os.MkdirTemp(tmp, "case")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var slow atomic.Int64 // the removal seam's delay, in microseconds
+		l := Layout[int64]{
+			Root:         filepath.Join(base, "root"),
+			Codec:        IntCodec[int64]{Prefix: "gen-"},
+			NoSync:       true,
+			DeferRemoval: true,
+			removing:     func(string) { time.Sleep(time.Duration(slow.Load()) * time.Microsecond) },
+		}
+		defer func() {
+			slow.Store(0)
+			if err := l.Settle(); err != nil {
+				t.Fatalf("final Settle: %v", err)
+			}
+		}()
+		published := map[int64]Files{}
+		strays := map[string]bool{} // planted names; true for a directory
+		version := 0
+		ids := rapid.Int64Range(1, 6)
+
+		t.Repeat(map[string]func(*rapid.T){
+			"write": func(t *rapid.T) {
+				id := ids.Draw(t, "id")
+				version++
+				files := versionFiles(id, version)
+				if _, err := l.Write(id, files); err != nil {
+					t.Fatalf("Write(%d): %v", id, err)
+				}
+				published[id] = files
+				delete(strays, l.Codec.Format(id))
+			},
+			"prune": func(t *rapid.T) {
+				keep := rapid.SliceOfDistinct(ids, func(id int64) int64 { return id }).Draw(t, "keep")
+				slow.Store(int64(rapid.IntRange(0, 2000).Draw(t, "slow")))
+				if err := l.Prune(keep...); err != nil {
+					t.Fatalf("Prune(%v): %v", keep, err)
+				}
+				kept := map[string]bool{}
+				for _, id := range keep {
+					kept[l.Codec.Format(id)] = true
+				}
+				for id := range published {
+					if !slices.Contains(keep, id) {
+						delete(published, id)
+					}
+				}
+				for name, dir := range strays {
+					if !dir || !kept[name] {
+						delete(strays, name)
+					}
+				}
+			},
+			"plant": func(t *rapid.T) {
+				id := ids.Draw(t, "id")
+				name := l.Codec.Format(id)
+				if _, err := os.Lstat(filepath.Join(l.Root, name)); !errors.Is(err, os.ErrNotExist) {
+					t.Skip("the name is taken")
+				}
+				p := filepath.Join(l.Root, name)
+				var err error
+				kind := rapid.SampledFrom([]string{"file", "link", "dir"}).Draw(t, "kind")
+				switch kind {
+				case "file":
+					err = os.WriteFile(p, []byte("stray"), 0o644)
+				case "link":
+					err = os.Symlink(".", p)
+				case "dir":
+					err = os.Mkdir(p, 0o755)
+				}
+				if errors.Is(err, os.ErrNotExist) {
+					t.Skip("no root yet")
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				strays[name] = kind == "dir"
+			},
+			"settle": func(t *rapid.T) {
+				if err := l.Settle(); err != nil {
+					t.Fatalf("Settle: %v", err)
+				}
+				var want []string
+				for id := range published {
+					want = append(want, l.Codec.Format(id))
+				}
+				for name := range strays {
+					want = append(want, name)
+				}
+				slices.Sort(want)
+				if _, err := os.Stat(l.Root); err != nil {
+					return
+				}
+				if got := rootEntries(t, l.Root); !slices.Equal(got, want) {
+					t.Fatalf("Root after Settle = %v, want %v", got, want)
+				}
+			},
+			"": func(t *rapid.T) {
+				for id, files := range published {
+					if got := readTree(t, l.Dir(id)); !sameFiles(got, files) {
+						t.Fatalf("%s holds %d files, want the %d it was last published with", l.Dir(id), len(got), len(files))
+					}
+				}
+			},
+		})
+	})
+}
+
+// TestBlockedRemoval: a removal that never returns (blocked through the
+// seam) costs its caller at most RemovalDeadline, after which the call
+// returns a StalledError naming it; Writes, Prunes, Resets-free listing
+// and Settle go on meanwhile; no second attempt at it starts while it is
+// blocked; and once it returns, Settle reports nothing and Root holds
+// only IDs.
+func TestBlockedRemoval(t *testing.T) {
+	for _, deferred := range []bool{false, true} {
+		t.Run(fmt.Sprintf("defer=%v", deferred), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const deadline = 30 * time.Second
+				unblock := make(chan struct{})
+				var mu sync.Mutex
+				attempts := map[string]int{}
+				l := genLayout(t)
+				l.NoSync = true
+				l.DeferRemoval = deferred
+				l.RemovalDeadline = deadline
+				l.removing = func(was string) {
+					mu.Lock()
+					attempts[was]++
+					mu.Unlock()
+					if was == "gen-1" {
+						<-unblock
+					}
+				}
+				mustWrite(t, l, 1, versionFiles(1, 1))
+				mustWrite(t, l, 2, versionFiles(2, 1))
+
+				start := time.Now()
+				pruned := make(chan error, 1)
+				go func() { pruned <- l.Prune(2) }()
+				synctest.Wait()
+				// The exclusive lock is let go before the removal: others
+				// go on, with no time passing.
+				mustWrite(t, l, 3, versionFiles(3, 1))
+				mustWrite(t, l, 2, versionFiles(2, 2)) // a rewrite: its old copy goes
+				if ids, err := l.IDs(); err != nil || !slices.Equal(ids, []int64{2, 3}) {
+					t.Fatalf("IDs() = %v, %v, want [2 3]", ids, err)
+				}
+				if err := l.Prune(2, 3); err != nil && !deferred {
+					t.Fatalf("a second Prune = %v, want nil: the blocked entry is left to the first", err)
+				}
+				if time.Since(start) != 0 {
+					t.Fatalf("other calls took %v of fake time beside a blocked removal", time.Since(start))
+				}
+				var err error
+				if deferred {
+					err = <-pruned
+					if err != nil {
+						t.Fatalf("a deferring Prune = %v, want nil", err)
+					}
+					err = l.Settle()
+				} else {
+					err = <-pruned
+				}
+				if time.Since(start) != deadline {
+					t.Fatalf("the wait returned after %v, want the deadline %v", time.Since(start), deadline)
+				}
+				var se *StalledError
+				if !errors.As(err, &se) || !errors.Is(err, ErrRemovalStalled) || len(se.Entries) != 1 || se.Entries[0].Name != "gen-1" || !isPlainAside(se.Entries[0].Aside) {
+					t.Fatalf("past the deadline, err = %v, want a StalledError naming gen-1 under an aside name", err)
+				}
+				if got := rootEntries(t, l.Root); !slices.Equal(got, []string{se.Entries[0].Aside, "gen-2", "gen-3"}) {
+					t.Fatalf("Root = %v, want gen-2, gen-3 and the blocked entry", got)
+				}
+				// A retry leaves it to the running attempt.
+				if err := l.Prune(2, 3); err != nil && !deferred {
+					t.Fatalf("a Prune while the removal is blocked = %v, want nil", err)
+				}
+				mu.Lock()
+				n := attempts["gen-1"]
+				mu.Unlock()
+				if n != 1 {
+					t.Fatalf("%d attempts at gen-1's removal, want 1", n)
+				}
+
+				close(unblock)
+				if err := l.Settle(); err != nil {
+					t.Fatalf("Settle once the removal returned = %v", err)
+				}
+				if got := rootEntries(t, l.Root); !slices.Equal(got, []string{"gen-2", "gen-3"}) {
+					t.Fatalf("Root after Settle = %v, want [gen-2 gen-3]", got)
+				}
+			})
+		})
+	}
+}
