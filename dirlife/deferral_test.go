@@ -227,3 +227,65 @@ func TestBlockedRemoval(t *testing.T) {
 		})
 	}
 }
+
+// TestResetStallsOneDeadline: a Reset whose own removal and another
+// call's removal both hang returns once RemovalDeadline has passed, not
+// after one deadline for each, with a StalledError naming both.
+func TestResetStallsOneDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const deadline = 30 * time.Second
+		unblock := make(chan struct{})
+		l := genLayout(t)
+		l.NoSync = true
+		l.RemovalDeadline = deadline
+		l.removing = func(string) { <-unblock }
+		mustWrite(t, l, 1, versionFiles(1, 1))
+		mustWrite(t, l, 2, versionFiles(2, 1))
+		deferring := l
+		deferring.DeferRemoval = true
+		if err := deferring.Prune(2); err != nil { // gen-1's removal hangs
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err := l.Reset() // gen-2's removal hangs too
+		if d := time.Since(start); d != deadline {
+			t.Errorf("Reset returned after %v, want the deadline %v", d, deadline)
+		}
+		var names []string
+		for e := range errorsOf[*StalledError](err) {
+			for _, en := range e.Entries {
+				names = append(names, en.Name)
+			}
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, []string{"gen-1", "gen-2"}) {
+			t.Errorf("Reset = %v, want StalledErrors naming gen-1 and gen-2", err)
+		}
+		close(unblock)
+		settle(t, l)
+	})
+}
+
+// errorsOf yields the errors of type E that err is or joins.
+func errorsOf[E error](err error) func(func(E) bool) {
+	return func(yield func(E) bool) {
+		var walk func(error) bool
+		walk = func(err error) bool {
+			if e, ok := err.(E); ok {
+				return yield(e)
+			}
+			switch u := err.(type) {
+			case interface{ Unwrap() []error }:
+				for _, e := range u.Unwrap() {
+					if !walk(e) {
+						return false
+					}
+				}
+			case interface{ Unwrap() error }:
+				return walk(u.Unwrap())
+			}
+			return true
+		}
+		walk(err)
+	}
+}

@@ -59,12 +59,37 @@
 // breaks. [StringCodec] escapes whatever would break these rules, upper
 // case included, so every string is an ID.
 //
+// # Modes, links and streamed writes
+//
+// [Files] are written 0o644 in directories 0o755, subject to the umask as
+// with [os.WriteFile]. A [Tree] gives each file its permission bits, set
+// exactly, and holds symbolic links. [Layout.WriteStream] lets the caller
+// fill the staging directory through an [os.Root], and [Layout.CopyFS]
+// copies an [fs.FS] a buffer at a time: neither holds the tree in memory.
+// However the staging directory was filled, every entry is checked before
+// it is published, as names are:
+//
+//   - the setuid, setgid and sticky bits are refused, not dropped;
+//   - only regular files, directories and symbolic links are written, and
+//     a streamed file with other hard links is refused;
+//   - a symbolic link must be relative and resolve, as the system follows
+//     it through other links, to an entry of the same directory: an
+//     absolute, escaping, dangling or looping link is refused;
+//   - a streamed directory must be readable, writable and searchable by
+//     its owner, so that Prune can remove what it holds.
+//
+// A streamed write reports the [Digest] of what it staged, the one
+// [TreeDigest] gives the same content as a Tree or as Files; told the
+// digest of the current content, an identical re-publish discards its
+// staging directory instead of replacing the directory.
+//
 // # Resources
 //
 // A Write holds a bounded number of descriptors whatever the depth and
 // width of its tree (a few dozen): each directory is opened from its
 // nearest open ancestor while its entries are made, and closed once they
-// are.
+// are. A streamed write holds as many, besides its fill's, and memory that
+// does not grow with the bytes it writes.
 //
 // # Limits
 //
@@ -98,7 +123,9 @@
 // Durability relies on fsync reaching stable storage; network filesystems
 // and disks that lie about their caches do not guarantee it. Windows has no
 // way to sync a directory, so there a Write's renames are as durable as
-// NTFS's metadata journal makes them. On Linux a durable Write calls
+// NTFS's metadata journal makes them; there a durable streamed write
+// opens each staged file for writing to flush it, so it fails on a file
+// made read-only. On Linux a durable Write calls
 // syncfs(2) once, which also flushes whatever else is dirty on Root's
 // filesystem; give Root a filesystem of its own or set
 // [Layout.PerFileSync]. [ErrNotDurable] means the directory is published

@@ -1,8 +1,10 @@
 package dirlife_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log"
 	"os"
 	"path/filepath"
@@ -145,4 +147,47 @@ func ExampleLayout_Settle() {
 		fmt.Println(e.Name())
 	}
 	// Output: gen-3
+}
+
+// A build step writes an artifact straight into the staging directory,
+// with an executable and a link; an identical rebuild publishes nothing.
+func ExampleLayout_WriteStream() {
+	tmp, err := os.MkdirTemp("", "dirlife-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	bundles := dirlife.Layout[string]{Root: filepath.Join(tmp, "bundles"), Codec: dirlife.StringCodec{}}
+
+	build := func(ctx context.Context, dir *os.Root) error {
+		if err := dir.Mkdir("bin", 0o755); err != nil {
+			return err
+		}
+		if err := dir.WriteFile("bin/run", []byte("#!/bin/sh\necho run\n"), 0o755); err != nil {
+			return err
+		}
+		return dir.Symlink("bin/run", "start")
+	}
+	w, err := bundles.WriteStream(context.Background(), "v1", build, dirlife.StreamOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fi, _ := os.Stat(filepath.Join(w.Dir, "start"))
+	fmt.Println("published:", w.Published, "executable:", fi.Mode()&0o100 != 0)
+
+	same, _ := dirlife.TreeDigest(dirlife.Tree{
+		"bin/run": {Data: []byte("#!/bin/sh\necho run\n"), Mode: 0o755},
+		"start":   {Data: []byte("bin/run"), Mode: fs.ModeSymlink},
+	})
+	fmt.Println("digest as a Tree:", same == w.Digest)
+
+	again, err := bundles.WriteStream(context.Background(), "v1", build, dirlife.StreamOptions{Current: w.Digest})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("rebuilt, published:", again.Published)
+	// Output:
+	// published: true executable: true
+	// digest as a Tree: true
+	// rebuilt, published: false
 }

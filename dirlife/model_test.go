@@ -14,7 +14,9 @@ import (
 )
 
 // TestLayoutModel drives a Layout with random Write (new IDs and rewrites,
-// with or without an atomic exchange), Prune, Reset and IDs calls against a
+// with or without an atomic exchange; by Files, by Tree, streamed and
+// copied, these two also as identical re-publishes that publish nothing),
+// Prune, Reset and IDs calls against a
 // map model, planting junk in Root between steps: stray files, fake staging
 // and moved-aside directories, symbolic links named like IDs, files named
 // like IDs. It also strands rewrites (the rename into place and the move
@@ -102,6 +104,37 @@ func TestLayoutModel(t *testing.T) {
 				model[id] = files
 				delete(junk, l.Codec.Format(id)) // a planted entry of that name was replaced
 				rootExists = true
+			},
+			"WriteStream": func(t *rapid.T) {
+				id := rapid.Int64Range(-2, 12).Draw(t, "id")
+				files := Files(fileGen.Draw(t, "files"))
+				cur, held := model[id]
+				if held && rapid.Bool().Draw(t, "same content") {
+					files = cur
+				}
+				k := streamKinds[rapid.IntRange(0, len(streamKinds)-1).Draw(t, "kind")]
+				var opts StreamOptions
+				if held && k.name != "tree" && rapid.Bool().Draw(t, "current") {
+					opts.Current, _ = TreeDigest(cur.Tree())
+				}
+				if rapid.Bool().Draw(t, "no exchange") {
+					l.faults = fallback(l.Codec.Format(id))
+				}
+				w, err := k.write(l, id, files.Tree(), opts)
+				l.faults = nil
+				if err != nil {
+					t.Fatalf("%s write(%d): %v", k.name, id, err)
+				}
+				want, _ := TreeDigest(files.Tree())
+				unchanged := !opts.Current.IsZero() && want == opts.Current
+				if w.Digest != want || w.Published == unchanged || w.Dir != l.Dir(id) {
+					t.Fatalf("%s write(%d) = %+v, want digest %v, published %v", k.name, id, w, want, !unchanged)
+				}
+				if w.Published {
+					model[id] = files
+					delete(junk, l.Codec.Format(id))
+					rootExists = true
+				}
 			},
 			"StrandRewrite": func(t *rapid.T) {
 				id := heldID(t)

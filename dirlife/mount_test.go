@@ -135,3 +135,26 @@ func writeFile(t *testing.T, name string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestSettleAfterReportedFailure: what a removal that failed left stays in
+// Root after Settle, which does not name it again when the call that
+// waited for it returned the failure already; the next Prune removes it.
+func TestSettleAfterReportedFailure(t *testing.T) {
+	l := genLayout(t)
+	l.devices = fakeMounts("sub")
+	mustWrite(t, l, 1, Files{"sub/f": nil})
+	checkMountError(t, l.Prune(), "sub")
+	if err := l.Settle(); err != nil {
+		t.Fatalf("Settle after the Prune that returned the failure = %v, want nil", err)
+	}
+	if left := leftovers(t, l.Root); len(left) != 1 {
+		t.Fatalf("Root after Settle = %v, want the tree the failure left", rootEntries(t, l.Root))
+	}
+	l.devices = nil
+	if err := l.Prune(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rootEntries(t, l.Root); len(got) != 0 {
+		t.Fatalf("Root = %v, want nothing", got)
+	}
+}

@@ -98,6 +98,7 @@ type plan struct {
 	names []string // cleaned, sorted
 	from  []string // from[i]: the name as given for names[i]
 	dirs  []string // sorted, so parents come first
+	links []int    // the indices in names of symbolic links (a Tree's only)
 }
 
 // CheckFiles reports whether [Layout.Write] would accept the names of
@@ -119,10 +120,16 @@ func planFiles(files Files) (*plan, error) {
 	for name := range files {
 		given = append(given, name)
 	}
+	return planNames(given)
+}
+
+// planNames validates the file names given, not empty, before anything is
+// written. It sorts given.
+func planNames(given []string) (*plan, error) {
 	slices.Sort(given) // deterministic errors and write order
 
 	p := &plan{}
-	seen := make(map[string]string, len(files)) // cleaned -> as given
+	seen := make(map[string]string, len(given)) // cleaned -> as given
 	for _, name := range given {
 		clean, err := cleanFile(name)
 		if err != nil {

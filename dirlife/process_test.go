@@ -73,8 +73,8 @@ func keys(f Files) []string {
 	return k
 }
 
-// TestCrashChild is the child of TestCrash: it writes and rewrites IDs
-// until it is killed.
+// TestCrashChild is the child of TestCrash: it writes and rewrites IDs,
+// by Tree, stream and copy, until it is killed.
 func TestCrashChild(t *testing.T) {
 	root := os.Getenv(envCrashChild)
 	if root == "" {
@@ -85,7 +85,8 @@ func TestCrashChild(t *testing.T) {
 	l := childLayout(root)
 	for v := 0; ; v++ {
 		id := rng.Int64N(4)
-		if _, err := l.Write(id, versionFiles(id, v)); err != nil {
+		// WriteTree, WriteStream and CopyFS in turn.
+		if _, err := streamKinds[v%3].write(l, id, versionFiles(id, v).Tree(), StreamOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if v == 0 {
@@ -202,8 +203,12 @@ func stress(t tb, l Layout[int64], seed uint64, ops int) (checked int) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	for range ops {
 		switch id := rng.Int64N(8); rng.IntN(9) {
-		case 0, 1, 2, 3:
+		case 0, 1, 2:
 			if _, err := l.Write(id, versionFiles(id, int(id))); err != nil {
+				t.Fatal(err)
+			}
+		case 3:
+			if _, err := streamKinds[1+rng.IntN(2)].write(l, id, versionFiles(id, int(id)).Tree(), StreamOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		case 4, 5:

@@ -90,10 +90,10 @@ func (l Layout[ID]) Reset() error {
 	batch, rerr := l.removeGarbage(st, h, doomed, false)
 	h.unlock()
 	err = errors.Join(err, rerr)
-	err = errors.Join(err, l.wait(context.Background(), st, batch, collectOwn))
-	// What another call was removing is gone only if that removal
-	// succeeded: its failure is Reset's too.
-	err = errors.Join(err, l.wait(context.Background(), st, busy, collectAll))
+	// One wait, one deadline, for its own and those of other calls. What
+	// another call was removing is gone only if that removal succeeded:
+	// its failure is Reset's too.
+	err = errors.Join(err, l.wait(context.Background(), st, append(batch, busy...), collectAll))
 	if err == nil {
 		st.rm.takeErr(nil) // whatever failed before is gone now
 	}

@@ -18,7 +18,9 @@ import (
 // hold at most maxPath bytes), plus one directory being listed, for each
 // of the removeWorkers goroutines that remove the top of the tree's
 // entries; and no operation resolves a path of more than removeLevels
-// elements.
+// elements. The goroutines of one call's removals, its trees' tops
+// included, share that call's removeWorkers slots, so one call holds
+// that bound removeWorkers times at most, however many trees it removes.
 const (
 	removeHandles = 16
 	removeLevels  = 64
@@ -33,9 +35,11 @@ const (
 // mount of Root's own filesystem (a bind mount) is refused alike. An entry
 // already gone is no error: another remover may have been first. The
 // descriptors it holds are bounded, whatever the depth of the tree (see
-// removeHandles).
-func removeTree(parent *os.Root, name, rel string, dev uint64, devOf func(fs.FileInfo) uint64) error {
-	rm := treeRemoval{dev: dev, devOf: devOf}
+// removeHandles). The caller holds one of slots; the removal of the top of
+// the tree's entries takes more of them, those free, for goroutines of
+// its own.
+func removeTree(parent *os.Root, name, rel string, dev uint64, devOf func(fs.FileInfo) uint64, slots chan struct{}) error {
+	rm := treeRemoval{dev: dev, devOf: devOf, slots: slots}
 	return rm.remove(parent, name, rel, 0)
 }
 
@@ -43,6 +47,7 @@ func removeTree(parent *os.Root, name, rel string, dev uint64, devOf func(fs.Fil
 type treeRemoval struct {
 	dev   uint64
 	devOf func(fs.FileInfo) uint64
+	slots chan struct{} // a token for each goroutine the call's removals may run on
 }
 
 // remove removes the entry at p, a path relative to base of at most
@@ -140,35 +145,47 @@ func (rm treeRemoval) list(r *os.Root, p, rel string) ([]fs.DirEntry, error) {
 // of one tree.
 const removeWorkers = 4
 
-// removeEach removes the entries of sub, the top of a tree, on up to
-// removeWorkers goroutines, and returns the first failure.
+// removeEach removes the entries of sub, the top of a tree, on the
+// calling goroutine and on up to removeWorkers-1 more, as many as the
+// call's slots have free, and returns the first failure.
 func (rm treeRemoval) removeEach(sub *os.Root, entries []fs.DirEntry, rel string) error {
 	var mu sync.Mutex
 	var first error
 	next := 0
-	var wg sync.WaitGroup
-	for range min(len(entries), removeWorkers) {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				if next == len(entries) {
-					mu.Unlock()
-					return
-				}
-				e := entries[next]
-				next++
+	work := func() {
+		for {
+			mu.Lock()
+			if next == len(entries) {
 				mu.Unlock()
-				err := rm.removeEntry(sub, "", e, rel, 1)
-				if err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
+				return
 			}
+			e := entries[next]
+			next++
+			mu.Unlock()
+			err := rm.removeEntry(sub, "", e, rel, 1)
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}
+	}
+	var wg sync.WaitGroup
+spawn:
+	for range min(len(entries), removeWorkers) - 1 {
+		select {
+		case rm.slots <- struct{}{}:
+		default:
+			break spawn // the call's other removals hold the rest
+		}
+		wg.Go(func() {
+			defer func() { <-rm.slots }()
+			work()
 		})
 	}
+	work()
 	wg.Wait()
 	return first
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -143,11 +144,18 @@ func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage,
 
 	var next sync.Mutex
 	i := 0
+	var left atomic.Int64 // removals not over
+	left.Store(int64(len(batch)))
 	var workers sync.WaitGroup
 	devOf, hook := l.devOf(), l.removing
+	// One slot per goroutine: the workers' own, and those the tops of
+	// their trees take for more (see removeEach), maxRemovers in all.
+	slots := make(chan struct{}, maxRemovers)
 	for range min(len(batch), maxRemovers) {
+		slots <- struct{}{}
 		st.retain() // the caller holds a reference: st is still registered
 		workers.Go(func() {
+			defer func() { <-slots }()
 			defer putState(st)
 			for {
 				next.Lock()
@@ -161,18 +169,20 @@ func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage,
 				if hook != nil {
 					hook(job.was)
 				}
-				err := removeTree(r, job.name, job.name, dev, devOf)
+				err := removeTree(r, job.name, job.name, dev, devOf, slots)
 				if err != nil {
 					err = removeErr(l.Root, job.name, err)
+				}
+				if left.Add(-1) == 0 {
+					// The last one: no removal uses r any more. Closed
+					// before a waiter wakes, so that a call that waited
+					// returns holding no descriptor of it.
+					r.Close()
 				}
 				rm.finish(job, err)
 			}
 		})
 	}
-	go func() {
-		workers.Wait()
-		r.Close()
-	}()
 	return batch, nil
 }
 
@@ -282,7 +292,10 @@ func removeErr(root, name string, err error) error {
 // Settle began: they go on. A missing Root is not an error.
 //
 // Afterwards every entry that this process set aside before Settle began
-// is gone from Root, or named by the error. Entries that another process
+// is gone from Root, or named by the error, or left by a removal whose
+// failure was reported already (by the call that waited for it, or by an
+// earlier Prune or Settle); the next Prune removes what a failure left,
+// unless its cause (a mount) stays. Entries that another process
 // left (a crash's staging directory) stay until the next Prune or Reset,
 // and removals started by another process are not waited for.
 //

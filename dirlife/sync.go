@@ -1,6 +1,7 @@
 package dirlife
 
 import (
+	"io/fs"
 	"os"
 	"sync"
 )
@@ -48,7 +49,7 @@ type fileJob struct {
 	dir  *dirHandle // the file's directory in the staging tree, released once the file is done
 	base string     // the file's name in dir
 	name string     // its root-relative name, for errors and the fault seam
-	data []byte
+	file File       // its content and mode, or its link target
 }
 
 func (l Layout[ID]) newFilePool(dir *os.File, stage string) *filePool {
@@ -94,15 +95,24 @@ func (p *filePool) writeFile(j fileJob) error {
 	if err := p.fault(stepCreate, j.name); err != nil {
 		return &os.PathError{Op: "create", Path: j.name, Err: err}
 	}
-	f, err := j.dir.dir().OpenFile(j.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if j.file.Mode&fs.ModeSymlink != 0 {
+		return j.dir.dir().Symlink(string(j.file.Data), j.base) // made durable by its directory's sync
+	}
+	perm := j.file.perm()
+	f, err := j.dir.dir().OpenFile(j.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
 	}
-	err = p.fault(stepWrite, j.name)
-	if err != nil {
-		err = &os.PathError{Op: "write", Path: j.name, Err: err}
-	} else {
-		_, err = f.Write(j.data)
+	if j.file.Mode != 0 {
+		err = f.Chmod(perm) // exactly, whatever the umask
+	}
+	if err == nil {
+		err = p.fault(stepWrite, j.name)
+		if err != nil {
+			err = &os.PathError{Op: "write", Path: j.name, Err: err}
+		} else {
+			_, err = f.Write(j.file.Data)
+		}
 	}
 	if err == nil && !p.noSync && p.mode == syncFiles {
 		if err = p.fault(stepSync, j.name); err != nil {

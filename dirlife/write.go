@@ -55,7 +55,15 @@ func (l Layout[ID]) Write(id ID, files Files) (string, error) {
 	if err != nil {
 		return "", l.writeErr(id, err)
 	}
-	if err := l.write(name, p, func(i int) []byte { return files[p.from[i]] }); err != nil {
+	return l.writePlan(id, name, p, func(i int) File { return File{Data: files[p.from[i]]} })
+}
+
+// writePlan writes the validated plan p as id's directory, name.
+func (l Layout[ID]) writePlan(id ID, name string, p *plan, entry func(int) File) (string, error) {
+	stage := func(r *os.Root, dir *os.File, stage string) (bool, error) {
+		return true, l.stage(r, dir, stage, p, entry)
+	}
+	if _, err := l.write(name, stage); err != nil {
 		var pe *publishedError
 		if errors.As(err, &pe) {
 			return l.Dir(id), pe.err
@@ -76,7 +84,9 @@ func (e *publishedError) Unwrap() error { return e.err }
 // WriteFS is [Layout.Write] with the regular files of fsys (an [embed.FS],
 // an [os.DirFS] tree) as its files, under the same rules. Empty directories
 // of fsys are not reproduced; a symbolic link or other irregular file in
-// fsys is refused with a [NameError], and nothing is written.
+// fsys is refused with a [NameError], and nothing is written. WriteFS
+// reads the whole tree into memory first; [Layout.CopyFS] streams it, and
+// keeps its modes and links.
 func (l Layout[ID]) WriteFS(id ID, fsys fs.FS) (string, error) {
 	if _, err := l.name(id); err != nil {
 		return "", err
@@ -110,11 +120,20 @@ func (l Layout[ID]) writeErr(id ID, err error) error {
 	return fmt.Errorf("dirlife: write %s: %w", l.Dir(id), err)
 }
 
-// write stages p under a fresh staging directory and publishes it as name.
-func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err error) {
+// A stager fills the fresh staging directory stage (root-relative, in r;
+// dir is the root's directory) and, unless NoSync, makes it durable. It
+// reports whether the staged tree is to be published: false discards it.
+type stager func(r *os.Root, dir *os.File, stage string) (publish bool, err error)
+
+// write fills a fresh staging directory with fill and publishes it as
+// name, unless fill reports otherwise. It reports whether it published;
+// an error after the publication is a *publishedError. A staging
+// directory that is not published is discarded, also when fill panics or
+// exits its goroutine.
+func (l Layout[ID]) write(name string, fill stager) (published bool, err error) {
 	h, err := l.openRoot("write", true, shared)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer h.close()
 	defer h.unlock()
@@ -122,9 +141,8 @@ func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err e
 
 	stage := tempName(stagePrefix)
 	if err := l.mkdir(r, stage); err != nil {
-		return err
+		return false, err
 	}
-	published := false
 	var old string // the replaced copy, once published
 	defer func() {
 		// Set aside under the lock, removed once it is let go.
@@ -133,7 +151,7 @@ func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err e
 		if old != "" && l.fault(stepRemove, old) != nil {
 			discard = "" // left to the next Prune
 		}
-		if err != nil && !published {
+		if !published {
 			discard, was = "", stage
 			if !errors.As(err, &stranded) && l.fault(stepRemove, stage) == nil {
 				discard = stage // else Prune or Reset removes it
@@ -146,22 +164,22 @@ func (l Layout[ID]) write(name string, p *plan, content func(int) []byte) (err e
 			err = &publishedError{errors.Join(err, rerr)}
 		}
 	}()
-	if err := l.stage(r, dir, stage, p, content); err != nil {
-		return err
+	if publish, err := fill(r, dir, stage); err != nil || !publish {
+		return false, err
 	}
 	old, err = l.publish(r, dir, stage, name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	published = true
 	if !l.NoSync {
 		// Never undone on failure: another Write of name may have published
 		// since, and the state after a failed sync is unknown anyway.
 		if serr := l.syncRoot(dir); serr != nil {
-			return &publishedError{&NotDurableError{Dir: filepath.Join(l.Root, name), Err: serr}}
+			return true, &publishedError{&NotDurableError{Dir: filepath.Join(l.Root, name), Err: serr}}
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // discard removes the entry name of h's root, once named was, which the
@@ -195,7 +213,7 @@ func (l Layout[ID]) discard(h *openRoot, name, was string) error {
 // maxWriteFDs): directories are opened by a dirCursor, from their nearest
 // open ancestor, and closed once the cursor has moved on and their files
 // are written.
-func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, content func(int) []byte) error {
+func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, entry func(int) File) error {
 	// Each file and directory is created by a single-element openat or
 	// mkdirat in its own directory: the staging tree is the layout's own
 	// fresh directory, opened as a Root of its own so nothing in it can
@@ -207,10 +225,16 @@ func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, conte
 	defer sr.Close()
 	cur := newDirCursor(sr)
 	files := l.newFilePool(dir, stage)
-	err = l.fill(cur, files, stage, p, content)
+	err = l.fill(cur, files, stage, p, entry)
 	cur.close()
 	if err != nil {
 		files.stop()
+		return err
+	}
+	if err := files.stop(); err != nil {
+		return err
+	}
+	if err := checkLinks(sr, p); err != nil {
 		return err
 	}
 	if err := files.wait(); err != nil {
@@ -234,7 +258,7 @@ func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, conte
 
 // fill creates the directories and files of p in the staging tree, in
 // sorted order, so that every directory is made before what it holds.
-func (l Layout[ID]) fill(cur *dirCursor, files *filePool, stage string, p *plan, content func(int) []byte) error {
+func (l Layout[ID]) fill(cur *dirCursor, files *filePool, stage string, p *plan, entry func(int) File) error {
 	di, fi := 0, 0
 	for di < len(p.dirs) || fi < len(p.names) {
 		if di < len(p.dirs) && (fi == len(p.names) || p.dirs[di] < p.names[fi]) {
@@ -256,7 +280,7 @@ func (l Layout[ID]) fill(cur *dirCursor, files *filePool, stage string, p *plan,
 		if err != nil {
 			return err
 		}
-		files.add(fileJob{h, path.Base(name), path.Join(stage, name), content(fi)}) // releases h
+		files.add(fileJob{h, path.Base(name), path.Join(stage, name), entry(fi)}) // releases h
 		fi++
 		if files.failed() {
 			return nil // wait reports it

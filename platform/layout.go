@@ -83,7 +83,10 @@ func (l Layout) Write(generation int64, files platformmodule.Files) (string, err
 // listed in keep: superseded generations, staging leftovers and moved-aside
 // copies. A missing Root is not an error. When Prune returns, Root holds
 // only the kept generations' directories, and the space of the rest is
-// free. See [dirlife.Layout.Prune].
+// free, but for an entry that another call of this process on Root was
+// removing (a concurrent Prune or rewrite, a [Publisher]'s deferred
+// removal): Prune leaves it to that call, and Settle waits for it. See
+// [dirlife.Layout.Prune].
 func (l Layout) Prune(keep ...int64) error { return l.dirs().Prune(keep...) }
 
 // Settle waits until the removals that this process left running on Root

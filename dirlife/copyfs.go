@@ -1,0 +1,219 @@
+package dirlife
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sync"
+)
+
+// CopyFS is [Layout.WriteStream] with fsys's tree as the content: its
+// directories (empty ones too), regular files and symbolic links, copied a
+// buffer at a time (fsys must implement [fs.ReadLinkFS] for its links to
+// be copied), each file hashed as it is written. Files keep their
+// permission bits exactly, whatever the umask; directories keep theirs
+// with the owner's read, write and search added (an [embed.FS] directory,
+// 0o555, becomes 0o755). The entries of fsys are checked as WriteTree
+// checks a Tree, each before it is copied; a setuid, setgid or sticky bit
+// is refused, not dropped.
+//
+// CopyFS returns once ctx is done, also while a read from fsys blocks:
+// such a read is abandoned, not interrupted, and its goroutine ends when
+// the read returns. As for WriteStream, nothing is then published and
+// id's directory is left as it was.
+func (l Layout[ID]) CopyFS(ctx context.Context, id ID, fsys fs.FS, opts StreamOptions) (Written, error) {
+	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, stage string) (map[string]fileSum, error) {
+		c := &copier{l: l.fault, ctx: ctx, fsys: fsys, cur: newDirCursor(sr), stage: stage, sums: map[string]fileSum{}, hash: sha256.New()}
+		defer c.cur.close()
+		return c.sums, fs.WalkDir(fsys, ".", c.visit)
+	}, opts)
+}
+
+// A copier copies an fs.FS into a staging directory. It creates each
+// entry in its directory, opened by a dirCursor: the walk's depth-first
+// order keeps the cursor's moves short, and its descriptors bounded.
+type copier struct {
+	l     faultFunc
+	ctx   context.Context
+	fsys  fs.FS
+	cur   *dirCursor
+	stage string
+	sums  map[string]fileSum
+	hash  hash.Hash
+}
+
+func (c *copier) visit(name string, d fs.DirEntry, err error) error {
+	if err != nil {
+		return err
+	}
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	if name == "." {
+		if !d.IsDir() {
+			return &NameError{name, "is not a directory: a copy needs a tree"}
+		}
+		return nil
+	}
+	if _, err := cleanFile(name); err != nil {
+		return err
+	}
+	full := path.Join(c.stage, name)
+	h, err := c.cur.at(path.Dir(name))
+	if err != nil {
+		return err
+	}
+	defer h.release()
+	dir, base := h.dir(), path.Base(name)
+	info, err := d.Info()
+	if err != nil {
+		return err
+	}
+	mode := info.Mode()
+	if mode.IsDir() {
+		mode |= 0o700
+	}
+	if err := checkMode(name, mode, true); err != nil {
+		return err
+	}
+	switch {
+	case mode.IsDir():
+		perm := mode.Perm()
+		if err := c.l(stepMkdir, full); err != nil {
+			return &os.PathError{Op: "mkdir", Path: full, Err: err}
+		}
+		if err := dir.Mkdir(base, perm); err != nil {
+			return err
+		}
+		return dir.Chmod(base, perm) // exactly, whatever the umask
+	case mode.Type() == fs.ModeSymlink:
+		target, err := fs.ReadLink(c.fsys, name)
+		if err != nil {
+			return err
+		}
+		if err := checkLinkTarget(name, name, target); err != nil {
+			return err
+		}
+		if err := c.l(stepCreate, full); err != nil {
+			return &os.PathError{Op: "symlink", Path: full, Err: err}
+		}
+		return dir.Symlink(target, base)
+	}
+	return c.file(dir, base, name, full, mode.Perm())
+}
+
+// file copies the regular file name, base in dir, hashing it as it is
+// written.
+func (c *copier) file(dir *os.Root, base, name, full string, perm fs.FileMode) error {
+	if err := c.l(stepCreate, full); err != nil {
+		return &os.PathError{Op: "create", Path: full, Err: err}
+	}
+	f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Chmod(perm); err != nil { // exactly, whatever the umask
+		return err
+	}
+	if err := c.l(stepWrite, full); err != nil {
+		return &os.PathError{Op: "write", Path: full, Err: err}
+	}
+	c.hash.Reset()
+	n, err := copyCtx(c.ctx, io.MultiWriter(f, c.hash), c.fsys, name)
+	if err != nil {
+		return err
+	}
+	s := fileSum{size: n}
+	c.hash.Sum(s.sum[:0])
+	c.sums[name] = s
+	return f.Close()
+}
+
+// copyBufs holds the buffers of finished copies.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, hashBufSize); return &b }}
+
+// A chunk is one read of a copy.
+type chunk struct {
+	buf *[]byte
+	n   int
+	err error
+}
+
+// copyCtx copies the file name of fsys to w and returns the bytes copied.
+// The file is opened and read on a goroutine of its own, through two
+// buffers, so that ctx ends the copy also while a read blocks; that
+// goroutine then ends at its next read's return.
+func copyCtx(ctx context.Context, w io.Writer, fsys fs.FS, name string) (int64, error) {
+	chunks := make(chan chunk)
+	free := make(chan *[]byte, 2)
+	free <- copyBufs.Get().(*[]byte)
+	free <- copyBufs.Get().(*[]byte)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		send := func(c chunk) bool {
+			select {
+			case chunks <- c:
+				return true
+			case <-stop:
+				return false
+			}
+		}
+		defer func() {
+			if v := recover(); v != nil {
+				send(chunk{err: &fillPanic{v}})
+			}
+		}()
+		f, err := fsys.Open(name)
+		if err != nil {
+			send(chunk{err: err})
+			return
+		}
+		defer f.Close()
+		for {
+			var buf *[]byte
+			select {
+			case buf = <-free:
+			case <-stop:
+				return
+			}
+			n, err := f.Read(*buf)
+			if !send(chunk{buf, n, err}) || err != nil {
+				return
+			}
+		}
+	}()
+	var total int64
+	for {
+		var c chunk
+		select {
+		case <-ctx.Done():
+			return total, ctx.Err() // the buffers stay with the reader
+		case c = <-chunks:
+		}
+		if c.n > 0 {
+			if _, err := w.Write((*c.buf)[:c.n]); err != nil {
+				return total, err
+			}
+			total += int64(c.n)
+		}
+		switch {
+		case errors.Is(c.err, io.EOF):
+			// The reader has returned: both buffers are free.
+			copyBufs.Put(c.buf)
+			copyBufs.Put(<-free)
+			return total, nil
+		case c.buf == nil:
+			return total, c.err // the open failed, or the reader panicked
+		case c.err != nil:
+			return total, c.err
+		}
+		free <- c.buf
+	}
+}

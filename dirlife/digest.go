@@ -1,0 +1,154 @@
+package dirlife
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"hash"
+	"io/fs"
+	"path"
+	"slices"
+)
+
+// A Digest identifies the content of one directory: two directories with
+// one Digest hold the same tree. The zero Digest is no tree's.
+//
+// It is the SHA-256 of every directory, file and link in the order of a
+// depth-first walk that visits a directory's entries in byte order of
+// their names; for each, its kind, its cleaned path and its permission
+// bits (none for a link), then a file's size and the SHA-256 of its bytes,
+// or a link's target, each field length-prefixed. A Tree implies its
+// directories with mode 0o755 and gives 0o644 to a file whose Mode has no
+// permission bits. A streamed write takes the modes on disk, after the
+// umask: with the usual umask 022, what it creates with the defaults of
+// [os.Mkdir] (0o755) and [os.Create] has the modes a Tree implies.
+type Digest [sha256.Size]byte
+
+// String returns the digest in hexadecimal.
+func (d Digest) String() string { return hex.EncodeToString(d[:]) }
+
+// IsZero reports whether d is the zero Digest.
+func (d Digest) IsZero() bool { return d == Digest{} }
+
+// TreeDigest returns the [Digest] of tree as [Layout.WriteTree] writes it:
+// the digest [Layout.WriteStream] and [Layout.CopyFS] report for the same
+// content, so that a publisher can tell an identical re-publish without
+// keeping a copy. For [Files], it is TreeDigest(files.Tree()). It reads no
+// disk, and returns the error [CheckTree] returns for tree.
+func TreeDigest(tree Tree) (Digest, error) {
+	p, err := planTree(tree)
+	if err != nil {
+		return Digest{}, err
+	}
+	type entry struct {
+		name string
+		file int // index in p.names; -1 for a directory
+	}
+	entries := make([]entry, 0, len(p.names)+len(p.dirs))
+	for _, d := range p.dirs {
+		entries = append(entries, entry{d, -1})
+	}
+	for i, name := range p.names {
+		entries = append(entries, entry{name, i})
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return comparePaths(a.name, b.name) })
+	var dg digester
+	dg.init()
+	for _, e := range entries {
+		if e.file < 0 {
+			dg.dir(e.name, defaultDirPerm)
+			continue
+		}
+		f := tree[p.from[e.file]]
+		if f.Mode&fs.ModeSymlink != 0 {
+			dg.link(e.name, string(f.Data))
+			continue
+		}
+		dg.file(e.name, f.perm(), int64(len(f.Data)), sha256.Sum256(f.Data))
+	}
+	return dg.sum(), nil
+}
+
+// comparePaths orders clean slash-separated paths as a depth-first walk
+// visits them, each directory's entries in byte order: element by element,
+// a directory before what it holds.
+func comparePaths(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		ca, cb := a[i], b[i]
+		if ca == cb {
+			continue
+		}
+		if ca == '/' {
+			ca = 0 // ends an element: before any byte of a longer one
+		}
+		if cb == '/' {
+			cb = 0
+		}
+		return cmp.Compare(ca, cb)
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// digestVersion starts every digest, so that a change of format changes
+// every digest.
+const digestVersion = "leasekit.dev/dirlife tree v1\n"
+
+// A digester computes a Digest from entries given in the order of
+// comparePaths.
+type digester struct {
+	h       hash.Hash
+	scratch []byte
+	last    string // the last path, to check the order
+	n       int
+}
+
+func (d *digester) init() {
+	d.h = sha256.New()
+	d.h.Write([]byte(digestVersion))
+}
+
+func (d *digester) entry(kind byte, name string, perm fs.FileMode) {
+	if d.n > 0 && comparePaths(d.last, name) >= 0 {
+		panic("dirlife: digest entries out of order: " + d.last + " before " + name)
+	}
+	d.last, d.n = name, d.n+1
+	b := append(d.scratch[:0], kind)
+	b = binary.AppendUvarint(b, uint64(len(name)))
+	b = append(b, name...)
+	b = binary.AppendUvarint(b, uint64(perm.Perm()))
+	d.scratch = b
+	d.h.Write(b)
+}
+
+func (d *digester) dir(name string, perm fs.FileMode) { d.entry('d', name, perm) }
+
+func (d *digester) file(name string, perm fs.FileMode, size int64, sum [sha256.Size]byte) {
+	d.entry('f', name, perm)
+	b := binary.AppendUvarint(d.scratch[:0], uint64(size))
+	b = append(b, sum[:]...)
+	d.scratch = b
+	d.h.Write(b)
+}
+
+func (d *digester) link(name, target string) {
+	d.entry('l', name, 0)
+	b := binary.AppendUvarint(d.scratch[:0], uint64(len(target)))
+	b = append(b, target...)
+	d.scratch = b
+	d.h.Write(b)
+}
+
+func (d *digester) sum() Digest {
+	var out Digest
+	d.h.Sum(out[:0])
+	return out
+}
+
+// pathJoin joins a directory of a walk ("." for the top) and a name.
+func pathJoin(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return path.Join(dir, name)
+}

@@ -1,0 +1,16 @@
+//go:build !unix
+
+package dirlife
+
+import (
+	"io/fs"
+	"os"
+)
+
+// syncOpenFlag is how a staged file is opened to be read back and synced:
+// FlushFileBuffers needs write access.
+const syncOpenFlag = os.O_RDWR
+
+// linkCount returns the number of hard links of the file fi describes,
+// where the system tells it: a FileInfo here does not.
+func linkCount(fs.FileInfo) (uint64, bool) { return 0, false }

@@ -1,0 +1,22 @@
+//go:build unix
+
+package dirlife
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// syncOpenFlag is how a staged file is opened to be read back and synced:
+// fsync needs no write access here.
+const syncOpenFlag = os.O_RDONLY
+
+// linkCount returns the number of hard links of the file fi describes,
+// where the system tells it.
+func linkCount(fi fs.FileInfo) (uint64, bool) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink), true
+	}
+	return 0, false
+}

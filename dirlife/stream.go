@@ -1,0 +1,435 @@
+package dirlife
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+)
+
+// The steps of a streamed write beyond those of a Write, as named to the
+// fault seam.
+const (
+	stepFill = "fill" // the caller's fill of the staging directory, or the copy
+	stepHash = "hash" // reading a staged file back for the digest
+)
+
+// hashBufSize is the buffer a streamed write reads a staged file back
+// with, and each of the two a copy moves a file's bytes through.
+const hashBufSize = 128 << 10
+
+// StreamOptions adjusts a streamed write. The zero value publishes
+// whatever is staged.
+type StreamOptions struct {
+	// Current, unless zero, is the Digest of the content the ID's
+	// directory holds now, as a publisher recorded it. A streamed write
+	// whose staged content has this digest removes its staging directory
+	// and publishes nothing: an identical re-publish costs the write and
+	// its hashing, and leaves the directory, and the readers inside it,
+	// undisturbed.
+	Current Digest
+}
+
+// Written reports a streamed write that succeeded.
+type Written struct {
+	Dir       string // the ID's directory, [Layout.Dir]
+	Digest    Digest // of the staged content; see [TreeDigest]
+	Published bool   // false when Digest equals StreamOptions.Current
+}
+
+// WriteStream is [Layout.WriteTree] with the tree that fill makes in dir,
+// an [os.Root] of a fresh staging directory beside id's: nothing fill does
+// through dir reaches outside it. Once fill returns nil, every entry is
+// checked as WriteTree checks a Tree (see the package documentation's
+// Modes, links and streamed writes), read back for the Digest, made
+// durable unless NoSync, and published as Write publishes, unless the
+// Digest is opts.Current. fill's modes are kept, after the umask.
+//
+// fill runs with Root's lock held shared, as a Write stages: it must
+// honour ctx, and must not call a method of a Layout on the same Root (a
+// waiting Prune would wait for it too). On failure (fill's error, a
+// refused entry, ctx done before publication) WriteStream leaves id's
+// directory as a failed Write does, and removes the staging directory; a
+// panic in fill is raised again once it is removed. An error after the
+// publication is one Write would return; the Written then reports it.
+func (l Layout[ID]) WriteStream(ctx context.Context, id ID, fill func(ctx context.Context, dir *os.Root) error, opts StreamOptions) (Written, error) {
+	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, _ string) (map[string]fileSum, error) {
+		return nil, fill(ctx, sr)
+	}, opts)
+}
+
+// A filler fills the staging directory sr, named stage in the root. It
+// returns the sizes and digests of the files it wrote itself, if it
+// knows them, which spares reading them back.
+type filler func(ctx context.Context, sr *os.Root, stage string) (map[string]fileSum, error)
+
+// fileSum is the size and SHA-256 of a staged file.
+type fileSum struct {
+	size int64
+	sum  [sha256.Size]byte
+}
+
+// A fillPanic carries the value of a panic in a fill out of the staging
+// path, which removes the staging directory before it is raised again.
+type fillPanic struct{ value any }
+
+func (p *fillPanic) Error() string { return fmt.Sprintf("dirlife: fill panicked: %v", p.value) }
+
+func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamOptions) (Written, error) {
+	name, err := l.name(id)
+	if err != nil {
+		return Written{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Written{}, l.writeErr(id, err)
+	}
+	w := Written{Dir: l.Dir(id)}
+	stage := func(r *os.Root, dir *os.File, stage string) (publish bool, err error) {
+		sr, err := r.OpenRoot(stage)
+		if err != nil {
+			return false, err
+		}
+		defer sr.Close()
+		checked := false
+		defer func() {
+			if !checked { // also when fill exits its goroutine
+				makeRemovable(sr, ".")
+			}
+		}()
+		sums, err := l.runFill(ctx, fill, sr, stage)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return false, err
+		}
+		if w.Digest, err = l.finish(ctx, r, dir, sr, stage, sums, opts.Current); err != nil {
+			return false, err
+		}
+		checked = true // every directory is the owner's to empty
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		return w.Digest != opts.Current, nil
+	}
+	published, err := l.write(name, stage)
+	w.Published = published
+	var p *fillPanic
+	var pe *publishedError
+	switch {
+	case errors.As(err, &p):
+		panic(p.value)
+	case errors.As(err, &pe):
+		return w, pe.err
+	case err != nil:
+		return Written{}, l.writeErr(id, err)
+	}
+	return w, nil
+}
+
+// runFill calls fill, turning a panic into a *fillPanic.
+func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage string) (sums map[string]fileSum, err error) {
+	if err := l.fault(stepFill, stage); err != nil {
+		return nil, &os.PathError{Op: "fill", Path: stage, Err: err}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = &fillPanic{v}
+		}
+	}()
+	return fill(ctx, sr, stage)
+}
+
+// finish checks the filled staging directory sr entry by entry, digests
+// it and, unless NoSync or its digest is current (it is then discarded),
+// makes it durable.
+func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, sums map[string]fileSum, current Digest) (Digest, error) {
+	fi, err := sr.Lstat(".")
+	if err != nil {
+		return Digest{}, err
+	}
+	if err := checkMode(".", fi.Mode(), true); err != nil {
+		return Digest{}, err // the directory itself
+	}
+	mode := syncFS
+	if l.PerFileSync || !haveSyncfs {
+		mode = syncFiles
+	}
+	w := &stagedWalk{
+		ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: stage, sums: sums,
+		fault: l.fault, syncFiles: !l.NoSync && mode == syncFiles,
+		hash: sha256.New(),
+	}
+	defer w.cur.close()
+	defer func() {
+		if w.buf != nil {
+			copyBufs.Put(w.buf)
+		}
+	}()
+	w.dg.init()
+	if err := w.walk("."); err != nil {
+		return Digest{}, err
+	}
+	if w.entries == 0 {
+		return Digest{}, ErrNoFiles
+	}
+	sum := w.dg.sum()
+	if l.NoSync || sum == current {
+		return sum, nil
+	}
+	if mode == syncFS {
+		if err := l.fault(stepSync, stage); err != nil {
+			return Digest{}, &os.PathError{Op: "syncfs", Path: stage, Err: err}
+		}
+		if err := syncfs(dir); err != nil {
+			return Digest{}, &os.PathError{Op: "syncfs", Path: stage, Err: err}
+		}
+		return sum, nil
+	}
+	// Directories after their files, deepest first, the staging directory
+	// last, as stage does: reverse walk order puts every directory before
+	// its parent.
+	for i := len(w.dirs) - 1; i >= 0; i-- {
+		if err := l.syncStaged(w.cur, stage, w.dirs[i]); err != nil {
+			return Digest{}, err
+		}
+	}
+	if err := l.syncDir(r, stage); err != nil {
+		return Digest{}, err
+	}
+	return sum, nil
+}
+
+// A stagedWalk visits a filled staging tree depth first, each directory's
+// entries in byte order (the order of a Digest), through a dirCursor, so
+// that it holds a bounded number of descriptors.
+type stagedWalk struct {
+	ctx       context.Context
+	sr        *os.Root
+	cur       *dirCursor
+	stage     string
+	sums      map[string]fileSum // files whose digest the fill knows
+	fault     faultFunc
+	syncFiles bool // fsync each file as it is visited
+
+	dg      digester
+	hash    hash.Hash
+	buf     *[]byte  // from copyBufs, once needed
+	dirs    []string // visited, in walk order
+	entries int
+}
+
+func (w *stagedWalk) walk(dir string) error {
+	h, err := w.cur.at(dir)
+	if err != nil {
+		return err
+	}
+	names, err := readNames(h.dir())
+	h.release()
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	if err := checkSiblingCase(dir, names); err != nil {
+		return err
+	}
+	for _, base := range names {
+		if err := w.ctx.Err(); err != nil {
+			return err
+		}
+		rel := pathJoin(dir, base)
+		if _, err := cleanFile(rel); err != nil {
+			return err
+		}
+		w.entries++
+		h, err := w.cur.at(dir)
+		if err != nil {
+			return err
+		}
+		isDir, err := w.entry(h, base, rel)
+		h.release() // before descending: the cursor bounds what stays open
+		if err != nil {
+			return err
+		}
+		if isDir {
+			if err := w.walk(rel); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// entry checks and digests the entry base of directory h, rel in the
+// tree, and reports whether it is a directory to descend into.
+func (w *stagedWalk) entry(h *dirHandle, base, rel string) (isDir bool, err error) {
+	fi, err := h.dir().Lstat(base)
+	if err != nil {
+		return false, err
+	}
+	mode := fi.Mode()
+	if err := checkMode(rel, mode, true); err != nil {
+		return false, err
+	}
+	switch mode.Type() {
+	case fs.ModeDir:
+		w.dg.dir(rel, mode.Perm())
+		w.dirs = append(w.dirs, rel)
+		return true, nil
+	case fs.ModeSymlink:
+		target, err := h.dir().Readlink(base)
+		if err != nil {
+			return false, err
+		}
+		if err := checkLinkTarget(rel, rel, target); err != nil {
+			return false, err
+		}
+		if err := checkResolves(w.sr, rel); err != nil {
+			return false, err
+		}
+		w.dg.link(rel, target)
+		return false, nil
+	}
+	return false, w.regular(h, base, rel, fi)
+}
+
+// regular checks and digests the regular file base of directory h.
+func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) error {
+	mode := fi.Mode()
+	if n, ok := linkCount(fi); ok && n > 1 {
+		return &NameError{rel, fmt.Sprintf("has %d hard links: each file of the directory must be its own", n)}
+	}
+	sum, known := w.sums[rel]
+	if known && sum.size != fi.Size() {
+		return fmt.Errorf("dirlife: %s: %d bytes staged, %d copied", path.Join(w.stage, rel), fi.Size(), sum.size)
+	}
+	if !known || w.syncFiles {
+		got, err := w.file(h, base, rel, !known)
+		if err != nil {
+			return err
+		}
+		if !known {
+			sum = got
+		}
+	}
+	w.dg.file(rel, mode.Perm(), sum.size, sum.sum)
+	return nil
+}
+
+// file opens a staged file, reads it back for its digest when digest is
+// set, and fsyncs it under syncFiles.
+func (w *stagedWalk) file(h *dirHandle, base, rel string, digest bool) (fileSum, error) {
+	name := path.Join(w.stage, rel)
+	var sum fileSum
+	f, err := h.dir().OpenFile(base, syncOpenFlag, 0)
+	if err != nil {
+		return sum, err
+	}
+	defer f.Close()
+	if digest {
+		if err := w.fault(stepHash, name); err != nil {
+			return sum, &os.PathError{Op: "read", Path: name, Err: err}
+		}
+		if w.buf == nil {
+			w.buf = copyBufs.Get().(*[]byte)
+		}
+		buf := *w.buf
+		w.hash.Reset()
+		for {
+			n, err := f.Read(buf)
+			w.hash.Write(buf[:n])
+			sum.size += int64(n)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return sum, err
+			}
+			if err := w.ctx.Err(); err != nil {
+				return sum, err
+			}
+		}
+		w.hash.Sum(sum.sum[:0])
+	}
+	if w.syncFiles {
+		if err := w.fault(stepSync, name); err != nil {
+			return sum, &os.PathError{Op: "sync", Path: name, Err: err}
+		}
+		if err := f.Sync(); err != nil {
+			return sum, err
+		}
+	}
+	return sum, f.Close()
+}
+
+// readNames returns the names in directory d, unsorted.
+func readNames(d *os.Root) ([]string, error) {
+	f, err := d.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	names, err := f.Readdirnames(-1)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return names, err
+}
+
+// checkSiblingCase refuses two names of one directory, names sorted, that
+// differ only by case. Only the names that case folding changes are
+// looked up: a directory of lower-case names costs no allocation.
+func checkSiblingCase(dir string, names []string) error {
+	var folded map[string]string
+	for _, n := range names {
+		key := foldKey(n)
+		if key == n {
+			continue
+		}
+		other, ok := folded[key]
+		if !ok {
+			if _, found := slices.BinarySearch(names, key); found {
+				other, ok = key, true
+			}
+		}
+		if ok {
+			a, b := min(other, n), max(other, n)
+			return &NameError{pathJoin(dir, b), fmt.Sprintf("%s: %q and %q", ruleCase, pathJoin(dir, a), pathJoin(dir, b))}
+		}
+		if folded == nil {
+			folded = map[string]string{}
+		}
+		folded[key] = n
+	}
+	return nil
+}
+
+// makeRemovable gives the owner read, write and search permission on
+// every directory of the staging tree sr under dir that lacks it, so that
+// the removal of a tree that a fill left unchecked or that was refused
+// does not fail on a directory it made read-only. It works by path
+// through sr, a descriptor at a time, and ignores errors: the removal
+// reports what it cannot remove, and Prune or Reset retries.
+func makeRemovable(sr *os.Root, dir string) {
+	fi, err := sr.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return
+	}
+	if perm := fi.Mode().Perm(); perm&0o700 != 0o700 {
+		sr.Chmod(dir, perm|0o700)
+	}
+	d, err := sr.Open(dir)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, name := range names {
+		makeRemovable(sr, path.Join(dir, name))
+	}
+}
