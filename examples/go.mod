@@ -16,7 +16,7 @@ require (
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	leasekit.dev/dirlife v0.0.0-00010101000000-000000000000
 	leasekit.dev/platform v0.0.0-00010101000000-000000000000
-	leasekit.dev/slot v0.0.0-00010101000000-000000000000
+	leasekit.dev/publish v0.0.0-00010101000000-000000000000
 	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/yaml v1.6.0
@@ -95,6 +95,7 @@ require (
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	leasekit.dev/lease v0.0.0-00010101000000-000000000000 // indirect
+	leasekit.dev/slot v0.0.0-00010101000000-000000000000 // indirect
 	sigs.k8s.io/controller-tools v0.23.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
@@ -105,5 +106,6 @@ replace (
 	leasekit.dev/dirlife => ../dirlife
 	leasekit.dev/lease => ../lease
 	leasekit.dev/platform => ../platform
+	leasekit.dev/publish => ../publish
 	leasekit.dev/slot => ../slot
 )

@@ -8,6 +8,7 @@ require (
 	leasekit.dev/dirlife v0.0.0-00010101000000-000000000000
 	leasekit.dev/lease v0.0.0-00010101000000-000000000000
 	leasekit.dev/platform v0.0.0-00010101000000-000000000000
+	leasekit.dev/publish v0.0.0-00010101000000-000000000000
 	leasekit.dev/slot v0.0.0-00010101000000-000000000000
 )
 
@@ -35,5 +36,6 @@ replace (
 	leasekit.dev/dirlife => ../dirlife
 	leasekit.dev/lease => ../lease
 	leasekit.dev/platform => ../platform
+	leasekit.dev/publish => ../publish
 	leasekit.dev/slot => ../slot
 )

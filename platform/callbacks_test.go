@@ -70,7 +70,7 @@ func TestLogger(t *testing.T) {
 	p.Publish(ctx, 2, moduleFiles(t, 1), 0)
 	p.Publish(ctx, 1, moduleFiles(t, 1), 0)
 	for _, want := range []string{
-		"outcome=published", "generation=2", "removed a generation", "outcome=stale", "level=ERROR",
+		"outcome=published", "key=2", "identity=2@sha256:", "removed a directory", "outcome=stale", "level=ERROR",
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, buf.String())

@@ -13,16 +13,20 @@
 // reconciler never prunes a module directory a render is still reading
 // from.
 //
-// [Publisher] makes the safe order the only order. [Publisher.Boot] empties
-// Root before any reader exists; [Publisher.Publish] writes, builds, sets
-// and prunes to the current and every leased generation, one call at a
-// time, refusing a stale generation, doing nothing for an identical
-// re-publish, and draining the leases of the current generation before it
-// rewrites it; [Publisher.Run] removes a superseded directory as soon as
-// its last lease is released; [Publisher.Render] leases, renders and
-// releases in one call. The promise it keeps: a leased generation's
-// directory is never removed, and its contents never change while it is
-// leased.
+// [Publisher] makes the safe order the only order: it is the generic
+// [publish.Publisher] with the generation as key and the kernel's
+// BuildPlatform as build step, and its [Store] is the very slot that one
+// sets and leases from. [Publisher.Boot] empties Root before any reader
+// exists; [Publisher.Publish] writes, builds, sets and removes what is
+// neither current nor leased, one call at a time, refusing a stale
+// generation and doing nothing for an identical re-publish. Directories
+// never change once published: a changed module at the current
+// generation is written beside the current one (gen-<n>-<digest>) and
+// swapped in, so no render is refused and no Publish waits for one.
+// [Publisher.Run] removes a replaced directory as soon as its last lease
+// is released; [Publisher.Render] leases, renders and releases in one
+// call. The promise it keeps: a leased directory is never removed, and
+// its contents never change while it is leased.
 //
 // Concurrency: [Store] is safe for concurrent use by multiple goroutines,
 // and leasing and releasing its current record take no lock. [Layout]'s
@@ -44,8 +48,8 @@
 // retries with backoff one that failed or ran past RemovalDeadline;
 // [Layout.Settle] waits for them too.
 //
-// Limits: a lease protects a directory from removal and from the
-// Publisher's rewrites, not from another writer of Root; Root belongs to
+// Limits: a lease protects a directory from the Publisher's removals,
+// not from another writer of Root; Root belongs to
 // one Publisher. A process that dies takes its leases with it: the next
 // process boots, which empties Root, before any reader exists. A release
 // function that is never called keeps its generation's directory for the

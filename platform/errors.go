@@ -5,17 +5,19 @@ import (
 	"fmt"
 
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/publish"
 )
 
 var (
 	// ErrNotBooted is returned by Publish, Render and Run of a [Publisher]
 	// whose Boot has not succeeded: Root has not been emptied, so stale
 	// directories of an earlier process could be mistaken for current ones.
-	ErrNotBooted = errors.New("platform: publisher not booted (call Boot or Start first)")
+	// It is [publish.ErrNotBooted].
+	ErrNotBooted = publish.ErrNotBooted
 
 	// ErrNotReady is returned by [Publisher.Render] when no platform is
-	// held: nothing has been published yet, the resource was forgotten, or
-	// the current generation is being rewritten.
+	// held: nothing has been published yet, or the resource was forgotten.
+	// A changed module never makes it: it is swapped in atomically.
 	ErrNotReady = errors.New("platform: no platform is held")
 
 	// ErrStale is wrapped by every [StaleError].

@@ -1,6 +1,9 @@
 package platform
 
-import "leasekit.dev/platform/kernel"
+import (
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/publish"
+)
 
 // Generated is the process-local record of the platform module generated and
 // built for one Platform resource generation: the generation, the module
@@ -13,7 +16,9 @@ type Generated struct {
 	// built for; generations start at 1.
 	Generation int64
 
-	// Dir is the module directory, [Layout.Dir] of Generation.
+	// Dir is the module directory. A [Publisher] names it gen-<n>, or
+	// gen-<n>-<digest> for a later content of the same generation; a
+	// hand-written reconciler uses [Layout.Dir] of Generation.
 	Dir string
 
 	// Platform is what [kernel.Kernel.BuildPlatform] built from Dir.
@@ -23,4 +28,24 @@ type Generated struct {
 	// when unset), passed verbatim as [kernel.RenderInput.Skew] by every
 	// render of this generation.
 	Skew kernel.SkewPolicy
+
+	// Identity is the generation and the digest of the module's files, set
+	// by a [Publisher]; zero in a record set by hand. Its Key is
+	// Generation.
+	Identity publish.Identity[int64]
+}
+
+// record is the generic publisher's record for g.
+type record = publish.Record[int64, *kernel.Platform, kernel.SkewPolicy]
+
+func recordOf(g Generated) record {
+	return record{Key: g.Generation, Digest: g.Identity.Digest, Dir: g.Dir, Artifact: g.Platform, Value: g.Skew}
+}
+
+func generatedOf(r record) Generated {
+	g := Generated{Generation: r.Key, Dir: r.Dir, Platform: r.Artifact, Skew: r.Value}
+	if r.Digest != (publish.Digest{}) {
+		g.Identity = r.Identity()
+	}
+	return g
 }

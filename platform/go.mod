@@ -6,6 +6,7 @@ require (
 	cuelang.org/go v0.17.1
 	leasekit.dev/dirlife v0.0.0-00010101000000-000000000000
 	leasekit.dev/lease v0.0.0-00010101000000-000000000000
+	leasekit.dev/publish v0.0.0-00010101000000-000000000000
 	leasekit.dev/slot v0.0.0-00010101000000-000000000000
 	pgregory.net/rapid v1.3.0
 )
@@ -37,5 +38,6 @@ require (
 replace (
 	leasekit.dev/dirlife => ../dirlife
 	leasekit.dev/lease => ../lease
+	leasekit.dev/publish => ../publish
 	leasekit.dev/slot => ../slot
 )

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,11 +110,37 @@ func newBooted(t testing.TB, opts platform.PublisherOptions) *platform.Publisher
 
 func generations(t tb, p *platform.Publisher) []int64 {
 	t.Helper()
-	gens, err := p.Layout().Generations()
-	if err != nil {
-		t.Fatal(err)
+	var gens []int64
+	for _, name := range rootEntries(t, p.Layout().Root) {
+		rest, ok := strings.CutPrefix(name, "gen-")
+		if !ok {
+			continue
+		}
+		if i := strings.IndexByte(rest, '-'); i > 0 {
+			rest = rest[:i] // gen-<n>-<digest>: a later content of generation n
+		}
+		g, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil {
+			continue
+		}
+		if i, found := slices.BinarySearch(gens, g); !found {
+			gens = slices.Insert(gens, i, g)
+		}
 	}
 	return gens
+}
+
+// genDirs returns the paths of the generation directories under root:
+// gen-<n> and gen-<n>-<digest>.
+func genDirs(t tb, root string) []string {
+	t.Helper()
+	var dirs []string
+	for _, name := range rootEntries(t, root) {
+		if strings.HasPrefix(name, "gen-") {
+			dirs = append(dirs, filepath.Join(root, name))
+		}
+	}
+	return dirs
 }
 
 func osMkdirTemp() (string, error) { return os.MkdirTemp("", "platform-model-") }

@@ -24,8 +24,10 @@ import (
 // goroutines and processes.
 //
 // A lease protects a directory from Prune, not from a rewrite of the same
-// generation: Write replaces an existing directory. [Publisher] never
-// rewrites a leased one.
+// generation: Write replaces an existing directory. [Publisher] writes no
+// directory twice, and names its directories itself (gen-<n>, or
+// gen-<n>-<digest> for a later content of one generation), so that
+// Layout.Dir(g) is not where its current record lives: [Generated.Dir] is.
 type Layout struct {
 	// Root is the directory the layout owns.
 	Root string
@@ -42,10 +44,13 @@ type Layout struct {
 	deferRemoval bool // the Publisher's: see dirlife.Layout.DeferRemoval
 }
 
+// genCodec names a generation's directory gen-<n>.
+var genCodec dirlife.Codec[int64] = dirlife.IntCodec[int64]{Prefix: "gen-"}
+
 // dirs returns the generic layout l is.
 func (l Layout) dirs() dirlife.Layout[int64] {
 	return dirlife.Layout[int64]{
-		Root: l.Root, Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}, NoSync: l.NoSync,
+		Root: l.Root, Codec: genCodec, NoSync: l.NoSync,
 		DeferRemoval: l.deferRemoval, RemovalDeadline: l.RemovalDeadline,
 	}
 }

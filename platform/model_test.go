@@ -3,9 +3,11 @@ package platform_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"leasekit.dev/platform"
@@ -18,6 +20,7 @@ import (
 // files its directory must hold until it is released.
 type modelLease struct {
 	gen      int64
+	dir      string
 	files    platformmodule.Files
 	release  func()
 	released bool
@@ -49,6 +52,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 			cur      int64                // the model: the current generation, 0 for none,
 			curFiles platformmodule.Files // its files,
 			curSkew  kernel.SkewPolicy    // its skew,
+			curDir   string               // its directory,
 			leases   []*modelLease
 			linger   = map[int64]bool{} // released generations not yet pruned
 			builds   int                // successful publishes that wrote and built
@@ -70,19 +74,16 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 		t.Repeat(map[string]func(*rapid.T){
 			"publish new generation": func(t *rapid.T) {
 				gen := cur + rapid.Int64Range(1, 2).Draw(t, "step")
-				if outstanding()[gen] > 0 {
-					t.Skip("a forgotten generation is leased; rewriting it waits")
-				}
 				files := moduleFiles(t, rapid.IntRange(0, 3).Draw(t, "variant"))
 				skew := kernel.SkewPolicy(rapid.IntRange(0, 1).Draw(t, "skew"))
 				rec, err := publish(gen, files, skew, ctx)
 				if err != nil {
 					t.Fatalf("Publish(%d): %v", gen, err)
 				}
-				if rec.Generation != gen || rec.Dir != p.Layout().Dir(gen) || rec.Skew != skew || rec.Platform == nil {
+				if rec.Generation != gen || !inGeneration(rec, root) || rec.Skew != skew || rec.Platform == nil || rec.Identity.Key != gen {
 					t.Fatalf("Publish(%d) = %+v", gen, rec)
 				}
-				cur, curFiles, curSkew = gen, files, skew
+				cur, curFiles, curSkew, curDir = gen, files, skew, rec.Dir
 				builds++
 				pruned()
 			},
@@ -94,7 +95,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				// The skew may change: the record does, the disk not.
 				skew := kernel.SkewPolicy(rapid.IntRange(0, 1).Draw(t, "skew"))
 				rec, err := publish(cur, maps.Clone(curFiles), skew, ctx)
-				if err != nil || rec.Generation != cur || rec.Skew != skew {
+				if err != nil || rec.Generation != cur || rec.Skew != skew || rec.Dir != curDir {
 					t.Fatalf("identical re-publish of %d with skew %v = %+v, %v", cur, skew, rec, err)
 				}
 				if after := p.Stats().Publishes; after != before {
@@ -110,22 +111,16 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				if sameFiles(files, curFiles) {
 					t.Skip("same files")
 				}
-				if outstanding()[cur] > 0 {
-					cctx, cancel := context.WithCancel(ctx)
-					cancel()
-					before := p.Stats().Publishes
-					_, err := publish(cur, files, curSkew, cctx)
-					if !errors.Is(err, context.Canceled) {
-						t.Fatalf("rewrite of leased generation %d with a cancelled context: %v, want context.Canceled", cur, err)
-					}
-					if p.Stats().Publishes != before {
-						t.Fatal("a cancelled rewrite published")
-					}
-					return
-				}
-				if _, err := publish(cur, files, curSkew, ctx); err != nil {
+				// A changed module is written beside the current one, leased
+				// or not: it never waits for a render.
+				rec, err := publish(cur, files, curSkew, ctx)
+				if err != nil {
 					t.Fatalf("rewrite of %d: %v", cur, err)
 				}
+				if rec.Generation != cur || rec.Dir == curDir || !inGeneration(rec, root) {
+					t.Fatalf("rewrite of %d = %+v, want a new directory of generation %d beside %s", cur, rec, cur, curDir)
+				}
+				curDir = rec.Dir
 				curFiles = files
 				builds++
 				pruned()
@@ -144,13 +139,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 			"publish failing build": func(t *rapid.T) {
 				gen := cur + 1
 				if cur > 0 && rapid.Bool().Draw(t, "same generation") {
-					if outstanding()[cur] > 0 {
-						t.Skip("a rewrite of a leased generation waits")
-					}
 					gen = cur
-				}
-				if outstanding()[gen] > 0 {
-					t.Skip("a forgotten generation is leased")
 				}
 				_, err := publish(gen, brokenFiles(t, rapid.Bool().Draw(t, "syntax")), 0, ctx)
 				var ke *kernel.Error
@@ -161,7 +150,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 			},
 			"lease": func(t *rapid.T) {
 				rec, release, ok := p.Store().Lease()
-				if ok != (cur != 0) || rec.Generation != cur {
+				if ok != (cur != 0) || rec.Generation != cur || rec.Dir != curDir {
 					t.Fatalf("Lease() = %d, %v; model holds %d", rec.Generation, ok, cur)
 				}
 				if !ok {
@@ -171,7 +160,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				if rec.Skew != curSkew {
 					t.Fatalf("leased skew %v, want %v", rec.Skew, curSkew)
 				}
-				leases = append(leases, &modelLease{gen: cur, files: curFiles, release: release})
+				leases = append(leases, &modelLease{gen: cur, dir: curDir, files: curFiles, release: release})
 			},
 			"release": func(t *rapid.T) {
 				if len(leases) == 0 {
@@ -182,14 +171,14 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				if rapid.Bool().Draw(t, "twice") {
 					l.release()
 				}
-				if !l.released && l.gen != cur {
+				if !l.released && l.dir != curDir {
 					linger[l.gen] = true
 				}
 				l.released = true
 			},
 			"forget": func(t *rapid.T) {
 				p.Forget()
-				cur, curFiles = 0, nil
+				cur, curFiles, curDir = 0, nil, ""
 				pruned()
 			},
 			"reclaim": func(t *rapid.T) {
@@ -221,7 +210,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				if got := strayEntries(t, root); len(got) != 0 || len(generations(t, p)) != 0 {
 					t.Fatalf("after Boot, Root holds %v", rootEntries(t, root))
 				}
-				cur, curFiles = 0, nil
+				cur, curFiles, curDir = 0, nil, ""
 				leases = nil
 				builds = 0
 				pruned()
@@ -233,11 +222,11 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				counts := outstanding()
 				for _, l := range leases {
 					if !l.released {
-						checkTree(t, p.Layout().Dir(l.gen), l.files)
+						checkTree(t, l.dir, l.files)
 					}
 				}
 				if cur != 0 {
-					checkTree(t, p.Layout().Dir(cur), curFiles)
+					checkTree(t, curDir, curFiles)
 				}
 				if got, want := p.Store().Leased(), slices.Sorted(maps.Keys(counts)); !slices.Equal(got, want) {
 					t.Fatalf("Leased() = %v, want %v", got, want)
@@ -260,6 +249,18 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 			l.release()
 		}
 	})
+}
+
+// inGeneration reports whether rec's directory is gen-<n> or
+// gen-<n>-<digest prefix> under root.
+func inGeneration(rec platform.Generated, root string) bool {
+	if filepath.Dir(rec.Dir) != root {
+		return false
+	}
+	plain := fmt.Sprintf("gen-%d", rec.Generation)
+	name := filepath.Base(rec.Dir)
+	suffix, ok := strings.CutPrefix(name, plain+"-")
+	return name == plain || ok && len(suffix) >= 12 && strings.HasPrefix(rec.Identity.Digest.String(), suffix)
 }
 
 // tempDir is a temporary directory removed when the test ends; rapid.T

@@ -3,6 +3,8 @@ package platform
 import (
 	"strconv"
 	"time"
+
+	"leasekit.dev/publish"
 )
 
 // Outcome says what a Publish did.
@@ -21,11 +23,15 @@ const (
 	// nothing was written or built.
 	Unchanged
 
-	// Rewritten: the current generation with changed files was drained of
-	// its leases, rewritten, built and set.
+	// Rewritten: the current generation with changed files: a new
+	// identity at the current generation, written into a directory of its
+	// own beside the current one, built and swapped in. Renders holding
+	// the old record keep its directory until they release it.
 	Rewritten
 
-	// BuildFailed: the kernel refused the module; the current record and
+	// BuildFailed: the kernel refused the module's content: its problems
+	// (a *kernel.Error), a limit it goes past (a *kernel.LimitError) or a
+	// file it may not read (a *kernel.FileError). The current record and
 	// its directory are as they were.
 	BuildFailed
 
@@ -56,7 +62,7 @@ func (o Outcome) String() string {
 // PublishTimings splits the time a Publish spent by step. A step that did
 // not run takes zero.
 type PublishTimings struct {
-	Write time.Duration // Layout.Write (and, after a failed rewrite, the restore)
+	Write time.Duration // writing the directory
 	Build time.Duration // kernel.BuildPlatform
 	Set   time.Duration // Store.SetGenerated
 	Prune time.Duration // pruning to the current and leased generations
@@ -65,6 +71,8 @@ type PublishTimings struct {
 // A PublishEvent reports one Publish after its outcome is known.
 type PublishEvent struct {
 	Generation int64
+	Identity   publish.Identity[int64] // of the record set; zero when none was
+	Dir        string                  // the record's directory; "" when none was set
 	Outcome    Outcome
 	Timings    PublishTimings
 	Err        error // nil for Published, Unchanged and Rewritten
@@ -77,6 +85,12 @@ type ReclaimEvent struct {
 	// failure that concerns no generation directory (listing Root, or a
 	// staging leftover that would not go).
 	Generation int64
+
+	// Identity and Dir are the content whose directory was removed (zero
+	// for a failure that concerns no generation directory): a generation
+	// may have had several.
+	Identity publish.Identity[int64]
+	Dir      string
 
 	// Delay runs from the instant the generation became reclaimable (it
 	// was superseded or forgotten, and its last lease was released) to its
@@ -92,12 +106,14 @@ type ReclaimEvent struct {
 
 // Stats is a snapshot of a Publisher, for metrics.
 type Stats struct {
-	Generation   int64         // current; 0 when none
-	OnDisk       []int64       // generation directories on disk, ascending
-	Leased       []int64       // leased generations, ascending
-	Leases       map[int64]int // outstanding leases per generation
-	Publishes    uint64        // publishes that wrote and set a generation (new or rewritten)
-	Unchanged    uint64        // identical re-publishes
+	Generation   int64                     // current; 0 when none
+	OnDisk       []int64                   // generations with a directory on disk, ascending
+	Dirs         []publish.DirStats[int64] // the directories on disk, with identity and lease count
+	Leased       []int64                   // leased generations, ascending
+	Leases       map[int64]int             // outstanding leases per generation
+	Publishes    uint64                    // publishes that wrote and set a module (new or rewritten)
+	Rewrites     uint64                    // of those, Rewritten
+	Unchanged    uint64                    // identical re-publishes
 	FailedBuilds uint64
 	Prunes       uint64        // generation directories removed, by Publish's prune or by reclaim
 	ReclaimDelay time.Duration // the last reclaim's delay

@@ -1,247 +1,110 @@
 package platform
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"time"
 
-	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 // Publish makes files the module of generation and returns the record it
-// set: Write, BuildPlatform, SetGenerated, then Prune to the current and
-// every leased generation. Concurrent calls run one at a time; a call
-// waits for its turn until ctx ends.
+// set: Write, BuildPlatform, SetGenerated, then removal of every directory
+// that is neither current nor leased ([publish.Publisher.Publish]).
+// Concurrent calls run one at a time; a call waits for its turn until ctx
+// ends, never for a render. What each case does is the [Outcome] it
+// reports to OnPublish; on failure the current record and its directory
+// are as they were.
 //
-//   - A generation below 1, an empty file set, a skew policy other than
-//     Warn or Refuse ([*SkewPolicyError]), a file name the layout refuses
-//     (a [*dirlife.NameError] naming it), or a Publisher not booted
-//     are refused before anything is touched: a refused rewrite of the
-//     current generation drains no lease and rewrites nothing.
-//   - A generation older than the current one is refused with a
-//     [*StaleError], touching nothing.
-//   - The current generation with byte-identical files (compared with the
-//     files last published, not with disk) writes and builds nothing: the
-//     current record comes back, with skew as given.
-//   - The current generation with different files stops new leases on it
-//     (the store holds nothing meanwhile), waits with ctx until its leases
-//     are released, then rewrites, builds and sets it. If ctx ends first,
-//     the record is put back, nothing on disk has changed, and ctx's error
-//     is returned. If the new files fail to build, the old files are
-//     written back and the old record is set again.
-//   - A failed build returns the kernel's error (errors.As a
-//     [*kernel.Error], positions intact) and leaves the current record and
-//     its directory as they were; the failed directory of a new generation
-//     is removed.
+// A generation below 1 ([*GenerationError]), an empty file set
+// ([ErrNoFiles]), a skew policy other than Warn or Refuse
+// ([*SkewPolicyError]), a file name the layout refuses (a
+// [*dirlife.NameError]) and a generation older than the current one
+// ([*StaleError]) are refused before anything is written. A failed build
+// returns the kernel's error (errors.As a [*kernel.Error], positions
+// intact, or a [*kernel.LimitError] or [*kernel.FileError] naming the
+// file). A Write that could not make its directory durable
+// ([dirlife.ErrNotDurable]) fails the publish, and the directory goes.
 //
-// A Write that published its directory but could not sync it
-// ([dirlife.ErrNotDurable]) fails the publish like any write error: the
-// new directory is removed (a rewrite's old files are written back) and a
-// retry publishes again.
-//
-// The superseded directory leaves its path before Publish returns (or at
-// Run's next pass); its space is freed in the background right after,
-// never while Publish holds the serialisation ([Layout.Settle] waits for
-// it). A removal that fails after a successful publish does not fail it:
-// the error goes to OnReclaim, Stats and the log, and the reclaim loop
-// retries.
-//
-// Publish keeps a copy of the files it published, to compare the next
-// publish with; the caller may reuse files and their buffers as soon as
-// Publish returns.
+// Publish keeps no copy of files: the caller may reuse them and their
+// buffers as soon as it returns.
 func (p *Publisher) Publish(ctx context.Context, generation int64, files platformmodule.Files, skew kernel.SkewPolicy) (Generated, error) {
-	var t PublishTimings
-	var reclaims []ReclaimEvent
-	rec, outcome, err := p.publish(ctx, generation, files, skew, &t, &reclaims)
-	p.finishPublish(PublishEvent{Generation: generation, Outcome: outcome, Timings: t, Err: err}, reclaims)
-	return rec, err
-}
-
-func (p *Publisher) publish(ctx context.Context, generation int64, files platformmodule.Files, skew kernel.SkewPolicy, t *PublishTimings, reclaims *[]ReclaimEvent) (Generated, Outcome, error) {
-	if !p.booted.Load() {
-		return Generated{}, Failed, ErrNotBooted
-	}
-	if err := checkGeneration(generation); err != nil {
-		return Generated{}, Failed, err
-	}
-	if len(files) == 0 {
-		return Generated{}, Failed, fmt.Errorf("platform: publish generation %d: %w", generation, ErrNoFiles)
-	}
-	if err := checkSkew(generation, skew); err != nil {
-		return Generated{}, Failed, err
-	}
-	if err := p.lock(ctx); err != nil {
-		return Generated{}, Failed, err
-	}
-	defer p.unlock()
-
-	cur, held := p.store.Generated()
-	switch {
-	case held && generation < cur.Generation:
-		return Generated{}, Stale, &StaleError{Generation: generation, Current: cur.Generation}
-	case held && generation == cur.Generation && sameFiles(files, p.files):
-		if skew != cur.Skew {
-			cur.Skew = skew
-			p.store.SetGenerated(cur)
-		}
-		return cur, Unchanged, nil
-	}
-	rewrite := held && generation == cur.Generation
-	// Refuse names the layout would refuse before draining anything: a
-	// rewrite would otherwise stop renders, wait for their leases and write
-	// the old files back, all for an input that could never be written.
-	if err := dirlife.CheckFiles(files); err != nil {
-		return Generated{}, Failed, fmt.Errorf("platform: publish generation %d: %w", generation, err)
-	}
-	if err := p.takeOver(ctx, generation, rewrite); err != nil {
-		if rewrite {
-			p.store.SetGenerated(cur)
-		}
-		return Generated{}, Failed, err
-	}
-
-	dir, plat, outcome, err := p.writeAndBuild(ctx, generation, files, t)
+	p.mustBeMade()
+	rec, err := p.pub.Publish(ctx, generation, files, skew)
 	if err != nil {
-		p.dirty = true // Root may hold the failed directory or a staging leftover
-		if rewrite {
-			start := time.Now()
-			err = p.restore(cur, err)
-			t.Write += time.Since(start)
-		}
-		start := time.Now()
-		*reclaims = p.reclaimLocked()
-		t.Prune = time.Since(start)
-		return Generated{}, outcome, err
+		return Generated{}, platformError(err)
 	}
-
-	start := time.Now()
-	rec := Generated{Generation: generation, Dir: dir, Platform: plat, Skew: skew}
-	p.store.SetGenerated(rec)
-	p.files = cloneFiles(files)
-	if held && !rewrite {
-		p.superseded[cur.Generation] = time.Now()
-	}
-	t.Set = time.Since(start)
-
-	start = time.Now()
-	*reclaims = p.pruneAfterSet()
-	t.Prune = time.Since(start)
-	if rewrite {
-		return rec, Rewritten, nil
-	}
-	return rec, Published, nil
+	return generatedOf(rec), nil
 }
 
-// takeOver makes generation's directory free to write: for a rewrite it
-// stops new leases on the current record, then it waits until generation
-// has no lease (a forgotten generation may still have some). It returns
-// ctx's error, leaving the store cleared for a rewrite, when ctx ends
-// first or has ended. The caller holds the serialisation.
-func (p *Publisher) takeOver(ctx context.Context, generation int64, rewrite bool) error {
-	if rewrite {
-		p.store.Clear() // no new lease on the directory about to change
-	}
-	if err := p.store.waitDrained(ctx, generation); err != nil {
+// check refuses what the generic publisher does not know of: generations
+// start at 1, and the kernel knows two skew policies.
+func check(generation int64, files platformmodule.Files, skew kernel.SkewPolicy) error {
+	if err := checkGeneration(generation); err != nil {
 		return err
 	}
-	return ctx.Err()
+	if len(files) == 0 {
+		return fmt.Errorf("platform: publish generation %d: %w", generation, ErrNoFiles)
+	}
+	return checkSkew(generation, skew)
 }
 
-// writeAndBuild writes files as generation's directory and builds it,
-// timing both. outcome is BuildFailed for the kernel's refusal, Failed
-// for any other error.
-func (p *Publisher) writeAndBuild(ctx context.Context, generation int64, files platformmodule.Files, t *PublishTimings) (dir string, plat *kernel.Platform, outcome Outcome, err error) {
-	start := time.Now()
-	dir, err = p.write(generation, files)
-	t.Write = time.Since(start)
-	if err != nil {
-		return "", nil, Failed, err
+// platformError turns the generic publisher's stale refusal into the
+// platform's.
+func platformError(err error) error {
+	if se, ok := errors.AsType[*publish.StaleError[int64]](err); ok {
+		return &StaleError{Generation: se.Key, Current: se.Current}
 	}
-	start = time.Now()
-	plat, err = p.kernel.BuildPlatform(ctx, dir)
-	t.Build = time.Since(start)
-	if _, ok := errors.AsType[*kernel.Error](err); ok {
-		return "", nil, BuildFailed, err
-	}
-	if err != nil {
-		return "", nil, Failed, err
-	}
-	return dir, plat, Published, nil
+	return err
 }
 
-// restore writes the files of cur back after a failed rewrite and sets cur
-// again. If the old files cannot be written back, the store stays empty: a
-// record is never set over a directory that does not hold its files.
-func (p *Publisher) restore(cur Generated, cause error) error {
-	if _, err := p.write(cur.Generation, p.files); errors.Is(err, dirlife.ErrNotDurable) {
-		// The old files are back in place; only their sync failed.
-		p.store.SetGenerated(cur)
-		return errors.Join(cause, err)
-	} else if err != nil {
-		p.files = nil
-		return errors.Join(cause, fmt.Errorf("platform: restoring generation %d after a failed rewrite: %w", cur.Generation, err))
-	}
-	p.store.SetGenerated(cur)
-	return cause
+// refusedContent reports whether err is the kernel's refusal of the
+// module's content: its problems (a *kernel.Error), a limit it goes past
+// (a *kernel.LimitError) or a file it may not read (a *kernel.FileError).
+// Publishing the same files again fails again; only other files can help.
+func refusedContent(err error) bool {
+	_, problems := errors.AsType[*kernel.Error](err)
+	_, limit := errors.AsType[*kernel.LimitError](err)
+	_, file := errors.AsType[*kernel.FileError](err)
+	return problems || limit || file
 }
 
-// finishPublish records ev in the stats, logs it and calls the callbacks.
-// It runs after the Publisher's serialisation is released.
-func (p *Publisher) finishPublish(ev PublishEvent, reclaims []ReclaimEvent) {
-	p.finishReclaims(reclaims)
-	p.wakeToSettle(reclaims)
-	p.statsMu.Lock()
+// outcomeOf maps a generic publish's outcome to the platform's: a changed
+// module at the current generation is Rewritten, and a build step's error
+// that is not the kernel's refusal of the module (the context ending) is
+// Failed.
+func outcomeOf(ev publish.PublishEvent[int64]) Outcome {
 	switch ev.Outcome {
-	case Published, Rewritten:
-		p.stats.Publishes++
-	case Unchanged:
-		p.stats.Unchanged++
-	case BuildFailed:
-		p.stats.FailedBuilds++
+	case publish.Published:
+		return Published
+	case publish.Unchanged:
+		return Unchanged
+	case publish.Changed:
+		return Rewritten
+	case publish.BuildFailed:
+		if refusedContent(ev.Err) {
+			return BuildFailed
+		}
+		return Failed
+	case publish.Stale:
+		return Stale
 	}
-	if ev.Outcome != Unchanged {
-		p.stats.LastPublish = ev.Timings
-	}
-	switch {
-	case ev.Err != nil:
-		p.stats.LastError = ev.Err
-	case !failed(reclaims):
-		// A publish that succeeded does not hide a removal that still
-		// fails: the reclaim loop is retrying it.
-		p.stats.LastError = p.reclaimErr
-	}
-	p.statsMu.Unlock()
+	return Failed
+}
 
-	switch {
-	case ev.Err != nil:
-		p.log.Error("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String(), "err", ev.Err)
-	case ev.Outcome == Unchanged:
-		p.log.Debug("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String())
-	default:
-		p.log.Info("platform: publish", "generation", ev.Generation, "outcome", ev.Outcome.String(),
-			"write", ev.Timings.Write, "build", ev.Timings.Build, "set", ev.Timings.Set, "prune", ev.Timings.Prune)
-	}
-	if p.onPublish != nil {
-		p.onPublish(ev)
+func publishEvent(ev publish.PublishEvent[int64]) PublishEvent {
+	return PublishEvent{
+		Generation: ev.Key,
+		Identity:   ev.Identity,
+		Dir:        ev.Dir,
+		Outcome:    outcomeOf(ev),
+		Timings:    PublishTimings(ev.Timings),
+		Err:        platformError(ev.Err),
 	}
 }
 
-// sameFiles reports whether a and b hold the same paths with the same
-// bytes.
-func sameFiles(a, b platformmodule.Files) bool {
-	return b != nil && maps.EqualFunc(a, b, bytes.Equal)
-}
-
-// cloneFiles copies files deeply: the caller may reuse its buffers.
-func cloneFiles(files platformmodule.Files) platformmodule.Files {
-	c := make(platformmodule.Files, len(files))
-	for name, data := range files {
-		c[name] = bytes.Clone(data)
-	}
-	return c
+func reclaimEvent(ev publish.ReclaimEvent[int64]) ReclaimEvent {
+	return ReclaimEvent{Generation: ev.Identity.Key, Identity: ev.Identity, Dir: ev.Dir, Delay: ev.Delay, Err: ev.Err}
 }

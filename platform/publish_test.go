@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"leasekit.dev/dirlife"
@@ -235,13 +235,14 @@ func TestIdenticalRepublishIsFree(t *testing.T) {
 	// The caller reuses its buffer: the change is seen.
 	files[platformmodule.PlatformFile][0] = '/'
 	files[platformmodule.PlatformFile] = append(files[platformmodule.PlatformFile], "\nlabels: team: \"x\"\n"...)
-	if _, err := p.Publish(ctx, 1, files, 0); err != nil {
+	changed, err := p.Publish(ctx, 1, files, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := events[len(events)-1]; ev.Outcome != platform.Rewritten {
-		t.Fatalf("a changed buffer re-published as %v", ev.Outcome)
+	if ev := events[len(events)-1]; ev.Outcome != platform.Rewritten || ev.Identity != changed.Identity {
+		t.Fatalf("a changed buffer re-published as %+v", ev)
 	}
-	checkTree(t, rec.Dir, files)
+	checkTree(t, changed.Dir, files)
 	if st := p.Stats(); st.Publishes != 2 || st.Unchanged != 2 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -313,8 +314,9 @@ func TestCancelledContextWritesNothing(t *testing.T) {
 }
 
 // A Write that fails after its directory was published (a sync failure)
-// loses nothing: a new generation's directory is removed and the current
-// record stays; a rewrite puts the old files back.
+// loses nothing: the new directory, of a new generation or a changed
+// module of the current one, is removed and the current record and its
+// directory stay as they were.
 func TestWriteFailingAfterPublication(t *testing.T) {
 	p := newBooted(t, platform.PublisherOptions{})
 	ctx := context.Background()
@@ -323,11 +325,11 @@ func TestWriteFailingAfterPublication(t *testing.T) {
 		t.Fatal(err)
 	}
 	errSync := errors.New("sync failed after publication")
-	write := p.Layout().Write
+	write := p.DiskWrite
 	var writes int
-	p.SetWrite(func(gen int64, files platformmodule.Files) (string, error) {
+	p.SetWrite(func(name string, files platformmodule.Files) (string, error) {
 		writes++
-		dir, err := write(gen, files)
+		dir, err := write(name, files)
 		if err == nil && writes == 1 {
 			err = errSync
 		}
@@ -346,40 +348,31 @@ func TestWriteFailingAfterPublication(t *testing.T) {
 		}
 		checkTree(t, rec.Dir, moduleFiles(t, 0))
 	}
-	if writes != 2 {
-		t.Fatalf("the failed rewrite wrote %d times, want the new files then the old ones", writes)
+	if writes != 1 {
+		t.Fatalf("the failed rewrite wrote %d times, want once: the old directory is never written", writes)
 	}
 }
 
-// When a failed rewrite's restore puts the old files back but cannot sync
-// them, the old record is set again (its files are in place) and both
-// errors are returned.
-func TestRestoreNotDurableKeepsOldRecord(t *testing.T) {
-	p := newBooted(t, platform.PublisherOptions{})
-	ctx := context.Background()
-	rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := p.Layout().Write
-	writes := 0
-	p.SetWrite(func(gen int64, files platformmodule.Files) (string, error) {
-		writes++
-		dir, err := write(gen, files)
-		if err == nil && writes == 2 { // the restore
-			err = fmt.Errorf("syncing %s: %w", dir, dirlife.ErrNotDurable)
-		}
-		return dir, err
-	})
-	_, err = p.Publish(ctx, 1, brokenFiles(t, true), 0)
-	if _, ok := errors.AsType[*kernel.Error](err); !ok || !errors.Is(err, dirlife.ErrNotDurable) {
-		t.Fatalf("failed rewrite with an undurable restore: %v, want the build's error and ErrNotDurable", err)
-	}
-	if got, ok := p.Store().Generated(); !ok || got != rec {
-		t.Fatalf("store holds %+v, %v; want the old record %+v", got, ok, rec)
-	}
-	checkTree(t, rec.Dir, moduleFiles(t, 0))
-	if _, _, err := p.Render(ctx, renderInstance(t)); err != nil {
-		t.Fatalf("render against the restored files: %v", err)
+// Every method of a zero Publisher panics naming NewPublisher, instead of
+// blocking or dereferencing nil.
+func TestZeroPublisherPanics(t *testing.T) {
+	var p platform.Publisher
+	for name, f := range map[string]func(){
+		"Boot":    func() { p.Boot() },
+		"Publish": func() { p.Publish(context.Background(), 1, moduleFiles(t, 0), 0) },
+		"Forget":  func() { p.Forget() },
+		"Store":   func() { p.Store() },
+		"Stats":   func() { p.Stats() },
+		"Run":     func() { p.Run(context.Background()) },
+		"Render":  func() { p.Render(context.Background(), renderInstance(t)) },
+	} {
+		func() {
+			defer func() {
+				if r, _ := recover().(string); !strings.Contains(r, "NewPublisher") {
+					t.Errorf("zero Publisher's %s panicked with %q, want a message naming NewPublisher", name, r)
+				}
+			}()
+			f()
+		}()
 	}
 }

@@ -3,12 +3,15 @@ package platform
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 // PublisherOptions configures a [Publisher]. The zero value is a durable
@@ -32,190 +35,225 @@ type PublisherOptions struct {
 	RemovalDeadline time.Duration
 }
 
-const (
-	defaultRetryMin = 100 * time.Millisecond
-	defaultRetryMax = 30 * time.Second
-)
+// platformPublisher is the generic publisher a Publisher instantiates.
+type platformPublisher = publish.Publisher[int64, *kernel.Platform, kernel.SkewPolicy]
 
-// A Publisher runs one reconcile's disk-and-store sequence in the only safe
-// order: Write, BuildPlatform, SetGenerated (refusing a stale generation),
-// Prune to the current and every leased generation. It boots by emptying
-// Root before any reader exists, removes a superseded generation's
-// directory soon after its last lease is released (while [Publisher.Run]
-// runs), and never rewrites or removes a leased directory.
+// A Publisher is a [publish.Publisher] with the generation as key,
+// [kernel.Kernel.BuildPlatform] as build step and the skew policy as the
+// per-publish value: Write, BuildPlatform, SetGenerated (refusing a stale
+// generation), then removal of every directory that is neither current
+// nor leased. It boots by emptying Root before any reader exists, removes
+// a replaced directory soon after its last lease is released (while
+// [Publisher.Run] runs), and never writes over a directory: a changed
+// module at the current generation gets a directory of its own, written
+// beside the current one and swapped in, so no render is refused and no
+// Publish waits for one.
 //
-// A Publisher is safe for concurrent use by multiple goroutines. Publish,
-// Forget, Boot and every prune are serialised: they run one at a time, so
-// a prune never races a publish of the same Publisher. A prune only takes
-// directories out of their paths; their removal runs in the background,
-// never on a caller's goroutine while the serialisation is held, so a
-// removal that hangs blocks no Publish, Forget, lease, render or reclaim
-// of another generation (Run reports it past RemovalDeadline). Renders
-// and leases take no lock of the Publisher's. Two Publishers must not
-// share a Root.
+// A Publisher is made by [NewPublisher]; the zero value has no Root, and
+// each of its methods panics. A Publisher is safe for concurrent use by
+// multiple goroutines. Publish, Forget, Boot and every removal are
+// serialised. Renders and leases take
+// no lock of the Publisher's. Two Publishers must not share a Root.
 type Publisher struct {
-	layout    Layout
+	pub       *platformPublisher
+	root      string
+	noSync    bool
+	deadline  time.Duration
 	kernel    *kernel.Kernel
-	log       *slog.Logger
 	onPublish func(PublishEvent)
 	onReclaim func(ReclaimEvent)
-	retryMin  time.Duration
-	retryMax  time.Duration
+	store     Store // its slot is the one pub sets and leases from
 
-	store   Store
-	booted  atomic.Bool
-	running atomic.Int32 // reclaim loops running
-	stalled atomic.Int64 // entries whose removal ran past the deadline at the last look
+	failedBuilds atomic.Uint64 // publishes whose module the kernel refused for its content
 
-	// sem serialises Boot, Publish, Forget and reclaims; a channel so
-	// that a wait for it honours a context.
-	sem chan struct{}
-
-	// Under sem.
-	files      platformmodule.Files                                               // the current generation's files, as published
-	superseded map[int64]time.Time                                                // generations no longer current, since when
-	prune      func(keep ...int64) error                                          // Layout.Prune; a test seam
-	write      func(generation int64, files platformmodule.Files) (string, error) // Layout.Write; a test seam
-	settleDisk func(ctx context.Context) error                                    // the layout's SettleContext; a test seam
-	dirty      bool                                                               // Root may hold entries that are not generation directories
-
-	poke chan struct{} // asks the reclaim loop to retry; capacity 1
-
-	statsMu    sync.Mutex
-	stats      Stats // the counters; the rest is read at Stats time
-	reclaimErr error // the removal failure not yet overcome by a retry
+	seamMu sync.Mutex
+	disk   publish.Disk                                                  // the generic publisher's own
+	write  func(name string, files platformmodule.Files) (string, error) // test seam; nil: disk.Write
+	prune  func(keep ...string) error                                    // test seam; nil: disk.Prune
+	settle func(ctx context.Context) error                               // test seam; nil: disk.SettleContext
 }
 
 // NewPublisher returns a Publisher whose layout owns root. It touches
 // nothing on disk: call [Publisher.Boot] (or Start) before Publish.
 func NewPublisher(root string, opts PublisherOptions) *Publisher {
-	p := &Publisher{
-		layout:     Layout{Root: root, NoSync: opts.NoSync, RemovalDeadline: opts.RemovalDeadline, deferRemoval: true},
-		kernel:     opts.Kernel,
-		log:        opts.Logger,
-		onPublish:  opts.OnPublish,
-		onReclaim:  opts.OnReclaim,
-		retryMin:   opts.RetryMin,
-		retryMax:   opts.RetryMax,
-		sem:        make(chan struct{}, 1),
-		superseded: make(map[int64]time.Time),
-		poke:       make(chan struct{}, 1),
-	}
+	p := &Publisher{root: root, noSync: opts.NoSync, deadline: opts.RemovalDeadline, kernel: opts.Kernel, onPublish: opts.OnPublish, onReclaim: opts.OnReclaim}
 	if p.kernel == nil {
 		p.kernel = kernel.New()
 	}
-	if p.log == nil {
-		p.log = slog.New(slog.DiscardHandler)
+	gopts := publish.Options[int64, *kernel.Platform, kernel.SkewPolicy]{
+		Slot:            &p.store.slot,
+		Logger:          opts.Logger,
+		NoSync:          opts.NoSync,
+		RetryMin:        opts.RetryMin,
+		RetryMax:        opts.RetryMax,
+		RemovalDeadline: opts.RemovalDeadline,
+		Check:           check,
+		WrapDisk:        func(d publish.Disk) publish.Disk { p.disk = d; return seamDisk{p} },
 	}
-	if p.retryMin <= 0 {
-		p.retryMin = defaultRetryMin
+	gopts.OnPublish = func(gev publish.PublishEvent[int64]) {
+		ev := publishEvent(gev)
+		if ev.Outcome == BuildFailed {
+			p.failedBuilds.Add(1)
+		}
+		if p.onPublish != nil {
+			p.onPublish(ev)
+		}
 	}
-	if p.retryMax <= 0 {
-		p.retryMax = defaultRetryMax
+	if p.onReclaim != nil {
+		gopts.OnReclaim = func(ev publish.ReclaimEvent[int64]) { p.onReclaim(reclaimEvent(ev)) }
 	}
-	p.retryMax = max(p.retryMax, p.retryMin)
-	p.prune = p.layout.Prune
-	p.write = p.layout.Write
-	p.settleDisk = p.layout.dirs().SettleContext
+	p.pub = publish.New(root, genCodec, p.kernel.BuildPlatform, gopts)
 	return p
 }
 
-// lock takes the Publisher's serialisation, or returns ctx.Err() if ctx
-// ends first.
-func (p *Publisher) lock(ctx context.Context) error {
-	select {
-	case p.sem <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case p.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// errZeroPublisher is the panic value of a method of a Publisher that
+// NewPublisher did not make.
+const errZeroPublisher = "platform: Publisher not made by NewPublisher: the zero Publisher has no Root"
+
+// mustBeMade panics unless NewPublisher made p.
+func (p *Publisher) mustBeMade() {
+	if p.pub == nil {
+		panic(errZeroPublisher)
 	}
 }
 
-func (p *Publisher) unlock() { <-p.sem }
+// seamDisk is the generic publisher's disk with the test seams in front.
+type seamDisk struct{ p *Publisher }
+
+func (d seamDisk) Write(name string, files dirlife.Files) (string, error) {
+	d.p.seamMu.Lock()
+	write := d.p.write
+	d.p.seamMu.Unlock()
+	if write != nil {
+		return write(name, files)
+	}
+	return d.p.disk.Write(name, files)
+}
+
+func (d seamDisk) Prune(keep ...string) error {
+	d.p.seamMu.Lock()
+	prune := d.p.prune
+	d.p.seamMu.Unlock()
+	if prune != nil {
+		return prune(keep...)
+	}
+	return d.p.disk.Prune(keep...)
+}
+
+func (d seamDisk) SettleContext(ctx context.Context) error {
+	d.p.seamMu.Lock()
+	settle := d.p.settle
+	d.p.seamMu.Unlock()
+	if settle != nil {
+		return settle(ctx)
+	}
+	return d.p.disk.SettleContext(ctx)
+}
 
 // Boot empties Root and makes sure it exists: the boot step, before any
 // reader exists (disk is ephemeral, the resource is the source of truth,
 // and the first reconcile regenerates). Until Boot succeeds, Publish,
 // Render and Run return [ErrNotBooted]. Boot is idempotent: once it has
-// succeeded, later calls do nothing and return nil at once (they do not
-// wait for a Publish that is draining leases), so a Root with leased
+// succeeded, later calls return nil at once, so a Root with leased
 // directories is never emptied.
 func (p *Publisher) Boot() error {
-	if p.booted.Load() {
-		return nil
-	}
-	_ = p.lock(context.Background())
-	defer p.unlock()
-	if p.booted.Load() {
-		return nil
-	}
-	if err := p.layout.Reset(); err != nil {
-		p.log.Error("platform: boot failed", "root", p.layout.Root, "err", err)
-		return err
-	}
-	p.booted.Store(true)
-	p.log.Info("platform: booted", "root", p.layout.Root)
-	return nil
+	p.mustBeMade()
+	return p.pub.Boot()
 }
 
 // Start boots the Publisher and runs its reclaim loop until ctx ends: it
 // satisfies controller-runtime's manager.Runnable. It returns Boot's error,
 // or nil when ctx ends.
 func (p *Publisher) Start(ctx context.Context) error {
-	if err := p.Boot(); err != nil {
-		return err
-	}
-	return p.Run(ctx)
+	p.mustBeMade()
+	return p.pub.Start(ctx)
+}
+
+// Run is the reclaim loop of [publish.Publisher.Run]: it removes a
+// replaced or forgotten generation's directory soon after its last lease
+// is released, until ctx ends. It returns [ErrNotBooted] before Boot has
+// succeeded.
+func (p *Publisher) Run(ctx context.Context) error {
+	p.mustBeMade()
+	return p.pub.Run(ctx)
+}
+
+// Forget drops the current record, for a deleted Platform resource: the
+// store holds nothing afterwards, and the directory is removed once its
+// last lease is released (at once when it has none). Like Publish, it
+// removes every other directory that is neither current nor leased. Forget
+// waits for a running Publish to finish.
+func (p *Publisher) Forget() {
+	p.mustBeMade()
+	p.pub.Forget()
 }
 
 // Store returns the Publisher's store, for readers: Lease, Generated,
-// Generation, Leased. Writing it (SetGenerated, Clear) bypasses the
-// Publisher's sequence; use Publish and Forget instead.
-func (p *Publisher) Store() *Store { return &p.store }
-
-// Layout returns the Publisher's layout. Its Root belongs to the
-// Publisher: use it to read (Dir, Generations, Settle), not to write or
-// prune.
-func (p *Publisher) Layout() Layout {
-	l := p.layout
-	l.deferRemoval = false
-	return l
+// Generation, Leased. It is the very slot the Publisher sets and leases
+// from. Writing it (SetGenerated, Clear) bypasses the Publisher's
+// sequence; use Publish and Forget instead.
+func (p *Publisher) Store() *Store {
+	p.mustBeMade()
+	return &p.store
 }
 
-// Stats returns a snapshot of the Publisher for metrics. It lists Root,
-// and takes no lock that a Publish holds while it waits.
+// Layout returns a layout on the Publisher's Root, for reading. The
+// Publisher names its directories itself ([Generated.Dir] is where the
+// current record lives: gen-<n>, or gen-<n>-<digest> for a later content
+// of the same generation), so Layout.Dir(g) is not necessarily the
+// current directory, and Layout.Generations lists only the gen-<n> ones.
+// Root belongs to the Publisher: do not write or prune through it.
+func (p *Publisher) Layout() Layout {
+	p.mustBeMade()
+	return Layout{Root: p.root, NoSync: p.noSync, RemovalDeadline: p.deadline}
+}
+
+// Stats returns a snapshot of the Publisher for metrics. It takes no lock
+// that a Publish holds while it writes or builds.
 func (p *Publisher) Stats() Stats {
-	p.statsMu.Lock()
-	s := p.stats
-	p.statsMu.Unlock()
-	s.StalledRemovals = p.stalled.Load()
-	s.Generation = p.store.Generation()
-	s.OnDisk, _ = p.layout.Generations()
-	s.Leased = p.store.Leased()
-	s.Leases = p.store.leases()
+	p.mustBeMade()
+	gs := p.pub.Stats()
+	s := Stats{
+		Generation:   p.store.Generation(),
+		Leased:       p.store.Leased(),
+		Leases:       p.store.leases(),
+		Dirs:         gs.Dirs,
+		Publishes:    gs.Publishes,
+		Rewrites:     gs.Changes,
+		Unchanged:    gs.Unchanged,
+		FailedBuilds: p.failedBuilds.Load(),
+		Prunes:       gs.Reclaims,
+		ReclaimDelay: gs.ReclaimDelay,
+		LastPublish:  PublishTimings(gs.LastPublish),
+		LastError:    gs.LastError,
+
+		StalledRemovals: gs.StalledRemovals,
+	}
+	for _, d := range gs.Dirs {
+		if i, found := slices.BinarySearch(s.OnDisk, d.Identity.Key); !found {
+			s.OnDisk = slices.Insert(s.OnDisk, i, d.Identity.Key)
+		}
+	}
 	return s
 }
 
 // Render leases the current record, renders inst against its platform with
 // the record's skew policy, and releases the lease; it returns the output
 // and the record it rendered against. It returns [ErrNotReady] when no
-// platform is held: before the first Publish, after Forget, and while a
-// changed current generation waits for its leases to drain. Render takes
-// no lock of the Publisher's and may run concurrently with everything.
+// platform is held: before the first Publish and after Forget (never
+// while a changed module is published). Render takes no lock of the
+// Publisher's and may run concurrently with everything.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
-	if !p.booted.Load() {
+	p.mustBeMade()
+	if !p.pub.Booted() {
 		return kernel.RenderOutput{}, Generated{}, ErrNotBooted
 	}
-	rec, release, ok := p.store.Lease()
+	l, ok := p.store.slot.Lease()
 	if !ok {
 		return kernel.RenderOutput{}, Generated{}, ErrNotReady
 	}
-	defer release()
+	defer l.Release()
+	rec := generatedOf(l.Value())
 	out, err := p.kernel.Render(ctx, kernel.RenderInput{Platform: rec.Platform, Instance: inst, Skew: rec.Skew})
 	return out, rec, err
 }

@@ -74,14 +74,14 @@ func TestLastErrorKeepsAFailingRemoval(t *testing.T) {
 		errDisk := errors.New("disk says no")
 		var mu sync.Mutex
 		stuck := true
-		prune := p.Layout().Prune
-		p.SetPrune(func(keep ...int64) error {
+		prune := p.DiskPrune
+		p.SetPrune(func(keep ...string) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if !stuck {
 				return prune(keep...)
 			}
-			return errors.Join(prune(append(keep, 1)...), errDisk)
+			return errors.Join(prune(append(keep, "gen-1")...), errDisk)
 		})
 		for _, release := range releases {
 			release()

@@ -1,12 +1,7 @@
 package platform
 
 import (
-	"context"
 	"fmt"
-	"slices"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"leasekit.dev/lease"
 	"leasekit.dev/slot"
@@ -20,19 +15,14 @@ import (
 // copied after first use. Store is safe for concurrent use by multiple
 // goroutines; leasing and releasing the current record take no lock.
 //
+// A [Publisher]'s Store is the very slot its generic publisher sets and
+// leases from, so a lease taken here holds the Publisher's directory.
+//
 // The Store carries no kernel gate: the [kernel.Kernel] is safe for
 // concurrent use across its calls, so renders of different objects overlap
 // with no mutex.
 type Store struct {
-	slot slot.Slot[int64, Generated]
-
-	// Release notifications for waiters (the reclaimer, a drain before a
-	// rewrite). A release of a lease whose generation is no longer held
-	// signals them, and only while one watches.
-	watchers atomic.Int32
-	mu       sync.Mutex
-	released chan struct{}       // closed and replaced by every signal; nil until watched
-	lastRel  map[int64]time.Time // when each generation last had a lease released while watched
+	slot slot.Slot[int64, record] // a Publisher's very slot
 }
 
 // NewStore returns an empty Store, as ready as the zero value.
@@ -50,15 +40,18 @@ func (s *Store) SetGenerated(g Generated) {
 	if g.Generation < 1 {
 		panic(fmt.Sprintf("platform: SetGenerated with generation %d: generations start at 1", g.Generation))
 	}
-	s.slot.Set(g.Generation, g)
+	s.slot.Set(g.Generation, recordOf(g))
 }
 
 // Generated returns the current generated-module record and true, or the
 // zero record and false when none is held. Safe for concurrent callers. A
 // render that will read the module directory takes Lease instead.
 func (s *Store) Generated() (Generated, bool) {
-	_, g, ok := s.slot.Get()
-	return g, ok
+	_, r, ok := s.slot.Get()
+	if !ok {
+		return Generated{}, false
+	}
+	return generatedOf(r), true
 }
 
 // Generation returns the .metadata.generation the held platform was built
@@ -84,85 +77,10 @@ func (s *Store) Lease() (Generated, func(), bool) {
 	if !ok {
 		return Generated{}, noRelease, false
 	}
-	return l.Value(), func() { s.release(l) }, true
+	return generatedOf(l.Value()), l.Release, true
 }
 
 func noRelease() {}
-
-// release releases l and, when its generation is no longer held and
-// someone watches, signals the watchers.
-func (s *Store) release(l *slot.Lease[int64, Generated]) {
-	l.Release()
-	if s.watchers.Load() == 0 {
-		return
-	}
-	if k, _, ok := s.slot.Get(); ok && k == l.Key() {
-		return // a release of the current generation frees nothing
-	}
-	s.signal(l.Key())
-}
-
-func (s *Store) signal(generation int64) {
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lastRel == nil {
-		s.lastRel = make(map[int64]time.Time)
-	}
-	s.lastRel[generation] = now
-	if s.released != nil {
-		close(s.released)
-		s.released = nil
-	}
-}
-
-// watch registers a watcher until stop is called.
-func (s *Store) watch() (stop func()) {
-	s.watchers.Add(1)
-	return func() { s.watchers.Add(-1) }
-}
-
-// releases returns a channel closed by the next signal. The caller
-// watches.
-func (s *Store) releases() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.released == nil {
-		s.released = make(chan struct{})
-	}
-	return s.released
-}
-
-// releasedAt returns when a lease on generation was last released while
-// watched, and forgets it.
-func (s *Store) releasedAt(generation int64) (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.lastRel[generation]
-	delete(s.lastRel, generation)
-	return t, ok
-}
-
-// waitDrained blocks until generation has no outstanding lease. If ctx is
-// done first it returns ctx.Err(). It returns nil at once when generation
-// is not leased, even if ctx is done.
-func (s *Store) waitDrained(ctx context.Context, generation int64) error {
-	defer s.watch()()
-	for {
-		ch := s.releases()
-		if !slices.Contains(s.slot.Leased(), generation) {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			if !slices.Contains(s.slot.Leased(), generation) {
-				return nil
-			}
-			return ctx.Err()
-		}
-	}
-}
 
 // Leased returns the generations at least one render currently holds a
 // lease on, in ascending order, whether or not they are still held. The
@@ -177,18 +95,6 @@ func (s *Store) Clear() { s.slot.Clear() }
 
 // leases returns the number of outstanding leases per generation.
 func (s *Store) leases() map[int64]int { return s.slot.Counts() }
-
-// dropReleases forgets the release times of generations not in onDisk
-// (ascending), so that they do not pile up.
-func (s *Store) dropReleases(onDisk []int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for g := range s.lastRel {
-		if _, found := slices.BinarySearch(onDisk, g); !found {
-			delete(s.lastRel, g)
-		}
-	}
-}
 
 // ReportLeaks installs hook as the leak reporter of s; a nil hook turns
 // reporting off, as it is by default, when it costs nothing. A lease taken

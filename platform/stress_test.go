@@ -125,3 +125,44 @@ func TestEverythingAtOnce(t *testing.T) {
 		t.Fatalf("after everything stopped, Root holds %v", got)
 	}
 }
+
+// Renders racing changes of the current generation are never refused:
+// each change is swapped in, so a record is held at every instant.
+func TestRendersNeverRefusedDuringChanges(t *testing.T) {
+	p := newBooted(t, platform.PublisherOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = p.Run(ctx) })
+	var refused, renders atomic.Int64
+	for range 2 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				_, _, err := p.Render(ctx, renderInstance(t))
+				switch {
+				case errors.Is(err, platform.ErrNotReady):
+					refused.Add(1)
+				case err != nil && ctx.Err() == nil:
+					t.Errorf("render: %v", err)
+				}
+				renders.Add(1)
+			}
+		})
+	}
+	for i := 1; i <= 20; i++ {
+		if _, err := p.Publish(ctx, 1, moduleFiles(t, i%4), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	wg.Wait()
+	if n := refused.Load(); n != 0 {
+		t.Fatalf("%d of %d renders refused with ErrNotReady during changes of generation 1", n, renders.Load())
+	}
+	if st := p.Stats(); st.Rewrites == 0 {
+		t.Fatalf("no change was published: %+v", st)
+	}
+}

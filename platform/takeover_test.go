@@ -64,44 +64,12 @@ func TestRewriteWithRefusedNameDrainsNothing(t *testing.T) {
 	})
 }
 
-// A generation that was forgotten while leased is not rewritten by a new
-// Publish of the same generation until its leases are released: the
-// renders holding them still read its directory.
-func TestPublishOfForgottenLeasedGenerationWaits(t *testing.T) {
-	warmKernel(t)
-	synctest.Test(t, func(t *testing.T) {
-		p := newBooted(t, platform.PublisherOptions{})
-		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
-			t.Fatal(err)
-		}
-		_, release, _ := p.Store().Lease()
-		p.Forget()
-		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 0))
-
-		done := publishAsync(p, context.Background(), 1, 1, t)
-		synctest.Wait()
-		select {
-		case r := <-done:
-			t.Fatalf("a publish over a leased forgotten generation returned at once: %+v, %v", r.rec, r.err)
-		default:
-		}
-		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 0))
-
-		release()
-		r := <-done
-		if r.err != nil || r.rec.Generation != 1 {
-			t.Fatalf("publish after the release = %+v, %v", r.rec, r.err)
-		}
-		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 1))
-	})
-}
-
 // Run stops with its context also while it waits for its turn behind a
-// Publish that is draining leases.
+// Publish that holds it.
 func TestRunStopsWhileWaitingForItsTurn(t *testing.T) {
 	warmKernel(t)
 	synctest.Test(t, func(t *testing.T) {
-		p, release, rewrite := drainingRewrite(t)
+		p, release, rewrite := heldTurn(t)
 
 		ctx, cancel := context.WithCancel(context.Background())
 		stopped := make(chan error, 1)
@@ -136,7 +104,7 @@ func TestFailedWriteLeftoverIsRemoved(t *testing.T) {
 	}
 	root := p.Layout().Root
 	errDisk := errors.New("disk full")
-	p.SetWrite(func(gen int64, files platformmodule.Files) (string, error) {
+	p.SetWrite(func(name string, files platformmodule.Files) (string, error) {
 		if err := os.Mkdir(filepath.Join(root, ".staging-leftover"), 0o755); err != nil {
 			return "", err
 		}
@@ -161,7 +129,7 @@ func TestFailedWriteLeftoverIsRemoved(t *testing.T) {
 func TestBootAgainDoesNotWaitForADrain(t *testing.T) {
 	warmKernel(t)
 	synctest.Test(t, func(t *testing.T) {
-		p, release, rewrite := drainingRewrite(t)
+		p, release, rewrite := heldTurn(t)
 
 		booted := make(chan error, 1)
 		go func() { booted <- p.Boot() }()

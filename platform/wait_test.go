@@ -3,6 +3,7 @@ package platform_test
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/platformmodule"
 )
 
 // warmKernel builds once outside any bubble, so that whatever the CUE
@@ -37,121 +39,98 @@ func publishAsync(p *platform.Publisher, ctx context.Context, gen int64, v int, 
 	return done
 }
 
-// drainingRewrite boots a Publisher, publishes generation 1, leases it
-// and starts a rewrite of generation 1 with other files, which holds the
-// Publisher's turn while it waits for that lease: release ends the wait.
-// Call it inside a synctest bubble.
-func drainingRewrite(t *testing.T) (p *platform.Publisher, release func(), rewrite <-chan publishResult) {
+// heldTurn boots a Publisher, publishes generation 1 and starts a publish
+// of generation 1 with other files whose write blocks, so that it holds the
+// Publisher's turn: release lets it finish. Call it inside a synctest
+// bubble.
+func heldTurn(t *testing.T) (p *platform.Publisher, release func(), rewrite <-chan publishResult) {
 	t.Helper()
 	p = newBooted(t, platform.PublisherOptions{})
 	if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
 		t.Fatal(err)
 	}
-	_, release, _ = p.Store().Lease()
+	gate := make(chan struct{})
+	write := p.DiskWrite
+	p.SetWrite(func(name string, files platformmodule.Files) (string, error) {
+		<-gate
+		return write(name, files)
+	})
 	rewrite = publishAsync(p, context.Background(), 1, 1, t)
 	synctest.Wait()
-	return p, release, rewrite
+	return p, sync.OnceFunc(func() { close(gate) }), rewrite
 }
 
-// A changed current generation stops new leases, waits until its leases
-// are released, and only then rewrites the directory.
-func TestRewriteWaitsForLeasesToDrain(t *testing.T) {
-	warmKernel(t)
-	synctest.Test(t, func(t *testing.T) {
-		var events []platform.PublishEvent
-		var mu sync.Mutex
-		p := newBooted(t, platform.PublisherOptions{OnPublish: func(ev platform.PublishEvent) {
-			mu.Lock()
-			events = append(events, ev)
-			mu.Unlock()
-		}})
-		ctx := context.Background()
-		if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
-			t.Fatal(err)
-		}
-		_, release1, _ := p.Store().Lease()
-		_, release2, _ := p.Store().Lease()
-
-		done := publishAsync(p, ctx, 1, 1, t)
-		synctest.Wait()
-		select {
-		case r := <-done:
-			t.Fatalf("a rewrite of a leased generation returned at once: %+v, %v", r.rec, r.err)
-		default:
-		}
-		if _, _, ok := p.Store().Lease(); ok {
-			t.Fatal("a new lease was granted on a generation waiting to be rewritten")
-		}
-		if _, ok := p.Store().Generated(); ok {
-			t.Fatal("the store reports a record while its directory waits to be rewritten")
-		}
-		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 0))
-
-		release1()
-		synctest.Wait()
-		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 0))
-		select {
-		case <-done:
-			t.Fatal("the rewrite did not wait for the second lease")
-		default:
-		}
-
-		release2()
-		r := <-done
-		if r.err != nil || r.rec.Generation != 1 {
-			t.Fatalf("rewrite = %+v, %v", r.rec, r.err)
-		}
-		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 1))
-		if g := p.Store().Generation(); g != 1 {
-			t.Fatalf("Generation() = %d after the rewrite, want 1", g)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if n := len(events); n != 2 || events[1].Outcome != platform.Rewritten {
-			t.Fatalf("events = %+v, want published then rewritten", events)
-		}
+// A changed current generation is written beside its leased directory and
+// swapped in: the Publish waits for no render, a lease is granted at every
+// instant, the leased directory keeps its files until released, and then
+// it goes.
+func TestRewriteBesideLeasedGeneration(t *testing.T) {
+	var events []platform.PublishEvent
+	var reclaims []platform.ReclaimEvent
+	p := newBooted(t, platform.PublisherOptions{
+		OnPublish: func(ev platform.PublishEvent) { events = append(events, ev) },
+		OnReclaim: func(ev platform.ReclaimEvent) { reclaims = append(reclaims, ev) },
 	})
+	ctx := context.Background()
+	old, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, release1, _ := p.Store().Lease()
+	_, release2, _ := p.Store().Lease()
+
+	rec, err := p.Publish(ctx, 1, moduleFiles(t, 1), 0) // returns: nothing to wait for
+	if err != nil || rec.Generation != 1 || rec.Dir == old.Dir || rec.Identity == old.Identity {
+		t.Fatalf("rewrite of a leased generation = %+v, %v; want generation 1 in a directory beside %s", rec, err, old.Dir)
+	}
+	if got, _, ok := p.Store().Lease(); !ok || got != rec {
+		t.Fatalf("after the rewrite, Lease() = %+v, %v; want the new record", got, ok)
+	}
+	checkTree(t, old.Dir, moduleFiles(t, 0))
+	checkTree(t, rec.Dir, moduleFiles(t, 1))
+	if n := len(events); n != 2 || events[1].Outcome != platform.Rewritten || events[1].Identity != rec.Identity {
+		t.Fatalf("events = %+v, want published then rewritten", events)
+	}
+
+	release1()
+	p.ReclaimNow()
+	checkTree(t, old.Dir, moduleFiles(t, 0)) // still leased once
+	release2()
+	p.ReclaimNow()
+	if _, err := os.Lstat(old.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after its last release and a reclaim, %s: %v, want it gone", old.Dir, err)
+	}
+	if len(reclaims) != 1 || reclaims[0].Identity != old.Identity || reclaims[0].Generation != 1 {
+		t.Fatalf("reclaims %+v, want the old content of generation 1", reclaims)
+	}
+	if st := p.Stats(); st.Rewrites != 1 || st.Publishes != 2 || !slices.Equal(st.OnDisk, []int64{1}) || len(st.Dirs) != 1 {
+		t.Fatalf("Stats() = %+v", st)
+	}
 }
 
-// A context that ends while a rewrite waits for leases puts the record
-// back and changes nothing on disk.
-func TestRewriteCancelledWhileDraining(t *testing.T) {
-	warmKernel(t)
-	synctest.Test(t, func(t *testing.T) {
-		p := newBooted(t, platform.PublisherOptions{})
-		rec, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, release, _ := p.Store().Lease()
-		defer release()
-
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		start := time.Now()
-		_, err = p.Publish(ctx, 1, moduleFiles(t, 1), 0)
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Publish with leases outstanding until the deadline: %v, want context.DeadlineExceeded", err)
-		}
-		if waited := time.Since(start); waited != time.Minute {
-			t.Fatalf("Publish returned after %v, want the context's minute", waited)
-		}
-		got, ok := p.Store().Generated()
-		if !ok || got != rec {
-			t.Fatalf("after a cancelled rewrite the store holds %+v, %v; want %+v back", got, ok, rec)
-		}
-		checkTree(t, p.Layout().Dir(1), moduleFiles(t, 0))
-		if gens := generations(t, p); !slices.Equal(gens, []int64{1}) {
-			t.Fatalf("Generations() = %v, want [1]", gens)
-		}
-		// The old record still renders and re-publishes as unchanged.
-		if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
-			t.Fatal(err)
-		}
-		if st := p.Stats(); st.Unchanged != 1 || st.Publishes != 1 {
-			t.Fatalf("stats after a cancelled rewrite and a re-publish: %+v", st)
-		}
-	})
+// A generation forgotten while leased is published again beside its
+// leased directory, which keeps its files until released.
+func TestPublishOfForgottenLeasedGeneration(t *testing.T) {
+	p := newBooted(t, platform.PublisherOptions{})
+	ctx := context.Background()
+	old, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, release, _ := p.Store().Lease()
+	p.Forget()
+	checkTree(t, old.Dir, moduleFiles(t, 0))
+	rec, err := p.Publish(ctx, 1, moduleFiles(t, 1), 0)
+	if err != nil || rec.Dir == old.Dir {
+		t.Fatalf("publish over a leased forgotten generation = %+v, %v", rec, err)
+	}
+	checkTree(t, old.Dir, moduleFiles(t, 0))
+	checkTree(t, rec.Dir, moduleFiles(t, 1))
+	release()
+	p.ReclaimNow()
+	if dirs := genDirs(t, p.Layout().Root); !slices.Equal(dirs, []string{rec.Dir}) {
+		t.Fatalf("after the release, Root holds %v, want only %s", dirs, rec.Dir)
+	}
 }
 
 // The reclaim loop removes a superseded generation as soon as its last
@@ -261,8 +240,8 @@ func TestRunRetriesFailedRemovalWithBackoff(t *testing.T) {
 		errDisk := errors.New("disk says no")
 		start := time.Now()
 		var attempts []time.Duration
-		prune := p.Layout().Prune
-		p.SetPrune(func(keep ...int64) error {
+		prune := p.DiskPrune
+		p.SetPrune(func(keep ...string) error {
 			attempts = append(attempts, time.Since(start))
 			if len(attempts) <= 6 {
 				return errDisk
@@ -341,8 +320,8 @@ func TestPruneErrorBesideRemovedGenerationsIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	errLeftover := errors.New("a staging leftover would not go")
-	prune := p.Layout().Prune
-	p.SetPrune(func(keep ...int64) error { return errors.Join(prune(keep...), errLeftover) })
+	prune := p.DiskPrune
+	p.SetPrune(func(keep ...string) error { return errors.Join(prune(keep...), errLeftover) })
 	if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
 		t.Fatalf("a failed removal failed the publish: %v", err)
 	}
@@ -366,7 +345,7 @@ func TestPruneErrorBesideRemovedGenerationsIsReported(t *testing.T) {
 func TestPublishWaitingForItsTurnIsCancellable(t *testing.T) {
 	warmKernel(t)
 	synctest.Test(t, func(t *testing.T) {
-		p, release, rewrite := drainingRewrite(t)
+		p, release, rewrite := heldTurn(t)
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

@@ -9,7 +9,9 @@
 // released, or gets the new key. Replacing or clearing the value never
 // cancels a lease; the reader finishes against the value it started with.
 // Keys of replaced values that are still leased are counted by a
-// [lease.Counter]. [Slot.ReportLeaks] reports leases dropped without
+// [lease.Counter]. [Slot.LeasedValues] makes the same promise per value,
+// so that two values stored under one key are told apart, and
+// [Slot.Freed] signals the release of a replaced value's last lease. [Slot.ReportLeaks] reports leases dropped without
 // Release, as the Counter's does.
 //
 // Keys are compared with == and <. A floating-point NaN is neither equal to

@@ -54,3 +54,22 @@ func ExampleLease_Release() {
 	// [v1] 1
 	// []
 }
+
+// Two builds of one generation share its key; LeasedValues tells them
+// apart, so the owner keeps the directory of the one a reader still holds.
+func ExampleSlot_LeasedValues() {
+	var builds slot.Slot[int64, string]
+	builds.Set(7, "/var/lib/op/gen-7")
+
+	l, _ := builds.Lease() // a render starts against the first build
+	defer l.Release()
+
+	builds.Set(7, "/var/lib/op/gen-7-3f2a9c01b4e5") // generation 7 again, other content
+	for _, v := range builds.LeasedValues() {
+		fmt.Println(v.Key, v.Value, v.Leases, v.Current)
+	}
+	fmt.Println("keys:", builds.Leased())
+	// Output:
+	// 7 /var/lib/op/gen-7 1 false
+	// keys: [7]
+}

@@ -24,6 +24,7 @@ type Slot[K cmp.Ordered, V any] struct {
 	retired lease.Counter[K]         // one lease per replaced value that still had leases
 	old     map[*held[K, V]]struct{} // replaced values whose leases are outstanding
 	changed chan struct{}            // closed and replaced by every store; nil until a waiter asks
+	freed   chan struct{}            // closed and replaced when a replaced value's last lease is released; nil until asked
 
 	leakFn atomic.Pointer[func(lease.Leak[K])] // nil: leak reporting off
 }
@@ -137,6 +138,69 @@ func (s *Slot[K, V]) Counts() map[K]int {
 	return counts
 }
 
+// A LeasedValue is one value of a [Slot] with outstanding leases, as
+// [Slot.LeasedValues] reports it.
+type LeasedValue[K cmp.Ordered, V any] struct {
+	Key     K
+	Value   V
+	Leases  int  // outstanding leases on this value, at least 1
+	Current bool // the value is the one the slot holds
+}
+
+// LeasedValues returns every value with at least one outstanding lease,
+// whether it is still held or was replaced or cleared, with its count, in
+// ascending order of key; values stored under one key each appear once. It
+// returns nil when nothing is leased.
+//
+// It makes the promise of [Slot.Leased] per value: a Lease that races a
+// Set either gets the old value, which is then in every LeasedValues that
+// begins after the Set returned until the lease is released, or gets the
+// new one. Two values stored one after the other under one key are told
+// apart, which Leased, listing keys, cannot do.
+func (s *Slot[K, V]) LeasedValues() []LeasedValue[K, V] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var vals []LeasedValue[K, V]
+	for h := range s.old {
+		if n := h.remaining.Load(); n > 0 {
+			vals = append(vals, LeasedValue[K, V]{Key: h.key, Value: h.val, Leases: int(n)})
+		}
+	}
+	if h := s.cur.Load(); h != nil {
+		if n := h.leases.Load() &^ retiredBit; n > 0 {
+			vals = append(vals, LeasedValue[K, V]{Key: h.key, Value: h.val, Leases: int(n), Current: true})
+		}
+	}
+	slices.SortStableFunc(vals, func(a, b LeasedValue[K, V]) int {
+		if c := cmp.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		switch { // the current value last among its key's
+		case a.Current:
+			return 1
+		case b.Current:
+			return -1
+		}
+		return 0
+	})
+	return vals
+}
+
+// Freed returns a channel that is closed when, after the call, the last
+// outstanding lease on a value that is no longer held (replaced by a Set or
+// dropped by Clear) is released: the moment its resources may go. A
+// release of the held value's lease does not close it. Take the channel
+// before looking at [Slot.LeasedValues], so that no release between the
+// look and the wait is missed.
+func (s *Slot[K, V]) Freed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.freed == nil {
+		s.freed = make(chan struct{})
+	}
+	return s.freed
+}
+
 // store installs (k, v) as the held value. s.mu is held.
 func (s *Slot[K, V]) store(k K, v V) {
 	if h := s.cur.Load(); h != nil {
@@ -162,6 +226,11 @@ func (s *Slot[K, V]) retire(h *held[K, V]) {
 	// brings remaining to zero releases the group.
 	if h.remaining.Add(n) == 0 {
 		h.group.Release()
+		if n > 0 && s.freed != nil {
+			// Its last leases were released while it was being replaced.
+			close(s.freed)
+			s.freed = nil
+		}
 		return
 	}
 	if s.old == nil {
@@ -236,9 +305,14 @@ func (l *Lease[K, V]) Release() {
 	// h was replaced while l was out: l is one of the leases its group
 	// stands for.
 	if h.remaining.Add(-1) == 0 {
-		h.s.mu.Lock()
+		s := h.s
+		s.mu.Lock()
 		h.group.Release()
-		delete(h.s.old, h)
-		h.s.mu.Unlock()
+		delete(s.old, h)
+		if s.freed != nil {
+			close(s.freed)
+			s.freed = nil
+		}
+		s.mu.Unlock()
 	}
 }

@@ -9,7 +9,8 @@
 // publishes a stream of platform generations made by
 // platformmodule.Generate: catalogs added, bumped, disabled and enabled
 // again; now and then the same generation again (unchanged), the current
-// generation with changed labels (rewritten once its leases drain), a late
+// generation with changed labels (written beside the leased one and
+// swapped in, so no render is refused), a late
 // older generation (stale) and a deliberately broken module the kernel
 // refuses (a build failure, named in the summary). Meanwhile a pool of
 // concurrent renders leases the store and renders embedded instance

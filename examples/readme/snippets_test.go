@@ -9,7 +9,7 @@ import (
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
-	"leasekit.dev/slot"
+	"leasekit.dev/publish"
 )
 
 // Each function below holds one ```go block of the README, in the
@@ -80,30 +80,35 @@ func readmeForget(pub *platform.Publisher) {
 	// readme:end
 }
 
-func readmeGeneric(platformDir string, files map[string][]byte, gen int64, render func(string)) error {
+// Bundle stands for what a build step makes of a directory.
+type Bundle struct{ Routes int }
+
+func readmeGeneric(ctx context.Context, bundleDir string, logger *slog.Logger, loadBundle publish.BuildFunc[*Bundle], gen int64, files dirlife.Files, serve func(string, *Bundle)) error {
 	errNotReady := errors.New("not ready")
 	// readme:begin
-	modules := dirlife.Layout[int64]{Root: platformDir, Codec: dirlife.IntCodec[int64]{Prefix: "gen-"}}
-	var builds slot.Slot[int64, string] // generation -> directory
-
-	// at boot, before any reader
-	modules.Reset()
-
-	// reconciler, one generation at a time
-	dir, err := modules.Write(gen, files) // staged, atomic, durable
-	if err != nil {
+	// one directory per content, built by a step of yours (parse, compile, validate)
+	pub := publish.New(bundleDir, dirlife.IntCodec[int64]{Prefix: "gen-"}, loadBundle,
+		publish.Options[int64, *Bundle, struct{}]{Logger: logger})
+	if err := pub.Boot(); err != nil { // empties bundleDir before any reader
 		return err
 	}
-	builds.SetIfNewer(gen, dir)
-	modules.Prune(append(builds.Leased(), gen)...) // a leased directory is never pruned
+	go pub.Run(ctx) // removes a replaced directory as soon as its last lease ends
+
+	// reconciler: write, build, set, remove, in the only safe order
+	rec, err := pub.Publish(ctx, gen, files, struct{}{})
+	// a stale generation is refused (publish.ErrStale), the same files again
+	// cost nothing, other files at the same generation get a directory of
+	// their own (gen-<n>-<digest>), swapped in without refusing or waiting
+	// for a reader; a failed build leaves the current record as it was
 
 	// reader
-	l, ok := builds.Lease()
+	l, ok := pub.Lease()
 	if !ok {
 		return errNotReady
 	}
 	defer l.Release()
-	render(l.Value()) // l.Key()'s directory stays until Release
+	serve(l.Value().Dir, l.Value().Artifact) // the directory stays, unchanged, until Release
 	// readme:end
-	return nil
+	_ = rec
+	return err
 }

@@ -24,6 +24,11 @@ type RenderCounts struct {
 	Failed         int `json:"failed"`          // any other error: unexpected
 	Cancelled      int `json:"cancelled"`       // stopped by the run's context
 
+	// NotServed counts renders refused because the store held nothing,
+	// after the first record was served: 0, since a changed module is
+	// swapped in and nothing in the run forgets the platform.
+	NotServed int `json:"not_served"`
+
 	// Inconsistent counts renders whose outcome differed from an earlier
 	// render of the same instance against the same platform files.
 	Inconsistent int `json:"inconsistent"`
@@ -49,6 +54,7 @@ type Pool struct {
 	afterLease func(platform.Generated)
 
 	outstanding atomic.Int64
+	served      atomic.Bool // a record was leased
 	maxOut      atomic.Int64
 	done        atomic.Int64
 
@@ -90,10 +96,18 @@ func (p *Pool) work(ctx context.Context, stop <-chan struct{}, w int) {
 		}
 		g, release, ok := p.store.Lease()
 		if !ok {
-			// Nothing published yet, or a rewrite is draining.
+			// Nothing published yet; once something was, nothing should
+			// ever be refused.
+			if p.served.Load() {
+				p.mu.Lock()
+				p.counts.Total++
+				p.counts.NotServed++
+				p.mu.Unlock()
+			}
 			pause(ctx, stop, time.Millisecond)
 			continue
 		}
+		p.served.Store(true)
 		p.leased()
 		h := p.check.Acquire(g)
 		if p.afterLease != nil {

@@ -22,8 +22,8 @@ const (
 	// files, as a re-reconcile does. The publisher reports it Unchanged.
 	StepRepeat
 	// StepRelabel publishes the current generation with changed labels:
-	// the same generation, changed inputs. The publisher drains its leases
-	// and rewrites it, and reports it Rewritten.
+	// the same generation, changed inputs. The publisher writes it beside
+	// the leased directory, swaps it in, and reports it Rewritten.
 	StepRelabel
 	// StepBroken publishes a new generation whose module the kernel
 	// refuses to build. The publisher reports BuildFailed and keeps the

@@ -104,7 +104,7 @@ func quantiles(h *Histogram) Quantiles {
 // unexpected outcome, no unexpected render failure, no render that
 // disagreed with an earlier one of the same instance and files.
 func (s *Summary) OK() bool {
-	return s.Violations == 0 && s.UnexpectedCount == 0 && s.RenderCounts.Failed == 0 && s.RenderCounts.Inconsistent == 0
+	return s.Violations == 0 && s.UnexpectedCount == 0 && s.RenderCounts.Failed == 0 && s.RenderCounts.Inconsistent == 0 && s.RenderCounts.NotServed == 0
 }
 
 // WriteText writes s as a table for people.
@@ -132,8 +132,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 		row("  UNEXPECTED", "and %d more", more)
 	}
 	r := s.RenderCounts
-	row("renders", "%d: %d ok (%d with skew warnings), %d skew-refused, %d catalog-refused, %d failed, %d cancelled; %d inconsistent",
-		r.Total, r.OK, r.SkewWarned, r.SkewRefused, r.CatalogRefused, r.Failed, r.Cancelled, r.Inconsistent)
+	row("renders", "%d: %d ok (%d with skew warnings), %d skew-refused, %d catalog-refused, %d failed, %d cancelled; %d inconsistent; %d refused as nothing was served",
+		r.Total, r.OK, r.SkewWarned, r.SkewRefused, r.CatalogRefused, r.Failed, r.Cancelled, r.Inconsistent, r.NotServed)
 	for _, f := range s.RenderFailures {
 		row("  FAILED", "%s", f)
 	}

@@ -1,0 +1,41 @@
+// Package publish is the safe order for any controller that keeps one
+// directory per generation of some input (a compiled bundle, an unpacked
+// image, rendered files) and readers that use the current one for a
+// while: a generic [Publisher] of immutable directories under one Root,
+// with a build step of the caller's and no knowledge of what the files
+// mean.
+//
+// [Publisher.Publish] writes a content's directory, builds it with the
+// caller's [BuildFunc], sets the record in a [slot.Slot] (refusing a stale
+// key) and removes every directory that is neither current nor leased.
+// Directories never change once published: each content has an
+// [Identity] (its key and the [DigestFiles] of its files) and a directory
+// of its own, named gen-<n> (the key codec's name) or, when a directory of
+// that key is on disk already, gen-<n>-<12 hex digits of the digest>,
+// lengthened while the name is taken. A changed content at the current key
+// is written beside the current one and swapped in atomically, so no
+// lease is refused while a record is held and no Publish waits for a
+// reader. An identical re-publish is recognised by a keyed fingerprint of
+// the files and writes nothing; the publisher keeps no copy of them.
+// [Publisher.Boot] empties Root before any reader exists, and
+// [Publisher.Run] removes a replaced directory as soon as its last lease
+// is released.
+//
+// The promise: a directory a reader leased (through [Publisher.Lease] or
+// the [Publisher.Slot]) is never removed and never changes while leased,
+// and the slot never names a missing or partial directory.
+//
+// Concurrency: a Publisher is safe for concurrent use by multiple
+// goroutines. It serialises Boot, Publish, Forget and every removal;
+// leases take no lock of its own; OnPublish and OnReclaim are called
+// under no lock. It starts no goroutine: the reclaim loop is Run (or
+// Start), on the caller's goroutine.
+//
+// Limits: a lease protects a directory from the Publisher, not from
+// another writer of Root or from a reader that writes into it; Root
+// belongs to one Publisher. A process that dies takes its leases with it:
+// the next one boots, which empties Root, before any reader exists. The
+// fingerprint that recognises an identical re-publish is 128 bits of
+// [hash/maphash] with seeds secret to the Publisher; a change it missed
+// would need a collision of both.
+package publish

@@ -1,0 +1,199 @@
+package publish_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"leasekit.dev/dirlife"
+	"leasekit.dev/publish"
+	"leasekit.dev/slot"
+	"pgregory.net/rapid"
+)
+
+// contents are the file sets the model test draws: a few repeat, so that
+// identical re-publishes and returns to an earlier content happen; "bad"
+// fails the build.
+var contents = []dirlife.Files{
+	{"a.txt": []byte("one")},
+	{"a.txt": []byte("two")},
+	{"a.txt": []byte("one"), "sub/b.txt": []byte("x")},
+	{"a.txt": []byte("two"), "sub/b.txt": []byte("x")},
+	{"bad": []byte("refused")},
+}
+
+type modelLease struct {
+	l     *slot.Lease[int64, publish.Record[int64, publish.Digest, int]]
+	files dirlife.Files // what its directory held when it was leased
+}
+
+// TestPublisherModel drives a Publisher with random publishes (same-key
+// changes, stale keys, failed builds, identical re-publishes, value
+// changes), forgets, boots, leases held across many publishes, releases
+// and reclaims, and checks after every step against a plain model: no
+// leased directory is removed or changed, the slot never names a missing
+// or partial directory, Root holds exactly the current and leased
+// directories once removals ran, and names are gen-<n> or
+// gen-<n>-<hex digest prefix>.
+func TestPublisherModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		root := filepath.Join(tempDir(t), "root")
+		p := newPublisher(t, root, publish.Options[int64, publish.Digest, int]{NoSync: true})
+		ctx := context.Background()
+		var (
+			held     bool
+			curKey   int64
+			curFiles dirlife.Files
+			curValue int
+			leases   []modelLease
+			pruned   = true // no release since the last removal pass
+		)
+		t.Repeat(map[string]func(*rapid.T){
+			"Publish": func(t *rapid.T) {
+				key := rapid.Int64Range(1, 4).Draw(t, "key")
+				files := contents[rapid.IntRange(0, len(contents)-1).Draw(t, "files")]
+				value := rapid.IntRange(0, 1).Draw(t, "value")
+				rec, err := p.Publish(ctx, key, maps.Clone(files), value)
+				switch {
+				case held && key < curKey:
+					if !errors.Is(err, publish.ErrStale) {
+						t.Fatalf("Publish(%d) over %d: err %v, want ErrStale", key, curKey, err)
+					}
+					return
+				case files["bad"] != nil:
+					if !errors.Is(err, errBad) {
+						t.Fatalf("Publish(%d, bad): err %v, want the build's error", key, err)
+					}
+					return
+				case err != nil:
+					t.Fatalf("Publish(%d): %v", key, err)
+				}
+				if rec.Key != key || rec.Value != value || rec.Digest != publish.DigestFiles(files) || rec.Artifact != rec.Digest {
+					t.Fatalf("Publish(%d) = %+v", key, rec)
+				}
+				checkName(t, rec)
+				held, curKey, curFiles, curValue = true, key, files, value
+				pruned = true
+			},
+			"Forget": func(t *rapid.T) {
+				p.Forget()
+				held = false
+				pruned = true
+			},
+			"Boot": func(t *rapid.T) {
+				if err := p.Boot(); err != nil { // idempotent: touches nothing
+					t.Fatal(err)
+				}
+			},
+			"Restart": func(t *rapid.T) {
+				// The process dies (its leases with it) and a new one boots.
+				for _, l := range leases {
+					l.l.Release()
+				}
+				leases = nil
+				p = newPublisher(t, root, publish.Options[int64, publish.Digest, int]{NoSync: true})
+				held = false
+				if got := onDisk(t, root); len(got) != 0 {
+					t.Fatalf("after Boot, Root holds %v", got)
+				}
+			},
+			"Lease": func(t *rapid.T) {
+				l, ok := p.Lease()
+				if ok != held {
+					t.Fatalf("Lease() ok = %v, want %v", ok, held)
+				}
+				if ok {
+					leases = append(leases, modelLease{l, curFiles})
+				}
+			},
+			"Release": func(t *rapid.T) {
+				if len(leases) == 0 {
+					t.Skip("no lease")
+				}
+				i := rapid.IntRange(0, len(leases)-1).Draw(t, "lease")
+				leases[i].l.Release()
+				leases = slices.Delete(leases, i, i+1)
+				pruned = false
+			},
+			"Reclaim": func(t *rapid.T) {
+				for _, ev := range p.Reclaim() {
+					if ev.Err != nil {
+						t.Fatal(ev.Err)
+					}
+				}
+				pruned = true
+			},
+			"": func(t *rapid.T) {
+				cur, ok := p.Current()
+				if ok != held {
+					t.Fatalf("Current() ok = %v, want %v", ok, held)
+				}
+				keep := map[string]bool{}
+				if ok {
+					if cur.Key != curKey || cur.Value != curValue {
+						t.Fatalf("Current() = %+v, want key %d value %d", cur, curKey, curValue)
+					}
+					checkDir(t, "the current directory", cur.Dir, curFiles)
+					keep[filepath.Base(cur.Dir)] = true
+				}
+				for _, l := range leases {
+					checkDir(t, "a leased directory", l.l.Value().Dir, l.files)
+					keep[filepath.Base(l.l.Value().Dir)] = true
+				}
+				got := onDisk(t, root)
+				for name := range keep {
+					if !slices.Contains(got, name) {
+						t.Fatalf("Root holds %v, without %s", got, name)
+					}
+				}
+				if want := slices.Sorted(maps.Keys(keep)); pruned && !slices.Equal(got, want) {
+					t.Fatalf("Root holds %v, want %v (the current and leased directories)", got, want)
+				}
+			},
+		})
+		for _, l := range leases {
+			l.l.Release()
+		}
+	})
+}
+
+// checkDir fails t unless dir holds exactly files.
+func checkDir(t *rapid.T, what, dir string, files dirlife.Files) {
+	got, err := readTree(dir)
+	if err != nil {
+		t.Fatalf("%s %s: %v", what, dir, err)
+	}
+	if diff := cmp.Diff(map[string][]byte(files), map[string][]byte(got)); diff != "" {
+		t.Fatalf("%s %s changed (-published +on disk):\n%s", what, dir, diff)
+	}
+}
+
+// checkName fails t unless rec's directory is gen-<key> or gen-<key>-<a
+// prefix of its digest, 12 hex digits or more>.
+func checkName(t *rapid.T, rec publish.Record[int64, publish.Digest, int]) {
+	name := filepath.Base(rec.Dir)
+	plain := fmt.Sprintf("gen-%d", rec.Key)
+	if name == plain {
+		return
+	}
+	suffix, ok := strings.CutPrefix(name, plain+"-")
+	if !ok || len(suffix) < 12 || !strings.HasPrefix(rec.Digest.String(), suffix) {
+		t.Fatalf("directory %s of %v: want %s or %s-<digest prefix>", name, rec.Identity(), plain, plain)
+	}
+}
+
+// tempDir is t.TempDir for a rapid.T, which has none.
+func tempDir(t *rapid.T) string {
+	dir, err := osMkdirTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { osRemoveAll(dir) })
+	return dir
+}

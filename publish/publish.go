@@ -1,0 +1,231 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"leasekit.dev/dirlife"
+)
+
+// Publish makes files the content of key and returns the record it set:
+// write a directory of their own, build it, set the record (refusing a
+// stale key), then remove every directory that is neither current nor
+// leased. Concurrent calls run one at a time; a call waits for its turn
+// until ctx ends, and never for a reader. What each case does is the
+// [Outcome] it reports to OnPublish; on failure the current record and its
+// directory are as they were.
+//
+// An empty file set ([dirlife.ErrNoFiles]), a name the layout refuses (a
+// [*dirlife.NameError]), a key the codec cannot name ([*KeyError]) and a
+// key older than the current one ([*StaleError]) are refused before
+// anything is written. The build step's error is returned as it is. A
+// removal that fails after a successful set does not fail the Publish: it
+// goes to OnReclaim, Stats and the log, and the reclaim loop retries it.
+//
+// Publish keeps no copy of files: the caller may reuse them and their
+// buffers as soon as it returns.
+func (p *Publisher[K, A, V]) Publish(ctx context.Context, key K, files dirlife.Files, value V) (Record[K, A, V], error) {
+	p.made()
+	var t Timings
+	var reclaims []ReclaimEvent[K]
+	rec, outcome, err := p.publish(ctx, key, files, value, &t, &reclaims)
+	ev := PublishEvent[K]{Key: key, Outcome: outcome, Timings: t, Err: err}
+	if err == nil {
+		ev.Identity, ev.Dir = rec.Identity(), rec.Dir
+	}
+	p.finishPublish(ev, reclaims)
+	return rec, err
+}
+
+func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.Files, value V, t *Timings, reclaims *[]ReclaimEvent[K]) (rec Record[K, A, V], _ Outcome, _ error) {
+	if !p.booted.Load() {
+		return rec, Failed, ErrNotBooted
+	}
+	if p.check != nil {
+		if err := p.check(key, files, value); err != nil {
+			return rec, Failed, err
+		}
+	}
+	if len(files) == 0 {
+		return rec, Failed, fmt.Errorf("publish: key %v: %w", key, dirlife.ErrNoFiles)
+	}
+	if key != key {
+		return rec, Failed, &KeyError[K]{Key: key, Name: p.codec.Format(key), Rule: "NaN is not a key: it equals no key, not even itself"}
+	}
+	if err := p.lock(ctx); err != nil {
+		return rec, Failed, err
+	}
+	defer p.unlock()
+
+	_, cur, held := p.slot.Get()
+	if held && key < cur.Key {
+		return rec, Stale, &StaleError[K]{Key: key, Current: cur.Key}
+	}
+	same := held && key == cur.Key && cur.Dir == p.curDir
+	fp := fingerprintOf(p.seedA, p.seedB, files)
+	if same && fp == p.curFP {
+		return p.keep(cur, value), Unchanged, nil
+	}
+
+	// Refuse what could never be written, and a context that has ended,
+	// before anything is written.
+	if err := dirlife.CheckFiles(files); err != nil {
+		return rec, Failed, fmt.Errorf("publish: key %v: %w", key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return rec, Failed, err
+	}
+	plain, err := p.plainName(key)
+	if err != nil {
+		return rec, Failed, err
+	}
+	id := Identity[K]{Key: key, Digest: DigestFiles(files)}
+	if same && cur.Identity() == id {
+		p.curFP = fp
+		return p.keep(cur, value), Unchanged, nil
+	}
+
+	name, wrote, err := p.place(id, plain, files, t)
+	if err != nil {
+		*reclaims = p.reclaimLocked()
+		return rec, Failed, err
+	}
+	dir := p.layout.Dir(name)
+	start := time.Now()
+	art, err := p.build(ctx, dir)
+	t.Build = time.Since(start)
+	if err != nil {
+		if wrote {
+			p.log.Debug("publish: build failed; its directory goes", "key", key, "dir", name)
+		}
+		start = time.Now()
+		*reclaims = p.reclaimLocked()
+		t.Prune = time.Since(start)
+		return rec, BuildFailed, err
+	}
+
+	start = time.Now()
+	rec = Record[K, A, V]{Key: key, Digest: id.Digest, Dir: dir, Artifact: art, Value: value}
+	p.slot.Set(key, rec)
+	p.curFP, p.curDir = fp, dir
+	p.mu.Lock()
+	p.dirs[name].superseded = time.Time{}
+	if held && cur.Dir != dir {
+		if d := p.dirs[filepath.Base(cur.Dir)]; d != nil {
+			d.superseded = start
+		}
+	}
+	p.mu.Unlock()
+	t.Set = time.Since(start)
+
+	start = time.Now()
+	*reclaims = p.pruneAfterSet()
+	t.Prune = time.Since(start)
+	if held && key == cur.Key {
+		return rec, Changed, nil
+	}
+	return rec, Published, nil
+}
+
+// keep returns cur carrying value, setting it when the value changed: the
+// same files keep their identity and directory.
+func (p *Publisher[K, A, V]) keep(cur Record[K, A, V], value V) Record[K, A, V] {
+	if cur.Value != value {
+		cur.Value = value
+		p.slot.Set(cur.Key, cur)
+	}
+	return cur
+}
+
+// plainName returns the codec's name for key, checked to parse back to key.
+func (p *Publisher[K, A, V]) plainName(key K) (string, error) {
+	name := p.codec.Format(key)
+	if k, ok := p.codec.Parse(name); !ok || k != key {
+		return "", &KeyError[K]{Key: key, Name: name, Rule: "the codec does not parse the name back to the key"}
+	}
+	if _, ok := (dirCodec[K]{key: p.codec}).keyOf(name); !ok {
+		return "", &KeyError[K]{Key: key, Name: name, Rule: "not a directory name of the publisher's"}
+	}
+	return name, nil
+}
+
+// place returns the name of a directory holding id's files: one already on
+// disk (an earlier content of the current key, still leased or not yet
+// removed), or a new one it writes under a name no entry has. wrote
+// reports whether it wrote. The caller holds the serialisation.
+func (p *Publisher[K, A, V]) place(id Identity[K], plain string, files dirlife.Files, t *Timings) (name string, wrote bool, err error) {
+	keyTaken := false
+	for n, d := range p.dirs {
+		if d.id == id {
+			return n, false, nil
+		}
+		keyTaken = keyTaken || d.id.Key == id.Key
+	}
+	name, ok := nameFor(plain, id.Digest, keyTaken, func(n string) bool { return p.dirs[n] != nil })
+	if !ok {
+		return "", false, fmt.Errorf("publish: key %v: every directory name of its content is taken", id.Key)
+	}
+	start := time.Now()
+	_, err = p.disk.Write(name, files)
+	t.Write = time.Since(start)
+	if err != nil {
+		// A failed Write leaves nothing under name, but for a publication
+		// it could not make durable; either way the next removal pass
+		// clears what is left.
+		p.dirty = true
+		return "", false, err
+	}
+	p.mu.Lock()
+	p.dirs[name] = &dirRec[K]{id: id}
+	p.mu.Unlock()
+	return name, true, nil
+}
+
+// finishPublish records ev in the stats, logs it and calls the callbacks.
+// It runs after the serialisation is released.
+func (p *Publisher[K, A, V]) finishPublish(ev PublishEvent[K], reclaims []ReclaimEvent[K]) {
+	p.finishReclaims(reclaims)
+	p.wakeToSettle(reclaims)
+	p.statsMu.Lock()
+	switch ev.Outcome {
+	case Published:
+		p.stats.Publishes++
+	case Changed:
+		p.stats.Publishes++
+		p.stats.Changes++
+	case Unchanged:
+		p.stats.Unchanged++
+	case BuildFailed:
+		p.stats.FailedBuilds++
+	}
+	if ev.Outcome != Unchanged {
+		p.stats.LastPublish = ev.Timings
+	}
+	switch {
+	case ev.Err != nil:
+		p.stats.LastError = ev.Err
+	case !failed(reclaims):
+		// A publish that succeeded does not hide a removal that still
+		// fails: the reclaim loop is retrying it.
+		p.stats.LastError = p.reclaimErr
+	}
+	p.statsMu.Unlock()
+
+	switch {
+	case ev.Err != nil:
+		p.log.Error("publish: publish", "key", ev.Key, "outcome", ev.Outcome.String(), "err", ev.Err)
+	case ev.Outcome == Unchanged:
+		if p.log.Enabled(context.Background(), slog.LevelDebug) {
+			p.log.Debug("publish: publish", "key", ev.Key, "outcome", ev.Outcome.String())
+		}
+	default:
+		p.log.Info("publish: publish", "key", ev.Key, "outcome", ev.Outcome.String(), "identity", ev.Identity.String(), "dir", ev.Dir,
+			"write", ev.Timings.Write, "build", ev.Timings.Build, "set", ev.Timings.Set, "prune", ev.Timings.Prune)
+	}
+	if p.onPublish != nil {
+		p.onPublish(ev)
+	}
+}

@@ -1,0 +1,315 @@
+package publish
+
+import (
+	"cmp"
+	"context"
+	"hash/maphash"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"leasekit.dev/dirlife"
+	"leasekit.dev/slot"
+)
+
+// A Record is what a Publisher sets: one content's key, digest, directory,
+// the artifact its build step made from the directory, and the value the
+// Publish carried.
+type Record[K cmp.Ordered, A any, V comparable] struct {
+	Key      K
+	Digest   Digest
+	Dir      string // the directory the content lives in, under Root
+	Artifact A
+	Value    V
+}
+
+// Identity returns the record's key and digest.
+func (r Record[K, A, V]) Identity() Identity[K] { return Identity[K]{Key: r.Key, Digest: r.Digest} }
+
+// A BuildFunc makes the artifact of a written directory: it parses,
+// compiles or validates what dir holds. It must not change dir. An error
+// fails the Publish with [BuildFailed] and leaves the current record as it
+// was.
+type BuildFunc[A any] func(ctx context.Context, dir string) (A, error)
+
+// A Disk is where a Publisher writes and removes directories, by name under
+// Root. The default is a [dirlife.Layout] on Root with the Publisher's
+// codec; [Options.WrapDisk] can wrap it to inject faults in tests.
+type Disk interface {
+	Write(name string, files dirlife.Files) (string, error)
+	Prune(keep ...string) error
+	SettleContext(ctx context.Context) error // waits for the removals Prune left to the background
+}
+
+// Options configures a [Publisher]. The zero value is a durable publisher
+// with its own slot and no logging.
+type Options[K cmp.Ordered, A any, V comparable] struct {
+	// Slot is the slot the Publisher sets and readers lease from; nil: one
+	// of the Publisher's own. Nothing else should write it.
+	Slot *slot.Slot[K, Record[K, A, V]]
+
+	Logger    *slog.Logger          // nil: no logging
+	NoSync    bool                  // the layout's durability off, for disks wiped at boot
+	OnPublish func(PublishEvent[K]) // optional; called once per Publish after its outcome is known, never under a lock
+	OnReclaim func(ReclaimEvent[K]) // optional; called after each removal attempt, never under a lock
+
+	// RetryMin is the reclaim loop's first wait after a failed removal
+	// (zero: 100ms); each further failure doubles it, up to RetryMax
+	// (zero: 30s).
+	RetryMin, RetryMax time.Duration
+
+	// RemovalDeadline is how long the reclaim loop waits for a directory's
+	// removal before it reports it as stalled (zero:
+	// [dirlife.DefaultRemovalDeadline]); the removal goes on, and the loop
+	// retries the report with backoff until it is over.
+	RemovalDeadline time.Duration
+
+	// Check, when set, refuses a Publish before anything is touched: its
+	// error is returned as the Publish's, with outcome Failed. For rules
+	// of the caller's own on keys, files or values.
+	Check func(key K, files dirlife.Files, value V) error
+
+	// WrapDisk, when set, wraps the Publisher's disk, for tests that make
+	// a write or a removal fail.
+	WrapDisk func(Disk) Disk
+}
+
+const (
+	defaultRetryMin = 100 * time.Millisecond
+	defaultRetryMax = 30 * time.Second
+)
+
+// A Publisher publishes one immutable directory per content under Root and
+// keeps the current one in a [slot.Slot], in the only safe order: Write,
+// build, set (refusing a stale key), then remove every directory that is
+// neither current nor leased. It is made by [New]; the zero value panics
+// on use.
+//
+// A Publisher is safe for concurrent use by multiple goroutines. Boot,
+// Publish, Forget and every removal run one at a time. Leases take no lock
+// of the Publisher's, and no Publish waits for one. Two Publishers must not
+// share a Root.
+type Publisher[K cmp.Ordered, A any, V comparable] struct {
+	root      string
+	codec     dirlife.Codec[K]
+	layout    dirlife.Layout[string]
+	disk      Disk
+	build     BuildFunc[A]
+	slot      *slot.Slot[K, Record[K, A, V]]
+	log       *slog.Logger
+	onPublish func(PublishEvent[K])
+	onReclaim func(ReclaimEvent[K])
+	check     func(K, dirlife.Files, V) error
+	retryMin  time.Duration
+	retryMax  time.Duration
+	seedA     maphash.Seed
+	seedB     maphash.Seed
+
+	booted  atomic.Bool
+	running atomic.Int32 // reclaim loops running
+	stalled atomic.Int64 // entries whose removal ran past the deadline at the last look
+
+	// sem serialises Boot, Publish, Forget and removals; a channel so that
+	// a wait for it honours a context.
+	sem chan struct{}
+
+	// Under sem.
+	curFP   fingerprint // of the current record's files, when curDir is set
+	curDir  string      // the directory curFP belongs to; "" when unknown
+	dirty   bool        // Root may hold entries that are not known directories
+	freedAt time.Time   // when the reclaim loop last saw a replaced record's last release
+
+	mu   sync.Mutex            // guards dirs, for Stats; held only briefly
+	dirs map[string]*dirRec[K] // the directories on disk, by name; written under sem
+
+	poke chan struct{} // asks the reclaim loop for a pass; capacity 1
+
+	statsMu    sync.Mutex
+	stats      Stats[K] // the counters; the rest is read at Stats time
+	reclaimErr error    // the removal failure not yet overcome by a retry
+}
+
+// dirRec is one directory the Publisher wrote.
+type dirRec[K cmp.Ordered] struct {
+	id         Identity[K]
+	superseded time.Time // when its record stopped being current; zero while current or never set
+	leased     bool      // seen leased while not current
+}
+
+// New returns a Publisher that owns root, names a key's directories with
+// codec (such as [dirlife.IntCodec] with Prefix "gen-") and makes each
+// directory's artifact with build. It touches nothing on disk: call
+// [Publisher.Boot] (or Start) before Publish. It panics if codec or build
+// is nil.
+func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K], build BuildFunc[A], opts Options[K, A, V]) *Publisher[K, A, V] {
+	if codec == nil {
+		panic("publish: New with a nil codec")
+	}
+	if build == nil {
+		panic("publish: New with a nil build step")
+	}
+	p := &Publisher[K, A, V]{
+		root:      root,
+		codec:     codec,
+		build:     build,
+		slot:      opts.Slot,
+		log:       opts.Logger,
+		onPublish: opts.OnPublish,
+		onReclaim: opts.OnReclaim,
+		check:     opts.Check,
+		retryMin:  opts.RetryMin,
+		retryMax:  opts.RetryMax,
+		seedA:     maphash.MakeSeed(),
+		seedB:     maphash.MakeSeed(),
+		sem:       make(chan struct{}, 1),
+		dirs:      make(map[string]*dirRec[K]),
+		poke:      make(chan struct{}, 1),
+	}
+	// Removal is deferred: the serialised step only takes directories out
+	// of their paths, and Run waits for their removal off it.
+	p.layout = dirlife.Layout[string]{Root: root, Codec: dirCodec[K]{key: codec}, NoSync: opts.NoSync,
+		DeferRemoval: true, RemovalDeadline: opts.RemovalDeadline}
+	p.disk = p.layout
+	if opts.WrapDisk != nil {
+		p.disk = opts.WrapDisk(p.layout)
+	}
+	if p.slot == nil {
+		p.slot = new(slot.Slot[K, Record[K, A, V]])
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.retryMin <= 0 {
+		p.retryMin = defaultRetryMin
+	}
+	if p.retryMax <= 0 {
+		p.retryMax = defaultRetryMax
+	}
+	p.retryMax = max(p.retryMax, p.retryMin)
+	return p
+}
+
+// made panics if p was not made by New.
+func (p *Publisher[K, A, V]) made() {
+	if p.sem == nil {
+		panic("publish: Publisher used without New")
+	}
+}
+
+// lock takes the serialisation, or returns ctx.Err() if ctx ends first.
+func (p *Publisher[K, A, V]) lock(ctx context.Context) error {
+	select {
+	case p.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case p.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *Publisher[K, A, V]) unlock() { <-p.sem }
+
+// Root returns the directory the Publisher owns.
+func (p *Publisher[K, A, V]) Root() string { return p.root }
+
+// Slot returns the slot readers lease from: Lease, Wait, Get. Writing it
+// (Set, Clear) bypasses the Publisher's order; use Publish and Forget.
+func (p *Publisher[K, A, V]) Slot() *slot.Slot[K, Record[K, A, V]] {
+	p.made()
+	return p.slot
+}
+
+// Lease leases the current record: reading it and leasing it are one
+// atomic step, and its directory stays on disk, unchanged, until the lease
+// is released. It returns nil and false when no record is held. It takes
+// no lock unless it races a Publish's set.
+func (p *Publisher[K, A, V]) Lease() (*slot.Lease[K, Record[K, A, V]], bool) {
+	p.made()
+	return p.slot.Lease()
+}
+
+// Current returns the current record and true, or the zero record and
+// false. It leases nothing: a reader of the directory calls Lease.
+func (p *Publisher[K, A, V]) Current() (Record[K, A, V], bool) {
+	p.made()
+	_, rec, ok := p.slot.Get()
+	return rec, ok
+}
+
+// Boot empties Root and makes sure it exists: the boot step, before any
+// reader exists. Until Boot succeeds, Publish and Run return
+// [ErrNotBooted]. Boot is idempotent: once it has succeeded, later calls
+// return nil at once, so a Root with leased directories is never emptied.
+// A failed Boot leaves the Publisher unbooted.
+func (p *Publisher[K, A, V]) Boot() error {
+	p.made()
+	if p.booted.Load() {
+		return nil
+	}
+	_ = p.lock(context.Background())
+	defer p.unlock()
+	if p.booted.Load() {
+		return nil
+	}
+	if err := p.layout.Reset(); err != nil {
+		p.log.Error("publish: boot failed", "root", p.root, "err", err)
+		return err
+	}
+	p.mu.Lock()
+	clear(p.dirs)
+	p.mu.Unlock()
+	p.booted.Store(true)
+	p.log.Info("publish: booted", "root", p.root)
+	return nil
+}
+
+// Booted reports whether Boot has succeeded.
+func (p *Publisher[K, A, V]) Booted() bool { return p.booted.Load() }
+
+// Start boots the Publisher and runs its reclaim loop until ctx ends: it
+// satisfies controller-runtime's manager.Runnable. It returns Boot's
+// error, or nil when ctx ends.
+func (p *Publisher[K, A, V]) Start(ctx context.Context) error {
+	if err := p.Boot(); err != nil {
+		return err
+	}
+	return p.Run(ctx)
+}
+
+// Stats returns a snapshot of the Publisher for metrics. It takes no lock
+// that a Publish holds while it writes or builds.
+func (p *Publisher[K, A, V]) Stats() Stats[K] {
+	p.made()
+	p.statsMu.Lock()
+	s := p.stats
+	p.statsMu.Unlock()
+	s.StalledRemovals = p.stalled.Load()
+	_, cur, held := p.slot.Get()
+	if held {
+		s.Held, s.Current = true, cur.Identity()
+	}
+	leases := map[string]int{}
+	for _, lv := range p.slot.LeasedValues() {
+		leases[filepath.Base(lv.Value.Dir)] += lv.Leases
+	}
+	p.mu.Lock()
+	s.Dirs = make([]DirStats[K], 0, len(p.dirs))
+	for name, d := range p.dirs {
+		s.Dirs = append(s.Dirs, DirStats[K]{Name: name, Identity: d.id, Leases: leases[name], Current: held && cur.Dir == p.layout.Dir(name)})
+	}
+	p.mu.Unlock()
+	slices.SortFunc(s.Dirs, func(a, b DirStats[K]) int {
+		if c := cmp.Compare(a.Identity.Key, b.Identity.Key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return s
+}
