@@ -13,6 +13,17 @@ const (
 	maxPath    = 4095 // bytes in a file's relative path (PATH_MAX less the NUL)
 )
 
+// MarkerFile is the name of the file that records a layout's ownership of
+// its root where the root's filesystem holds no extended attribute (and on
+// systems other than Linux and macOS). It stays in the root at rest, beside
+// the ID directories; a checker of "Root holds only ID directories" skips
+// it.
+const MarkerFile = markerName
+
+// LockFile is the name of the file the layout locks on Windows, where a
+// directory cannot be locked. It stays in the root at rest there.
+const LockFile = lockName
+
 // The layout's own names in the root. Codecs never produce a leading dot, so
 // none of these can collide with an ID's directory.
 const (

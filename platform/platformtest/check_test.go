@@ -1,0 +1,224 @@
+package platformtest_test
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/platformtest"
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// The failures these tests provoke on purpose leave no fail file, and
+	// spend less than rapid's default on shrinking; every sequence builds
+	// modules with the real kernel, so fewer run unless -rapid.checks
+	// says otherwise (.ci/run asks for more), but as many under -short,
+	// where rapid runs a fifth: the broken reconcilers must meet a
+	// sequence that breaks them.
+	checks := "25"
+	if testing.Short() {
+		checks = "125"
+	}
+	for name, value := range map[string]string{"rapid.nofailfile": "true", "rapid.shrinktime": "5s", "rapid.checks": checks} {
+		if name == "rapid.nofailfile" || !set[name] {
+			if err := flag.Set(name, value); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+		}
+	}
+	os.Exit(m.Run())
+}
+
+func TestCheckPassesPublisher(t *testing.T) {
+	platformtest.Check(t, newPublisher)
+}
+
+func TestCheckPassesHandWrittenReconciler(t *testing.T) {
+	platformtest.Check(t, newOperator(correct), platformtest.ReconcilesSucceed(), platformtest.FailureKeepsServing(), platformtest.IdenticalIsNoop())
+}
+
+// TestCheckFailsBrokenReconcilers shows that Check, with its default
+// settings, fails each classic mistake, naming the property it breaks and
+// the sequence that breaks it.
+func TestCheckFailsBrokenReconcilers(t *testing.T) {
+	for _, tc := range []struct {
+		bug  bug
+		want string // the properties its failure may name, a regular expression
+	}{
+		{pruneBeforeSet, "property [12] "},
+		{keepWithoutLeased, "property [12] "},
+		{rewriteLeased, "property [12] "},
+		{resetWithReaders, "property [12] "},
+		{acceptStale, "property 3 "},
+	} {
+		t.Run(strings.ReplaceAll(tc.bug.String(), " ", "_"), func(t *testing.T) {
+			out := mustFail(t, newOperator(tc.bug))
+			if !regexp.MustCompile("platformtest: " + tc.want).MatchString(out) {
+				t.Errorf("Check's failure does not name %s:\n%s", tc.want, out)
+			}
+			if !strings.Contains(out, "the shortest failing sequence found (") || !strings.Contains(out, "reconcile ") {
+				t.Errorf("Check's failure does not give the sequence in words:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestCheckPassesLaxReconciler: a reconciler that fails a change of a
+// leased generation rather than wait, writes identical files again and
+// empties the store when a build fails is correct by the defaults.
+func TestCheckPassesLaxReconciler(t *testing.T) {
+	platformtest.Check(t, operatorTarget(&operator{refuse: true, rewriteIdentical: true, clearOnFailure: true}))
+}
+
+// TestCheckOptionsAreStricter shows that a reconciler that the defaults
+// pass can fail a stricter property: one that refuses a change while its
+// generation is leased fails ReconcilesSucceed; the hand-written one,
+// which empties the store while it rewrites, fails LeasesNeverRefused;
+// one that writes identical files again fails IdenticalIsNoop; one that
+// empties the store when a build fails fails FailureKeepsServing.
+func TestCheckOptionsAreStricter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		target *operator
+		opt    platformtest.Option
+	}{
+		{"ReconcilesSucceed", &operator{refuse: true}, platformtest.ReconcilesSucceed()},
+		{"LeasesNeverRefused", &operator{}, platformtest.LeasesNeverRefused()},
+		{"IdenticalIsNoop", &operator{rewriteIdentical: true}, platformtest.IdenticalIsNoop()},
+		{"FailureKeepsServing", &operator{clearOnFailure: true}, platformtest.FailureKeepsServing()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := mustFail(t, operatorTarget(tc.target), tc.opt)
+			if !strings.Contains(out, "platformtest: "+tc.name) {
+				t.Errorf("Check's failure does not name %s:\n%s", tc.name, out)
+			}
+		})
+	}
+}
+
+// TestCheckWaitsBounded: Check waits for a target within ReclaimWait. A
+// reconciler that never removes a directory breaks property 4 once that
+// wait is over, and one whose Reconcile never returns fails as a hang.
+func TestCheckWaitsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		target *operator
+		want   string
+	}{
+		{"never prunes", &operator{noPrune: true}, "platformtest: property 4 "},
+		{"hangs", &operator{hang: true}, "has not returned 200ms after every lease was released"},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			out := mustFail(t, operatorTarget(tc.target), platformtest.ReclaimWait(200*time.Millisecond), platformtest.ReleaseHeldAfter(10*time.Millisecond))
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("Check's failure does not say %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
+// TestCheckFailsBadTargets: a newTarget that fails, or makes a target
+// with no store, fails Check with a message naming it.
+func TestCheckFailsBadTargets(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		newTarget func(string) (platformtest.Target, error)
+		want      string
+	}{
+		{"error", func(string) (platformtest.Target, error) { return nil, errors.New("no disk") }, ": no disk"},
+		{"nil store", func(string) (platformtest.Target, error) { return nilStore{}, nil }, "a target with a nil Store"},
+		{"panic", func(string) (platformtest.Target, error) { panic("oops") }, "panicked: oops"},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			out := mustFail(t, tc.newTarget)
+			if !strings.Contains(out, "platformtest: newTarget(") || !strings.Contains(out, tc.want) {
+				t.Errorf("Check's failure does not name newTarget and say %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
+// nilStore is a Target with no store.
+type nilStore struct{ platformtest.Target }
+
+func (nilStore) Store() *platform.Store { return nil }
+
+// mustFail runs Check on a fake testing.TB and returns what it reported,
+// failing t unless Check failed.
+func mustFail(t *testing.T, newTarget func(string) (platformtest.Target, error), opts ...platformtest.Option) string {
+	t.Helper()
+	fake := &fakeTB{name: t.Name()}
+	base := t.TempDir()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		platformtest.CheckTB(fake, base, newTarget, opts...)
+	}()
+	<-done
+	out := fake.output()
+	if !fake.Failed() {
+		t.Fatalf("Check passed a reconciler that it should fail:\n%s", out)
+	}
+	return out
+}
+
+// fakeTB is a testing.TB that records what is reported to it; FailNow
+// ends the calling goroutine, as testing.T's does.
+type fakeTB struct {
+	name   string
+	mu     sync.Mutex
+	failed bool
+	log    strings.Builder
+}
+
+func (f *fakeTB) Helper()      {}
+func (f *fakeTB) Name() string { return f.name }
+func (f *fakeTB) Logf(format string, args ...any) {
+	f.Log(fmt.Sprintf(format, args...))
+}
+func (f *fakeTB) Log(args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fmt.Fprintln(&f.log, args...)
+}
+func (f *fakeTB) Skipf(format string, args ...any) { f.Logf(format, args...); runtime.Goexit() }
+func (f *fakeTB) Skip(args ...any)                 { f.Log(args...); runtime.Goexit() }
+func (f *fakeTB) SkipNow()                         { runtime.Goexit() }
+func (f *fakeTB) Errorf(format string, args ...any) {
+	f.Logf(format, args...)
+	f.Fail()
+}
+func (f *fakeTB) Error(args ...any) { f.Log(args...); f.Fail() }
+func (f *fakeTB) Fatalf(format string, args ...any) {
+	f.Errorf(format, args...)
+	runtime.Goexit()
+}
+func (f *fakeTB) Fatal(args ...any) { f.Error(args...); runtime.Goexit() }
+func (f *fakeTB) FailNow()          { f.Fail(); runtime.Goexit() }
+func (f *fakeTB) Fail() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failed = true
+}
+func (f *fakeTB) Failed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed
+}
+func (f *fakeTB) output() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.log.String()
+}

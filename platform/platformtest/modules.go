@@ -1,0 +1,60 @@
+package platformtest
+
+import (
+	"bytes"
+	"fmt"
+
+	"leasekit.dev/platform/platformmodule"
+	"pgregory.net/rapid"
+)
+
+// A module is a drawn set of files and how the sequence names it.
+type module struct {
+	files  platformmodule.Files
+	name   string // such as "module 3" or "module 2 with a syntax error"
+	builds bool
+}
+
+// variants is how many modules that build Check draws from: few enough
+// that a same-generation change often goes back to earlier files.
+const variants = 6
+
+// drawModule draws one of the generator's modules that build.
+func drawModule(t *rapid.T) module {
+	return generated(t, rapid.IntRange(0, variants-1).Draw(t, "module"))
+}
+
+// drawBroken draws a module the kernel refuses: a syntax error or a value
+// the platform schema rejects.
+func drawBroken(t *rapid.T) module {
+	m := generated(t, rapid.IntRange(0, variants-1).Draw(t, "module"))
+	files := make(platformmodule.Files, len(m.files))
+	for name, data := range m.files {
+		files[name] = data
+	}
+	if rapid.Bool().Draw(t, "syntax error") {
+		files[platformmodule.PlatformFile] = append(bytes.Clone(files[platformmodule.PlatformFile]), "\nname: {\n"...)
+		return module{files: files, name: m.name + " with a syntax error"}
+	}
+	files[platformmodule.PlatformFile] = append(bytes.Clone(files[platformmodule.PlatformFile]), "\ntype: 42\n"...)
+	return module{files: files, name: m.name + " with a value the schema refuses"}
+}
+
+// generated is variant v of a small platform module: one or two catalogs
+// whose versions depend on v, so that variants differ byte for byte.
+func generated(t *rapid.T, v int) module {
+	in := platformmodule.Input{
+		Name: "acme",
+		Catalogs: []platformmodule.Catalog{
+			{Path: "example.com/catalogs/web@v1", Version: fmt.Sprintf("v1.%d.0", v), Kinds: []string{"Deployment", "Service"}},
+		},
+	}
+	if v%2 == 1 {
+		in.Catalogs = append(in.Catalogs, platformmodule.Catalog{Path: "example.com/catalogs/db@v2", Version: fmt.Sprintf("v2.0.%d", v), Kinds: []string{"Database"}})
+	}
+	files, err := platformmodule.Generate(in)
+	if err != nil {
+		t.Fatalf("platformtest: generating module %d: %v", v, err)
+	}
+	return module{files: files, name: fmt.Sprintf("module %d", v), builds: true}
+}

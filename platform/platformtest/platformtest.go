@@ -1,0 +1,133 @@
+package platformtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/platformmodule"
+	"pgregory.net/rapid"
+)
+
+// A Target keeps a platform store and its directories the way an
+// operator's reconciler does.
+type Target interface {
+	// Reconcile brings the target to serve generation with files, as one
+	// reconcile of the Platform resource at that generation would. It may
+	// fail (a controller retries); it must never break a property.
+	Reconcile(ctx context.Context, generation int64, files platformmodule.Files) error
+	// Delete is the Platform resource's deletion.
+	Delete(ctx context.Context) error
+	// Store is the store renders lease from.
+	Store() *platform.Store
+}
+
+// Check drives targets made by newTarget through random sequences and
+// fails t when a property breaks. newTarget is given an empty root the
+// first time; given the same root again, it is the process restarting
+// (every lease of the old process is gone). A Target that is an io.Closer
+// is closed before newTarget is called again on its root, and when Check
+// ends.
+//
+// Check calls Reconcile and Delete from one goroutine, one at a time, and
+// leases from other goroutines, also while a Reconcile runs; the properties
+// it checks after every step, and the options that add stricter ones, are
+// listed in the package documentation. A failure is shrunk to a minimal
+// sequence, which Check logs in words, with the shortest failing sequence
+// it saw; messages call the root given to newTarget "Root". The number of
+// sequences and their length are rapid's (-rapid.checks, -rapid.steps).
+//
+// Check blocks until every sequence has run. It waits for the target only
+// within the bound set by [ReclaimWait]: a Reconcile or Delete that has not
+// returned that long after Check released every lease fails t, as does a
+// Root that still holds more than the current directory.
+func Check(t *testing.T, newTarget func(root string) (Target, error), opts ...Option) {
+	t.Helper()
+	check(t, t.TempDir(), newTarget, opts...)
+}
+
+// check is Check on any rapid.TB, with the sequences' roots under base.
+func check(t rapid.TB, base string, newTarget func(root string) (Target, error), opts ...Option) {
+	t.Helper()
+	cfg := defaults
+	for _, o := range opts {
+		o(&cfg)
+	}
+	// rapid reports the failure it shrank to, and its sequence when it
+	// can run it once more; a failure that depends on what concurrent
+	// renders saw may not repeat, so the shortest sequence that failed is
+	// reported too, even when FailNow ends the goroutine.
+	var shortest *violation
+	defer func() {
+		if shortest != nil {
+			t.Logf("%s\nthe shortest failing sequence found (%d steps): %s", shortest.msg, shortest.steps, shortest.seq)
+		}
+	}()
+	rapid.Check(t, func(rt *rapid.T) {
+		m := newMachine(rt, cfg, base, newTarget, &shortest)
+		m.guard(func(*rapid.T) { m.start() }, true)(rt)
+		rt.Repeat(m.actions())
+	})
+}
+
+// An Option changes what [Check] waits for or adds a stricter property.
+type Option func(*config)
+
+type config struct {
+	reclaimWait  time.Duration
+	releaseAfter time.Duration
+	succeed      bool
+	noop         bool
+	keepServing  bool
+	neverRefused bool
+}
+
+var defaults = config{reclaimWait: 10 * time.Second, releaseAfter: 500 * time.Millisecond}
+
+// ReclaimWait bounds how long Check waits for a target that removes
+// directories in the background: for Root to hold only the current
+// directory (property 4), and for a Reconcile or Delete to return once
+// Check has released every lease. The default, 10 seconds, detects a hang;
+// it is not a performance assertion. A d that is not positive keeps the
+// default.
+func ReclaimWait(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.reclaimWait = d
+		}
+	}
+}
+
+// ReleaseHeldAfter sets how long a Reconcile or Delete may run before Check
+// releases every lease it holds across steps, as renders that finish would;
+// a target that waits for its readers before it rewrites a directory needs
+// them to. The default is 500 milliseconds. A d that is not positive keeps
+// the default.
+func ReleaseHeldAfter(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.releaseAfter = d
+		}
+	}
+}
+
+// ReconcilesSucceed adds a property: every Reconcile of a module that
+// builds, at a generation no older than the one the store holds, returns
+// nil.
+func ReconcilesSucceed() Option { return func(c *config) { c.succeed = true } }
+
+// IdenticalIsNoop adds a property: a Reconcile of the generation the store
+// holds with the files it was last reconciled with returns nil and changes
+// nothing: the store holds the same record, and its directory is the same
+// directory, not a rewritten copy.
+func IdenticalIsNoop() Option { return func(c *config) { c.noop = true } }
+
+// FailureKeepsServing adds a property: a Reconcile that fails leaves the
+// store holding the record it held before.
+func FailureKeepsServing() Option { return func(c *config) { c.keepServing = true } }
+
+// LeasesNeverRefused adds a property: once a Reconcile has returned nil,
+// no lease is refused (Store.Lease reports ok false) until a Delete or a
+// restart, also while a Reconcile runs.
+func LeasesNeverRefused() Option { return func(c *config) { c.neverRefused = true } }
