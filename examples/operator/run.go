@@ -121,7 +121,7 @@ func runDemo(ctx context.Context, o options, dir string, stdout, stderr io.Write
 // dirError adds the fix to a refusal of the platform directory.
 func dirError(err error) error {
 	if errors.Is(err, dirlife.ErrNotOwned) || errors.Is(err, dirlife.ErrUnsafeRoot) {
-		return fmt.Errorf("%w\nName an empty or new directory with --platform-dir, or leave it out for a temporary one.", err)
+		return fmt.Errorf("%w: name an empty or new directory with --platform-dir, or leave it out for a temporary one", err)
 	}
 	return err
 }
