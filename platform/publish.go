@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
@@ -52,10 +53,15 @@ func check(generation int64, files platformmodule.Files, skew kernel.SkewPolicy)
 }
 
 // platformError turns the generic publisher's stale refusal into the
-// platform's.
+// platform's, and gives the generic publisher's own refusals (a name
+// dirlife refuses, not booted) the platform's prefix, wrapped so that
+// errors.Is and errors.As still reach them.
 func platformError(err error) error {
 	if se, ok := errors.AsType[*publish.StaleError[int64]](err); ok {
 		return &StaleError{Generation: se.Key, Current: se.Current}
+	}
+	if err != nil && strings.HasPrefix(err.Error(), "publish: ") {
+		return fmt.Errorf("platform: %w", err)
 	}
 	return err
 }
