@@ -51,14 +51,15 @@ func (e *KeyError[K]) Error() string {
 // Unwrap returns [ErrInvalidKey].
 func (e *KeyError[K]) Unwrap() error { return ErrInvalidKey }
 
-// Outcome says what a Publish did.
+// Outcome says what a Publish did. The zero Outcome is no outcome: every
+// [PublishEvent] carries one of the constants below.
 type Outcome int
 
 const (
 	// Failed: an error other than a failed build or a stale key (a refused
 	// argument, a write error, the context ending, not booted). The
 	// current record and its directory are as they were.
-	Failed Outcome = iota
+	Failed Outcome = iota + 1
 
 	// Published: a new key was written (or found on disk), built and set.
 	Published
