@@ -33,6 +33,19 @@ type PublisherOptions struct {
 	// [dirlife.DefaultRemovalDeadline]); the removal goes on, and the loop
 	// retries the report with backoff until it is over.
 	RemovalDeadline time.Duration
+
+	// MemoBudget is the most bytes the render memo accounts for (zero:
+	// [DefaultMemoBudget]; negative: no memo). An entry is accounted at
+	// its output's JSON length plus its key's; the least recently used
+	// entries are evicted until the rest fit.
+	MemoBudget int64
+
+	// AdmissionCapacity is the most bytes of instance and platform files
+	// that the renders evaluating at once may weigh together (zero:
+	// [DefaultAdmissionCapacity]; negative: no bound). A render heavier
+	// than the capacity runs alone. A memo hit is never admitted: it
+	// never waits.
+	AdmissionCapacity int64
 }
 
 // platformPublisher is the generic publisher a Publisher instantiates.
@@ -66,6 +79,10 @@ type Publisher struct {
 
 	failedBuilds atomic.Uint64 // publishes whose module the kernel refused for its content
 
+	memo      *memo      // renders by RenderKey; entries of a reclaimed identity go
+	admission *admission // of the renders that evaluate
+	eval      func(context.Context, kernel.RenderInput) (kernel.RenderOutput, error) // test seam; nil: kernel.Render
+
 	seamMu sync.Mutex
 	disk   publish.Disk                                                  // the generic publisher's own
 	write  func(name string, files platformmodule.Files) (string, error) // test seam; nil: disk.Write
@@ -80,6 +97,8 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 	if p.kernel == nil {
 		p.kernel = kernel.New()
 	}
+	p.memo = newMemo(orDefault(opts.MemoBudget, DefaultMemoBudget))
+	p.admission = newAdmission(orDefault(opts.AdmissionCapacity, DefaultAdmissionCapacity))
 	gopts := publish.Options[int64, *kernel.Platform, kernel.SkewPolicy]{
 		Slot:            &p.store.slot,
 		Logger:          opts.Logger,
@@ -99,11 +118,29 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 			p.onPublish(ev)
 		}
 	}
-	if p.onReclaim != nil {
-		gopts.OnReclaim = func(ev publish.ReclaimEvent[int64]) { p.onReclaim(reclaimEvent(ev)) }
+	gopts.OnReclaim = func(ev publish.ReclaimEvent[int64]) {
+		// A removal that failed still took the directory out of every
+		// path: the identity is never leased again.
+		if ev.Identity != (publish.Identity[int64]{}) {
+			p.memo.drop(ev.Identity)
+		}
+		if p.onReclaim != nil {
+			p.onReclaim(reclaimEvent(ev))
+		}
 	}
 	p.pub = publish.New(root, genCodec, p.kernel.BuildPlatform, gopts)
 	return p
+}
+
+// orDefault returns n, or def when n is zero, or 0 when n is negative.
+func orDefault(n, def int64) int64 {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // errZeroPublisher is the panic value of a method of a Publisher that
@@ -228,6 +265,8 @@ func (p *Publisher) Stats() Stats {
 		LastError:    gs.LastError,
 
 		StalledRemovals: gs.StalledRemovals,
+		Memo:            p.memo.snapshot(),
+		Admission:       p.admission.snapshot(),
 	}
 	for _, d := range gs.Dirs {
 		if i, found := slices.BinarySearch(s.OnDisk, d.Identity.Key); !found {
@@ -243,17 +282,73 @@ func (p *Publisher) Stats() Stats {
 // platform is held: before the first Publish and after Forget (never
 // while a changed module is published). Render takes no lock of the
 // Publisher's and may run concurrently with everything.
+//
+// Render reads inst once ([kernel.Kernel.ReadInstance]) and looks its
+// [RenderKey] up in the Publisher's memo. A hit returns a copy of the
+// result an earlier render of the key gave, reading nothing of the
+// platform's directory: a leased identity's directory never changes. A
+// miss renders the bytes read, checking the platform directory's content,
+// once for all the renders of the key that wait for it, after admission
+// ([PublisherOptions].AdmissionCapacity) with ctx. Errors of the input's
+// content are memoized (see [MemoStats]); errors of its circumstances,
+// such as ctx's, a changed platform or a refused file, never are. A
+// record with no Identity (set by hand) is never memoized. Render does not
+// return the key; [Publisher.RenderKeyed] does.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
+	out, rec, _, err := p.RenderKeyed(ctx, inst)
+	return out, rec, err
+}
+
+// RenderKeyed is [Publisher.Render] that also returns the key of the
+// render, for a controller to record in status; the zero key when it
+// returns before reading the instance, or fails to read it.
+func (p *Publisher) RenderKeyed(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, RenderKey, error) {
 	p.mustBeMade()
 	if !p.pub.Booted() {
-		return kernel.RenderOutput{}, Generated{}, ErrNotBooted
+		return kernel.RenderOutput{}, Generated{}, RenderKey{}, ErrNotBooted
 	}
 	l, ok := p.store.slot.Lease()
 	if !ok {
-		return kernel.RenderOutput{}, Generated{}, ErrNotReady
+		return kernel.RenderOutput{}, Generated{}, RenderKey{}, ErrNotReady
 	}
 	defer l.Release()
 	rec := generatedOf(l.Value())
-	out, err := p.kernel.Render(ctx, kernel.RenderInput{Platform: rec.Platform, Instance: inst, Skew: rec.Skew})
-	return out, rec, err
+	snap, err := p.kernel.ReadInstance(ctx, inst)
+	if err != nil {
+		return kernel.RenderOutput{}, rec, RenderKey{}, err
+	}
+	key := RenderKey{
+		Platform: rec.Identity, PlatformDir: rec.Dir,
+		Instance: snap.Digest(), InstanceDir: snap.Dir(),
+		Skew: rec.Skew, Limits: p.kernel.Limits, Version: moduleVersion(),
+	}
+	in := kernel.RenderInput{Platform: rec.Platform, Snapshot: snap, Skew: rec.Skew}
+	eval := func(ctx context.Context) (kernel.RenderOutput, error) {
+		weight := snap.Size()
+		if rec.Platform != nil {
+			weight += rec.Platform.Size()
+		}
+		release, err := p.admission.acquire(ctx, weight)
+		if err != nil {
+			return kernel.RenderOutput{}, err
+		}
+		defer release()
+		if p.eval != nil {
+			return p.eval(ctx, in)
+		}
+		return p.kernel.Render(ctx, in)
+	}
+	if rec.Identity == (publish.Identity[int64]{}) {
+		// A record set by hand names a directory that may change: its
+		// renders are neither memoized nor shared.
+		p.memo.bypass()
+		out, err := eval(ctx)
+		return out, rec, key, err
+	}
+	if e, ok := p.memo.lookup(key); ok {
+		out, err := e.result()
+		return out, rec, key, err
+	}
+	out, err := p.memo.evaluate(ctx, key, eval)
+	return out, rec, key, err
 }
