@@ -79,8 +79,8 @@ type Publisher struct {
 
 	failedBuilds atomic.Uint64 // publishes whose module the kernel refused for its content
 
-	memo      *memo      // renders by RenderKey; entries of a reclaimed identity go
-	admission *admission // of the renders that evaluate
+	memo      *memo                                                                  // renders by RenderKey; entries of a reclaimed identity go
+	admission *admission                                                             // of the renders that evaluate
 	eval      func(context.Context, kernel.RenderInput) (kernel.RenderOutput, error) // test seam; nil: kernel.Render
 
 	seamMu sync.Mutex
