@@ -2,9 +2,13 @@ package platform
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"reflect"
@@ -593,4 +597,37 @@ func (a *admission) acquire(ctx context.Context, weight int64) (func(), error) {
 
 func (a *admission) snapshot() AdmissionStats {
 	return AdmissionStats{Capacity: a.capacity, Admitted: a.admitted.Load(), Running: a.running.Load(), Waiting: a.waiting.Load(), Waits: a.waits.Load()}
+}
+
+// filesDir is the name a render's errors give an instance given as Files.
+const filesDir = "instance"
+
+// filesDigest returns the digest of every file of an instance given as
+// Files: "files-sha256:" and 64 hexadecimal digits over the names in
+// order, each with its contents, every length written before what it
+// measures. It covers each byte a read of them can read, so equal digests
+// mean equal renders.
+func filesDigest(files map[string][]byte) string {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	var n [8]byte
+	for _, name := range names {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(name)))
+		h.Write(n[:])
+		io.WriteString(h, name)
+		data := files[name]
+		binary.LittleEndian.PutUint64(n[:], uint64(len(data)))
+		h.Write(n[:])
+		h.Write(data)
+	}
+	const prefix = "files-sha256:"
+	var sum [sha256.Size]byte
+	var text [len(prefix) + 2*sha256.Size]byte
+	copy(text[:], prefix)
+	hex.Encode(text[len(prefix):], h.Sum(sum[:0]))
+	return string(text[:])
 }

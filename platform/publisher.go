@@ -79,9 +79,12 @@ type Publisher struct {
 
 	failedBuilds atomic.Uint64 // publishes whose module the kernel refused for its content
 
-	memo      *memo                                                                  // renders by RenderKey; entries of a reclaimed identity go
-	admission *admission                                                             // of the renders that evaluate
-	eval      func(context.Context, kernel.RenderInput) (kernel.RenderOutput, error) // test seam; nil: kernel.Render
+	memo      *memo      // renders by RenderKey; entries of a reclaimed identity go
+	admission *admission // of the renders that evaluate
+
+	// Test seams, set before the first render: nil means the kernel's.
+	eval func(context.Context, kernel.RenderInput) (kernel.RenderOutput, error)
+	read func(context.Context, kernel.Instance) (*kernel.InstanceSnapshot, error)
 
 	seamMu sync.Mutex
 	disk   publish.Disk                                                  // the generic publisher's own
@@ -313,42 +316,77 @@ func (p *Publisher) RenderKeyed(ctx context.Context, inst kernel.Instance) (kern
 	}
 	defer l.Release()
 	rec := generatedOf(l.Value())
-	snap, err := p.kernel.ReadInstance(ctx, inst)
-	if err != nil {
-		return kernel.RenderOutput{}, rec, RenderKey{}, err
-	}
-	key := RenderKey{
-		Platform: rec.Identity, PlatformDir: rec.Dir,
-		Instance: snap.Digest(), InstanceDir: snap.Dir(),
-		Skew: rec.Skew, Limits: p.kernel.Limits, Version: moduleVersion(),
-	}
-	in := kernel.RenderInput{Platform: rec.Platform, Snapshot: snap, Skew: rec.Skew}
-	eval := func(ctx context.Context) (kernel.RenderOutput, error) {
-		weight := snap.Size()
-		if rec.Platform != nil {
-			weight += rec.Platform.Size()
-		}
-		release, err := p.admission.acquire(ctx, weight)
-		if err != nil {
-			return kernel.RenderOutput{}, err
-		}
-		defer release()
-		if p.eval != nil {
-			return p.eval(ctx, in)
-		}
-		return p.kernel.Render(ctx, in)
-	}
 	if rec.Identity == (publish.Identity[int64]{}) {
 		// A record set by hand names a directory that may change: its
 		// renders are neither memoized nor shared.
 		p.memo.bypass()
-		out, err := eval(ctx)
-		return out, rec, key, err
+		snap, err := p.readInstance(ctx, inst)
+		if err != nil {
+			return kernel.RenderOutput{}, rec, RenderKey{}, err
+		}
+		out, err := p.evaluate(ctx, rec, snap)
+		return out, rec, p.key(rec, snap.Digest(), snap.Dir()), err
+	}
+	// An instance in memory is its Files: their digest is the key, and a
+	// miss reads them (the same bytes) under the Limits. One in a
+	// directory is read once, and a miss renders the bytes read.
+	var snap *kernel.InstanceSnapshot
+	var key RenderKey
+	if inst.Files != nil && inst.Dir == "" {
+		key = p.key(rec, filesDigest(inst.Files), filesDir)
+	} else {
+		var err error
+		if snap, err = p.readInstance(ctx, inst); err != nil {
+			return kernel.RenderOutput{}, rec, RenderKey{}, err
+		}
+		key = p.key(rec, snap.Digest(), snap.Dir())
 	}
 	if e, ok := p.memo.lookup(key); ok {
 		out, err := e.result()
 		return out, rec, key, err
 	}
-	out, err := p.memo.evaluate(ctx, key, eval)
+	if snap == nil {
+		var err error
+		if snap, err = p.readInstance(ctx, inst); err != nil {
+			return kernel.RenderOutput{}, rec, key, err
+		}
+	}
+	out, err := p.memo.evaluate(ctx, key, func(ctx context.Context) (kernel.RenderOutput, error) { return p.evaluate(ctx, rec, snap) })
 	return out, rec, key, err
+}
+
+// readInstance reads inst with the kernel, or the test seam.
+func (p *Publisher) readInstance(ctx context.Context, inst kernel.Instance) (*kernel.InstanceSnapshot, error) {
+	if p.read != nil {
+		return p.read(ctx, inst)
+	}
+	return p.kernel.ReadInstance(ctx, inst)
+}
+
+// key returns the key of a render against rec of an instance with the
+// digest and the name its errors give it.
+func (p *Publisher) key(rec Generated, digest, dir string) RenderKey {
+	return RenderKey{
+		Platform: rec.Identity, PlatformDir: rec.Dir,
+		Instance: digest, InstanceDir: dir,
+		Skew: rec.Skew, Limits: p.kernel.Limits, Version: moduleVersion(),
+	}
+}
+
+// evaluate renders snap against rec, once admitted.
+func (p *Publisher) evaluate(ctx context.Context, rec Generated, snap *kernel.InstanceSnapshot) (kernel.RenderOutput, error) {
+	weight := snap.Size()
+	if rec.Platform != nil {
+		weight += rec.Platform.Size()
+	}
+	release, err := p.admission.acquire(ctx, weight)
+	if err != nil {
+		return kernel.RenderOutput{}, err
+	}
+	defer release()
+	in := kernel.RenderInput{Platform: rec.Platform, Snapshot: snap, Skew: rec.Skew}
+	if p.eval != nil {
+		return p.eval(ctx, in)
+	}
+	return p.kernel.Render(ctx, in)
 }
