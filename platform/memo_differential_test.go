@@ -238,6 +238,17 @@ func TestMemoDifferential(t *testing.T) {
 					t.Fatalf("Publish(%d): %v", gen, err)
 				}
 			},
+			"republish": func(t *rapid.T) { // the current files again, maybe with another skew policy
+				rec, ok := p.Store().Generated()
+				if !ok {
+					t.Skip("nothing held")
+				}
+				files := readTree(t, rec.Dir)
+				skew := rapid.SampledFrom([]kernel.SkewPolicy{kernel.SkewWarn, kernel.SkewRefuse}).Draw(t, "skew")
+				if _, err := p.Publish(ctx, gen, files, skew); err != nil {
+					t.Fatalf("Publish(%d) again: %v", gen, err)
+				}
+			},
 			"forget": func(t *rapid.T) {
 				if rapid.IntRange(0, 4).Draw(t, "rarely") != 0 {
 					t.Skip("forget rarely")
