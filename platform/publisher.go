@@ -286,17 +286,19 @@ func (p *Publisher) Stats() Stats {
 // while a changed module is published). Render takes no lock of the
 // Publisher's and may run concurrently with everything.
 //
-// Render reads inst once ([kernel.Kernel.ReadInstance]) and looks its
-// [RenderKey] up in the Publisher's memo. A hit returns a copy of the
-// result an earlier render of the key gave, reading nothing of the
-// platform's directory: a leased identity's directory never changes. A
-// miss renders the bytes read, checking the platform directory's content,
-// once for all the renders of the key that wait for it, after admission
-// ([PublisherOptions].AdmissionCapacity) with ctx. Errors of the input's
-// content are memoized (see [MemoStats]); errors of its circumstances,
-// such as ctx's, a changed platform or a refused file, never are. A
-// record with no Identity (set by hand) is never memoized. Render does not
-// return the key; [Publisher.RenderKeyed] does.
+// Render looks the render's [RenderKey] up in the Publisher's memo. A hit
+// returns a copy of an earlier render's result and reads nothing of the
+// platform's directory: a leased identity's directory never changes. An
+// instance given as Files is keyed by their digest; one in a Dir is read
+// once ([kernel.Kernel.ReadInstance]), hit or miss. A miss renders the
+// bytes read, checking the platform directory's content, once for every
+// render of the key that waits for it, after admission with ctx
+// ([PublisherOptions].AdmissionCapacity). Errors of the input's content
+// are memoized: a [*kernel.CatalogError] or [*kernel.SkewError], and the
+// instance module's [*kernel.Error] or [*kernel.LimitError]; never ctx's,
+// a [*kernel.ContentError], a [*kernel.FileError], an I/O error or any
+// other. A record set by hand (no Identity) is never memoized. Render does
+// not return the key: [Publisher.RenderKeyed] does.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
 	out, rec, _, err := p.RenderKeyed(ctx, inst)
 	return out, rec, err
