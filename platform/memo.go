@@ -50,7 +50,7 @@ const DefaultAdmissionCapacity = 64 << 20
 type RenderKey struct {
 	Platform    publish.Identity[int64] // the leased record's identity: generation and module digest
 	PlatformDir string                  // the leased record's directory
-	Instance    string                  // the instance's digest ([kernel.InstanceSnapshot.Digest])
+	Instance    string                  // the digest of the instance's Files ("files-sha256:…"), or of what was read of its Dir ([kernel.InstanceSnapshot.Digest])
 	InstanceDir string                  // the name its errors give the instance ([kernel.InstanceSnapshot.Dir])
 	Skew        kernel.SkewPolicy
 	Limits      kernel.Limits // as the Kernel holds them: a zero field means its default

@@ -283,8 +283,8 @@ func (p *Publisher) Stats() Stats {
 // the record's skew policy, and releases the lease; it returns the output
 // and the record it rendered against. It returns [ErrNotReady] when no
 // platform is held: before the first Publish and after Forget (never
-// while a changed module is published). Render takes no lock of the
-// Publisher's and may run concurrently with everything.
+// while a changed module is published). Render takes none of the locks
+// Publish holds, and may run concurrently with everything.
 //
 // Render looks the render's [RenderKey] up in the Publisher's memo. A hit
 // returns a copy of an earlier render's result and reads nothing of the
