@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -404,5 +405,28 @@ func TestMemoStaysInBudget(t *testing.T) {
 	}
 	if n := p.MemoFlights(); n != 0 {
 		t.Fatalf("%d flights left", n)
+	}
+}
+
+// RenderLeased renders against the record the caller holds, through the
+// same memo as Render, with the same key.
+func TestRenderLeased(t *testing.T) {
+	p := published(t, platform.PublisherOptions{})
+	ctx := context.Background()
+	want, _, wantKey, err := p.RenderKeyed(ctx, renderInstance(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, release, _ := p.Store().Lease()
+	defer release()
+	if _, err := p.Publish(ctx, 2, moduleFiles(t, 2), kernel.SkewWarn); err != nil {
+		t.Fatal(err)
+	}
+	got, key, err := p.RenderLeased(ctx, rec, renderInstance(t))
+	if err != nil || key != wantKey || !reflect.DeepEqual(got, want) {
+		t.Fatalf("RenderLeased of the leased record: %v, key %v (want %v)", err, key, wantKey)
+	}
+	if st := p.Stats().Memo; st.Hits != 1 || st.Misses != 1 {
+		t.Fatalf("memo %+v", st)
 	}
 }

@@ -317,7 +317,25 @@ func (p *Publisher) RenderKeyed(ctx context.Context, inst kernel.Instance) (kern
 		return kernel.RenderOutput{}, Generated{}, RenderKey{}, ErrNotReady
 	}
 	defer l.Release()
-	rec := generatedOf(l.Value())
+	return p.renderRecord(ctx, generatedOf(l.Value()), inst)
+}
+
+// RenderLeased is [Publisher.RenderKeyed] against rec, a record the
+// caller leased from the Publisher's [Store] and has not yet released,
+// for a caller that holds one lease across several renders. A record not
+// leased may have lost its directory: a miss then fails, and nothing is
+// memoized of it.
+func (p *Publisher) RenderLeased(ctx context.Context, rec Generated, inst kernel.Instance) (kernel.RenderOutput, RenderKey, error) {
+	p.mustBeMade()
+	if !p.pub.Booted() {
+		return kernel.RenderOutput{}, RenderKey{}, ErrNotBooted
+	}
+	out, _, key, err := p.renderRecord(ctx, rec, inst)
+	return out, key, err
+}
+
+// renderRecord renders inst against rec, which the caller holds leased.
+func (p *Publisher) renderRecord(ctx context.Context, rec Generated, inst kernel.Instance) (kernel.RenderOutput, Generated, RenderKey, error) {
 	if rec.Identity == (publish.Identity[int64]{}) {
 		// A record set by hand names a directory that may change: its
 		// renders are neither memoized nor shared.
