@@ -247,9 +247,13 @@ func (g *gen) pick(label string, from ...string) string {
 // value unified, an index into a list.
 func (g *gen) str(label, s string, aside *strings.Builder) string {
 	lit := fmt.Sprintf("%q", s)
-	switch g.intn(label, 8) {
+	switch g.intn(label, 10) {
 	case 1:
 		return "*" + lit + ` | "zz-other"`
+	case 8:
+		return "*1 | " + lit // a default the schema's type rules out
+	case 9:
+		return "int | " + lit // a disjunction the schema narrows
 	case 2:
 		return `(*"zz-other" | ` + lit + `) & !="zz-other"` // a default ruled out
 	case 3:
@@ -375,7 +379,9 @@ func (g *gen) platform() *platformModule {
 		case 1:
 			fmt.Fprintf(b, "catalogs: %q: enabled: *true | bool\n", path)
 		}
-		switch g.intn("kinds", 4) {
+		switch g.intn("kinds", 5) {
+		case 4:
+			fmt.Fprintf(b, "catalogs: %q: kinds: *[1] | [%q]\n", path, kinds[i%3]) // a default the schema rules out
 		case 1:
 			fmt.Fprintf(b, "catalogs: %q: kinds: [%q, %q]\n", path, kinds[i%3], kinds[(i+1)%3])
 		case 2:

@@ -218,7 +218,22 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 	r.dir, r.iv = dir, iv
 	// The catalogs first, from the instance as written: a refusal comes
 	// before any evaluation against the schema or the platform.
-	r.written = readInstance(iv)
+	// A value the instance holds as no concrete string (a default, or a
+	// disjunction #Instance narrows) is checked as CUE evaluates it: the
+	// instance under #Instance, evaluated once and only when needed.
+	var underSchema *cue.Value
+	eval := func() cue.Value {
+		if underSchema == nil {
+			underSchema = new(cue.Value)
+			if ahead.waitContext(ctx) == nil && ready.vocabularyErr == nil {
+				if schema, err := compileSchema(r.cc, ready.vocabulary); err == nil {
+					*underSchema = schema.LookupPath(cue.MakePath(cue.Def("#Instance"))).Unify(iv)
+				}
+			}
+		}
+		return *underSchema
+	}
+	r.written = readInstance(iv, eval)
 	if n := len(r.written.components); n > limits.MaxComponents {
 		return nil, &LimitError{Limit: "MaxComponents", Dir: dir, Value: int64(n), Max: int64(limits.MaxComponents)}
 	}

@@ -9,10 +9,37 @@ import (
 )
 
 // A checker collects value-rule problems of one module, each a CUE error
-// at the position of the offending field in v, the value as written.
+// at the position of the offending field in v, the value as written. It
+// checks each value as CUE evaluates the module under its schema: as
+// written where it is a concrete string there, and otherwise as eval, the
+// module evaluated under its schema, gives it (a default, or a disjunction
+// the schema narrows, is concrete only there).
 type checker struct {
 	v    cue.Value
+	eval func() cue.Value // nil: the values as written are all there is
 	errs error
+}
+
+// stringAt returns the string at path, as written or, when it is not a
+// concrete string there, as the module evaluates; false when there is
+// none, which is left for the schema to report.
+func (c *checker) stringAt(path []string) (string, bool) {
+	return resolvedString(c.v, c.eval, path...)
+}
+
+// resolvedString returns the concrete string at path in v, the module as
+// written, or, when v holds something else there, in eval's value: the
+// module evaluated under its schema.
+func resolvedString(v cue.Value, eval func() cue.Value, path ...string) (string, bool) {
+	w := lookup(v, path...)
+	if s, err := w.String(); err == nil {
+		return s, true
+	}
+	if !w.Exists() || eval == nil {
+		return "", false
+	}
+	s, err := lookup(eval(), path...).String()
+	return s, err == nil
 }
 
 func (c *checker) fail(path []string, format string, args ...any) {
@@ -22,8 +49,8 @@ func (c *checker) fail(path []string, format string, args ...any) {
 // str checks the concrete string at path with rule, if there is one there;
 // a missing or non-string value is left for the schema to report.
 func (c *checker) str(path []string, rule func(string) string) {
-	s, err := lookup(c.v, path...).String()
-	if err != nil {
+	s, ok := c.stringAt(path)
+	if !ok {
 		return
 	}
 	if r := rule(s); r != "" {
@@ -51,7 +78,11 @@ func (c *checker) labelKeys(path []string, keys []string) {
 
 // kinds checks the list of kinds at path.
 func (c *checker) kinds(path []string) {
-	iter, err := lookup(c.v, path...).List()
+	list := lookup(c.v, path...)
+	if !allStrings(list) && list.Exists() && c.eval != nil {
+		list = lookup(c.eval(), path...) // as written, a default or a disjunction
+	}
+	iter, err := list.List()
 	if err != nil {
 		return
 	}
@@ -65,9 +96,24 @@ func (c *checker) kinds(path []string) {
 	}
 }
 
-// checkPlatformValues checks the value rules of a platform as written.
-func checkPlatformValues(v cue.Value) error {
-	c := &checker{v: v}
+// allStrings reports whether v is a list of concrete strings.
+func allStrings(v cue.Value) bool {
+	iter, err := v.List()
+	if err != nil {
+		return false
+	}
+	for iter.Next() {
+		if _, err := iter.Value().String(); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPlatformValues checks the value rules of a platform v, as written
+// and as u, v under #Platform, evaluates it.
+func checkPlatformValues(v, u cue.Value) error {
+	c := &checker{v: v, eval: func() cue.Value { return u }}
 	c.str([]string{"name"}, rules.DNSLabel)
 	c.str([]string{"type"}, rules.DNSLabel)
 	c.labels([]string{"labels"})
@@ -75,7 +121,7 @@ func checkPlatformValues(v cue.Value) error {
 		at := []string{"catalogs", path}
 		if rule := rules.CatalogPath(path); rule != "" {
 			c.fail(at, "catalog path %s", rule)
-		} else if version, err := lookup(v, append(at, "version")...).String(); err == nil {
+		} else if version, ok := c.stringAt(append(at, "version")); ok {
 			// A version missing or not a string is left for the schema.
 			if _, rule := rules.Catalog(path, version); rule != "" {
 				c.fail(append(at, "version"), "%q %s", version, rule)
@@ -86,9 +132,10 @@ func checkPlatformValues(v cue.Value) error {
 	return c.errs
 }
 
-// checkInstanceValues checks the value rules of an instance as written.
+// checkInstanceValues checks the value rules of an instance as written
+// and, where it holds no concrete string, as it evaluates (see checker).
 func checkInstanceValues(w writtenInstance) error {
-	c := &checker{v: w.v}
+	c := &checker{v: w.v, eval: w.eval}
 	c.str([]string{"name"}, rules.DNSLabel)
 	c.str([]string{"namespace"}, rules.DNSLabel)
 	c.labels([]string{"labels"})

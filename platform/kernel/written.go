@@ -12,23 +12,32 @@ import (
 // resources takes the keys of each component's labels and spec from it.
 type writtenInstance struct {
 	v          cue.Value
-	requires   map[string]string // the catalog versions that are concrete strings
+	eval       func() cue.Value  // v evaluated under #Instance, for what v holds as no concrete string; may be nil
+	requires   map[string]string // the catalog versions that are concrete strings, as written or as evaluated
 	components []writtenComponent
 }
 
 // A writtenComponent is one component of an instance as written.
 type writtenComponent struct {
 	name    string
-	catalog string   // "" unless a concrete string: left for the schema
+	catalog string   // "" unless a concrete string, as written or as evaluated: left for the schema
 	kind    string   // likewise
 	labels  []string // the keys of its labels, sorted
 	spec    []string // the keys of its spec, sorted
 }
 
-// readInstance reads v, an instance as written. Whatever is not as the
-// schema wants it is read as missing, for the schema to report.
-func readInstance(v cue.Value) writtenInstance {
-	w := writtenInstance{v: v, requires: stringFields(lookup(v, "requires"))}
+// readInstance reads v, an instance as written. A string that v holds as
+// something else (a default, or a disjunction the schema narrows) is read
+// from eval's value, v evaluated under #Instance, as CUE evaluates it.
+// Whatever is not as the schema wants it is read as missing, for the
+// schema to report.
+func readInstance(v cue.Value, eval func() cue.Value) writtenInstance {
+	w := writtenInstance{v: v, eval: eval, requires: map[string]string{}}
+	for label := range structFields(lookup(v, "requires")) {
+		if s, ok := resolvedString(v, eval, "requires", label); ok {
+			w.requires[label] = s
+		}
+	}
 	comps := structFields(lookup(v, "components"))
 	for _, name := range slices.Sorted(mapKeys(comps)) {
 		c := comps[name]
@@ -37,8 +46,8 @@ func readInstance(v cue.Value) writtenInstance {
 			labels: slices.Sorted(mapKeys(structFields(lookup(c, "labels")))),
 			spec:   slices.Sorted(mapKeys(structFields(lookup(c, "spec")))),
 		}
-		wc.catalog, _ = lookup(c, "catalog").String()
-		wc.kind, _ = lookup(c, "kind").String()
+		wc.catalog, _ = resolvedString(v, eval, "components", name, "catalog")
+		wc.kind, _ = resolvedString(v, eval, "components", name, "kind")
 		w.components = append(w.components, wc)
 	}
 	return w
@@ -54,17 +63,6 @@ func structFields(v cue.Value) map[string]cue.Value {
 	m := map[string]cue.Value{}
 	for iter.Next() {
 		m[iter.Selector().Unquoted()] = iter.Value()
-	}
-	return m
-}
-
-// stringFields returns the fields of v that are concrete strings.
-func stringFields(v cue.Value) map[string]string {
-	m := map[string]string{}
-	for label, f := range structFields(v) {
-		if s, err := f.String(); err == nil {
-			m[label] = s
-		}
 	}
 	return m
 }
