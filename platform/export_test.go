@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"slices"
 
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
@@ -61,18 +62,27 @@ func (p *Publisher) SetRead(read func(context.Context, kernel.Instance) (*kernel
 	p.read = read
 }
 
-// MemoIdentities returns the identities the memo holds entries or
-// evaluations of.
+// MemoIdentities returns the identities the memo holds entries of.
 func (p *Publisher) MemoIdentities() []publish.Identity[int64] {
 	p.memo.mu.Lock()
 	defer p.memo.mu.Unlock()
 	var ids []publish.Identity[int64]
-	for id, ie := range p.memo.identities {
-		if len(ie.keys) > 0 {
-			ids = append(ids, id)
+	if p.memo.lru != nil {
+		for _, k := range p.memo.lru.Keys() {
+			if !slices.Contains(ids, k.Platform) {
+				ids = append(ids, k.Platform)
+			}
 		}
 	}
 	return ids
+}
+
+// MemoPending returns the number of identities the memo tracks
+// evaluations of.
+func (p *Publisher) MemoPending() int {
+	p.memo.mu.Lock()
+	defer p.memo.mu.Unlock()
+	return len(p.memo.identities)
 }
 
 // MemoFlights returns the number of flights the memo tracks.

@@ -306,10 +306,8 @@ func newEntry(key RenderKey, out kernel.RenderOutput, err error) *entry {
 	return e
 }
 
-// identityEntries are the memo's entries that rendered against one
-// identity, and its evaluations still running.
+// identityEntries are the evaluations against one identity still running.
 type identityEntries struct {
-	keys    map[RenderKey]struct{}
 	pending int  // evaluations begun and not yet finished
 	gone    bool // reclaimed: nothing more is stored for it
 }
@@ -326,7 +324,7 @@ type flight struct {
 }
 
 // A memo is a Publisher's render memo: an LRU of results bounded by
-// accounted bytes, the index of its entries by identity, and the flights
+// accounted bytes, the evaluations running by identity, and the flights
 // that evaluate misses once.
 type memo struct {
 	budget int64 // 0: nothing is stored
@@ -475,66 +473,51 @@ func (m *memo) begin(id publish.Identity[int64]) *identityEntries {
 // finish records an evaluation of key against ie's identity ending with
 // e (nil: it never ran), and stores e if it may. m.mu is held.
 func (m *memo) finish(key RenderKey, ie *identityEntries, e *entry) {
-	ie.pending--
-	if e != nil && e.memoizable && !ie.gone && m.lru != nil && e.size <= m.budget {
-		if old, ok := m.lru.Peek(key); ok {
-			m.bytes -= old.size
-		}
-		m.lru.Add(key, e)
-		m.bytes += e.size
-		if ie.keys == nil {
-			ie.keys = map[RenderKey]struct{}{}
-		}
-		ie.keys[key] = struct{}{}
-		m.evict()
+	if ie.pending--; ie.pending == 0 && m.identities[key.Platform] == ie {
+		delete(m.identities, key.Platform)
 	}
-	m.tidy(key.Platform, ie)
-}
-
-// evict removes the least recently used entries until the accounted bytes
-// fit the budget. m.mu is held.
-func (m *memo) evict() {
-	for m.bytes > m.budget {
-		k, e, ok := m.lru.RemoveOldest()
+	if e == nil || !e.memoizable || ie.gone || m.lru == nil || e.size > m.budget {
+		return
+	}
+	if old, ok := m.lru.Peek(key); ok {
+		m.bytes -= old.size
+	}
+	m.lru.Add(key, e)
+	m.bytes += e.size
+	for m.bytes > m.budget { // least recently used first
+		_, old, ok := m.lru.RemoveOldest()
 		if !ok {
-			return
+			break
 		}
-		m.bytes -= e.size
+		m.bytes -= old.size
 		m.stats.Evictions++
-		if ie := m.identities[k.Platform]; ie != nil {
-			delete(ie.keys, k)
-			m.tidy(k.Platform, ie)
-		}
-	}
-}
-
-// tidy forgets ie, id's entries, once it holds nothing and waits for
-// nothing. m.mu is held.
-func (m *memo) tidy(id publish.Identity[int64], ie *identityEntries) {
-	if len(ie.keys) == 0 && ie.pending == 0 && m.identities[id] == ie {
-		delete(m.identities, id)
 	}
 }
 
 // drop removes every entry that rendered against id, and stores none of
-// the evaluations against it still running.
+// the evaluations against it still running. It looks at every entry: a
+// reclaim is rare beside renders, and an index by identity would hold a
+// third copy of each key.
 func (m *memo) drop(id publish.Identity[int64]) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ie := m.identities[id]
-	if ie == nil {
+	if ie := m.identities[id]; ie != nil {
+		ie.gone = true
+		delete(m.identities, id)
+	}
+	if m.lru == nil {
 		return
 	}
-	for k := range ie.keys {
+	for _, k := range m.lru.Keys() {
+		if k.Platform != id {
+			continue
+		}
 		if e, ok := m.lru.Peek(k); ok {
 			m.bytes -= e.size
 			m.lru.Remove(k)
 			m.stats.Dropped++
 		}
 	}
-	ie.keys = nil
-	ie.gone = true
-	delete(m.identities, id)
 }
 
 // snapshot returns the memo's stats.

@@ -277,8 +277,8 @@ func TestMemoDifferential(t *testing.T) {
 						t.Fatalf("the memo holds entries of %v, which is on disk no more (%+v)", id, st.Dirs)
 					}
 				}
-				if n := p.MemoFlights(); n != 0 {
-					t.Fatalf("%d flights left with no render running", n)
+				if n, m := p.MemoFlights(), p.MemoPending(); n != 0 || m != 0 {
+					t.Fatalf("%d flights and evaluations of %d identities left with no render running", n, m)
 				}
 			},
 		})
