@@ -40,6 +40,18 @@ labels: tier: *1 | "no spaces allowed"
 ` + requires, `"no spaces allowed"`},
 		{"version by default", `name: "shop"
 requires: "` + webPath + `": *1 | "v1.x"`, `"v1.x"`},
+		{"components by default", `name: "shop"
+` + requires + `components: *{a: {kind: "CronJob", catalog: "` + webPath + `"}} | {}`, "does not provide kind CronJob"},
+		{"component by default", `name: "shop"
+` + requires + `components: a: *{kind: "CronJob", catalog: "` + webPath + `"} | {kind: "Service", catalog: "` + webPath + `", x: 1}`, "does not provide kind CronJob"},
+		{"kind from a pattern", `name: "shop"
+` + requires + `components: [string]: {kind: *"CronJob" | string, catalog: "` + webPath + `"}
+components: a: {}`, "does not provide kind CronJob"},
+		{"requires by default", `name: "shop"
+requires: *{"` + webPath + `": "v1.0.0"} | {}
+components: a: {kind: "Service", catalog: "` + webPath + `"}`, ""},
+		{"label key by default", `name: "shop"
+` + requires + `components: a: {kind: "Service", catalog: "` + webPath + `", labels: *{"Bad Key": "x"} | {}}`, `"Bad Key"`},
 		{"required by default", `name: "shop"
 requires: "` + webPath + `": *1 | "v1.0.0"
 components: a: {kind: *1 | "Service", catalog: *1 | "` + webPath + `"}`, ""},

@@ -6,39 +6,34 @@ import (
 	"cuelang.org/go/cue"
 )
 
-// A writtenInstance is an instance module's value as written, before any
-// evaluation against the schema, and what Render reads of it in one pass:
-// the catalog checks run on it, and the decoding of the rendered
-// resources takes the keys of each component's labels and spec from it.
+// A writtenInstance is an instance module's value as written and as it
+// evaluates under #Instance, and what Render reads of it in one pass: the
+// catalog checks run on it, and the decoding of the rendered resources
+// takes the keys of each component's labels and spec from it. Values are
+// read as evaluated (a default, or a disjunction the schema narrows, makes
+// a value concrete only there); positions are the instance's as written.
 type writtenInstance struct {
-	v          cue.Value
-	eval       func() cue.Value  // v evaluated under #Instance, for what v holds as no concrete string; may be nil
-	requires   map[string]string // the catalog versions that are concrete strings, as written or as evaluated
+	v          cue.Value         // as written
+	ev         cue.Value         // under #Instance
+	requires   map[string]string // the catalog versions that are concrete strings
 	components []writtenComponent
 }
 
-// A writtenComponent is one component of an instance as written.
+// A writtenComponent is one component of an instance.
 type writtenComponent struct {
 	name    string
-	catalog string   // "" unless a concrete string, as written or as evaluated: left for the schema
+	catalog string   // "" unless a concrete string: left for the schema
 	kind    string   // likewise
 	labels  []string // the keys of its labels, sorted
 	spec    []string // the keys of its spec, sorted
 }
 
-// readInstance reads v, an instance as written. A string that v holds as
-// something else (a default, or a disjunction the schema narrows) is read
-// from eval's value, v evaluated under #Instance, as CUE evaluates it.
+// readInstance reads the instance v as ev, v under #Instance, holds it.
 // Whatever is not as the schema wants it is read as missing, for the
 // schema to report.
-func readInstance(v cue.Value, eval func() cue.Value) writtenInstance {
-	w := writtenInstance{v: v, eval: eval, requires: map[string]string{}}
-	for label := range structFields(lookup(v, "requires")) {
-		if s, ok := resolvedString(v, eval, "requires", label); ok {
-			w.requires[label] = s
-		}
-	}
-	comps := structFields(lookup(v, "components"))
+func readInstance(v, ev cue.Value) writtenInstance {
+	w := writtenInstance{v: v, ev: ev, requires: stringFields(lookup(ev, "requires"))}
+	comps := structFields(lookup(ev, "components"))
 	for _, name := range slices.Sorted(mapKeys(comps)) {
 		c := comps[name]
 		wc := writtenComponent{
@@ -46,8 +41,8 @@ func readInstance(v cue.Value, eval func() cue.Value) writtenInstance {
 			labels: slices.Sorted(mapKeys(structFields(lookup(c, "labels")))),
 			spec:   slices.Sorted(mapKeys(structFields(lookup(c, "spec")))),
 		}
-		wc.catalog, _ = resolvedString(v, eval, "components", name, "catalog")
-		wc.kind, _ = resolvedString(v, eval, "components", name, "kind")
+		wc.catalog, _ = lookup(c, "catalog").String()
+		wc.kind, _ = lookup(c, "kind").String()
 		w.components = append(w.components, wc)
 	}
 	return w
@@ -63,6 +58,17 @@ func structFields(v cue.Value) map[string]cue.Value {
 	m := map[string]cue.Value{}
 	for iter.Next() {
 		m[iter.Selector().Unquoted()] = iter.Value()
+	}
+	return m
+}
+
+// stringFields returns the fields of v that are concrete strings.
+func stringFields(v cue.Value) map[string]string {
+	m := map[string]string{}
+	for label, f := range structFields(v) {
+		if s, err := f.String(); err == nil {
+			m[label] = s
+		}
 	}
 	return m
 }
