@@ -94,12 +94,21 @@ func readInstanceModule(ctx context.Context, limits Limits, in Instance) (string
 			return in.Dir, loadedModule{}, err
 		}
 		m, err := loadAside(ctx, func() (loadedModule, error) {
+			src, closeSrc, err := openDirSource(dir)
+			if err != nil {
+				return loadedModule{}, err
+			}
+			defer closeSrc()
 			if !loaderReads.Load() {
-				if m, ok := readPlainDir(ctx, limits, dir); ok {
+				if m, ok := readPlain(ctx, limits, src); ok {
 					return m, nil
 				}
+				if err := ctx.Err(); err != nil {
+					return loadedModule{}, err
+				}
 			}
-			return loadDirMode(ctx, limits, dir, parseAll)
+			name := func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) }
+			return loadSourceMode(ctx, limits, src, name, parseAll)
 		})
 		return dir, m, err
 	case len(in.Files) > 0:
@@ -124,16 +133,6 @@ func readInstanceModule(ctx context.Context, limits Limits, in Instance) (string
 	default:
 		return "", loadedModule{}, errors.New("kernel: render: no instance (set Dir or Files)")
 	}
-}
-
-// readPlainDir is readPlain of the directory dir.
-func readPlainDir(ctx context.Context, limits Limits, dir string) (loadedModule, bool) {
-	src, closeSrc, err := openDirSource(dir)
-	if err != nil {
-		return loadedModule{}, false
-	}
-	defer closeSrc()
-	return readPlain(ctx, limits, src)
 }
 
 // loadSnapshot loads and builds the instance module s holds into cc,
