@@ -76,6 +76,9 @@ func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, erro
 	if err != nil {
 		return RenderOutput{}, err
 	}
+	if k != nil && k.Workers != nil {
+		return k.Workers.render(ctx, limits, in)
+	}
 	r, err := prepare(ctx, limits, in)
 	if err != nil {
 		return RenderOutput{}, err
