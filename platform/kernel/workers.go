@@ -87,7 +87,7 @@ type Workers struct {
 // workerCounters are the counters of WorkerStats.
 type workerCounters struct {
 	started, restarts, calls, killedTime, killedMemory, cancelled, crashed, recycled atomic.Uint64
-	busy                                                                            atomic.Int64
+	busy                                                                             atomic.Int64
 }
 
 // WorkerStats is a snapshot of Workers for metrics.
