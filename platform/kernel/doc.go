@@ -22,6 +22,12 @@
 // digest matches, only the package clause and imports of its files are
 // parsed, all the loader needs to choose the files it reads.
 //
+// An instance is read once: Kernel.ReadInstance reads its files, hashing
+// them as they are read, into an InstanceSnapshot, and a render renders
+// the snapshot's bytes and reads nothing of the instance again. Render of
+// an Instance is the render of its snapshot, so a caller that keys a
+// result on the snapshot's digest keys it on what was rendered.
+//
 // # Modules
 //
 // A platform module and an instance module are each a CUE module that

@@ -89,7 +89,14 @@ type Platform struct {
 	// built is what the build decoded, bound to Digest: a render of
 	// unchanged content uses it instead of evaluating the module again.
 	built *builtPlatform
+
+	size int64 // bytes of the files the build read
 }
+
+// Size returns the bytes of the files BuildPlatform read to build p: what
+// a render reads of the platform's directory again. It is 0 for a
+// Platform that BuildPlatform did not return.
+func (p *Platform) Size() int64 { return p.size }
 
 // A Catalog is one component catalog a platform carries.
 type Catalog struct {
@@ -163,7 +170,7 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err != nil {
 		return nil, asError("build", abs, err, source{[]string{"#Platform"}, v})
 	}
-	p.Module, p.Dir, p.Digest = m.info.path, abs, m.digest
+	p.Module, p.Dir, p.Digest, p.size = m.info.path, abs, m.digest, m.size
 	p.built = sealPlatform(p, m.digest)
 	return p, nil
 }

@@ -44,7 +44,9 @@ type loadedModule struct {
 	inst   *build.Instance // cannot be built unless mode is parseAll
 	mode   parseMode
 	info   moduleInfo
-	digest string // of every file the load read; see moduleFS.digest
+	digest string            // of every file the load read; see moduleFS.digest
+	size   int64             // bytes of the files the load read
+	files  map[string][]byte // the files the load read, by slash-separated path
 }
 
 // loadDir loads the package at the root of the module in the directory
@@ -94,7 +96,7 @@ func loadSourceMode(ctx context.Context, limits Limits, src fileSource, name fun
 		// longer loads from one that never did.
 		return loadedModule{digest: fsys.digest()}, err
 	}
-	lm.digest, lm.mode = fsys.digest(), mode
+	lm.digest, lm.mode, lm.size, lm.files = fsys.digest(), mode, fsys.total, fsys.contents()
 	return lm, nil
 }
 

@@ -103,6 +103,16 @@ func (m *moduleFS) digest() string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
+// contents returns the bytes of every file read, by name. The slices are
+// those the moduleFS keeps, which it never changes.
+func (m *moduleFS) contents() map[string][]byte {
+	files := make(map[string][]byte, len(m.files))
+	for name, f := range m.files {
+		files[name] = f.data
+	}
+	return files
+}
+
 // resolve describes name, following a symbolic link only where it stays
 // in the module. A missing name is an error, but no refusal: the loader
 // looks for files that may not be there.

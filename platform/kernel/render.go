@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
-	"path/filepath"
 	"slices"
-	"testing/fstest"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/build"
@@ -23,8 +19,13 @@ type RenderInput struct {
 	// refuses it unless it holds the content of Platform.Digest.
 	Platform *Platform
 
-	// Instance is the instance module to render.
+	// Instance is the instance module to render, unless Snapshot is set.
 	Instance Instance
+
+	// Snapshot, when set, is the instance to render, as ReadInstance
+	// read it; Instance must then be zero. Render renders exactly its
+	// bytes and reads nothing of the instance.
+	Snapshot *InstanceSnapshot
 
 	// Skew is what to do when the instance requires a newer catalog
 	// version than the platform carries.
@@ -61,7 +62,7 @@ type Resource struct {
 	Object map[string]any
 }
 
-// Render renders in.Instance against in.Platform and returns the
+// Render renders in.Instance (or in.Snapshot) against in.Platform and returns the
 // resources, with in.Skew deciding what a newer catalog version the
 // instance requires does ([SkewPolicy]). It retains nothing, and returns
 // ctx.Err() at once when ctx is done, even while a read is blocked.
@@ -200,12 +201,21 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 	})
 	defer ahead.waitContext(ctx) // its error is ctx.Err(), which the call reports where it sees it
 
-	r := &preparedRender{cc: cuecontext.New()}
-	dir, iv, err := loadInstance(ctx, r.cc, limits, in.Instance)
-	if err != nil {
-		if dir == "" { // misuse, not a problem in a module
+	// An instance given as Dir or Files renders as its snapshot does: it is
+	// read once, and rendered from the bytes read.
+	snapshot := in.Snapshot
+	if snapshot == nil {
+		var err error
+		if snapshot, err = readInstanceSnapshot(ctx, limits, in.Instance); err != nil {
 			return nil, err
 		}
+	} else if in.Instance.Dir != "" || in.Instance.Files != nil {
+		return nil, errors.New("kernel: render: the input has both an Instance and a Snapshot")
+	}
+	r := &preparedRender{cc: cuecontext.New()}
+	dir := snapshot.dir
+	iv, err := loadSnapshot(ctx, r.cc, limits, snapshot)
+	if err != nil {
 		return nil, moduleError("render", dir, err)
 	}
 	r.dir, r.iv = dir, iv
@@ -310,45 +320,6 @@ func evaluateRender(ctx context.Context, in RenderInput, r *preparedRender) (*ev
 		return nil, asError("render", r.dir, err)
 	}
 	return e, nil
-}
-
-// loadInstance loads the instance module into cc and returns the directory
-// its errors name. An instance in a directory loads on a goroutine of its
-// own, waited for as ctx allows; one in memory cannot block.
-func loadInstance(ctx context.Context, cc *cue.Context, limits Limits, in Instance) (string, cue.Value, error) {
-	var dir string
-	var m loadedModule
-	var err error
-	switch {
-	case in.Dir != "" && in.Files != nil:
-		return "", cue.Value{}, errors.New("kernel: render: the instance has both Dir and Files")
-	case in.Dir != "":
-		if dir, err = filepath.Abs(in.Dir); err != nil {
-			return in.Dir, cue.Value{}, err
-		}
-		m, err = loadAside(ctx, func() (loadedModule, error) { return loadDir(ctx, limits, dir) })
-	case len(in.Files) > 0:
-		dir = "instance"
-		if n := len(in.Files); n > limits.MaxFiles {
-			return dir, cue.Value{}, &LimitError{Limit: "MaxFiles", File: dir, Value: int64(n), Max: int64(limits.MaxFiles)}
-		}
-		fsys := fstest.MapFS{}
-		for name, data := range in.Files {
-			if !fs.ValidPath(name) {
-				return dir, cue.Value{}, fmt.Errorf("instance file %q: not a valid slash-separated relative path", name)
-			}
-			fsys[name] = &fstest.MapFile{Data: data}
-		}
-		name := func(p string) string { return path.Join("instance", p) }
-		m, err = loadSource(ctx, limits, memSource{fsys}, name)
-	default:
-		return "", cue.Value{}, errors.New("kernel: render: no instance (set Dir or Files)")
-	}
-	if err != nil {
-		return dir, cue.Value{}, err
-	}
-	v, err := buildPackage(ctx, cc, m.inst)
-	return dir, v, err
 }
 
 // checkCatalogs checks the catalogs the instance w requires and its

@@ -41,8 +41,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// TestCheckPassesPublisher: the Publisher passes every property, the
+// strict ones included: it writes a changed module beside a leased one,
+// so no lease is refused and no reconcile fails or waits for a reader; an
+// identical module is not written again; a failed build keeps serving.
 func TestCheckPassesPublisher(t *testing.T) {
-	platformtest.Check(t, newPublisher)
+	platformtest.Check(t, newPublisher,
+		platformtest.LeasesNeverRefused(), platformtest.ReconcilesSucceed(),
+		platformtest.FailureKeepsServing(), platformtest.IdenticalIsNoop())
 }
 
 func TestCheckPassesHandWrittenReconciler(t *testing.T) {
