@@ -44,6 +44,7 @@ type wirePlatform struct {
 	Catalogs []Catalog         `json:"catalogs"`
 	Dir      string            `json:"dir"`
 	Digest   string            `json:"digest"`
+	Size     int64             `json:"size"`
 	Built    *wireBuilt        `json:"built,omitempty"`
 }
 
@@ -60,7 +61,7 @@ func toWirePlatform(p *Platform) *wirePlatform {
 		return nil
 	}
 	w := &wirePlatform{Name: p.Name, Type: p.Type, Module: p.Module, Labels: p.Labels,
-		Catalogs: p.Catalogs, Dir: p.Dir, Digest: p.Digest}
+		Catalogs: p.Catalogs, Dir: p.Dir, Digest: p.Digest, Size: p.size}
 	if b := p.built; b != nil {
 		w.Built = &wireBuilt{Digest: b.digest, Name: b.name, Type: b.typ, Labels: b.labels, Versions: b.versions}
 	}
@@ -72,7 +73,7 @@ func (w *wirePlatform) platform() *Platform {
 		return nil
 	}
 	p := &Platform{Name: w.Name, Type: w.Type, Module: w.Module, Labels: w.Labels,
-		Catalogs: w.Catalogs, Dir: w.Dir, Digest: w.Digest}
+		Catalogs: w.Catalogs, Dir: w.Dir, Digest: w.Digest, size: w.Size}
 	if b := w.Built; b != nil {
 		p.built = &builtPlatform{digest: b.Digest, name: b.Name, typ: b.Type, labels: b.Labels, versions: b.Versions}
 	}
@@ -81,8 +82,10 @@ func (w *wirePlatform) platform() *Platform {
 
 // A wireInstance is an instance module as one read found it.
 type wireInstance struct {
-	Dir   string            `json:"dir"`
-	Files map[string][]byte `json:"files"`
+	Dir    string            `json:"dir"`
+	Files  map[string][]byte `json:"files"`
+	Digest string            `json:"digest"`
+	Size   int64             `json:"size"`
 }
 
 // A wireError is an error the kernel returns, as plain data: its type and
@@ -249,9 +252,9 @@ func readFrame(r *bufio.Reader, max int64, v any) error {
 	return json.Unmarshal(data, v)
 }
 
-func (w *wireInstance) instance() Instance {
+func (w *wireInstance) snapshot() *InstanceSnapshot {
 	if w == nil {
-		return Instance{}
+		return nil
 	}
-	return Instance{Dir: w.Dir, Files: w.Files}
+	return &InstanceSnapshot{dir: w.Dir, files: w.Files, digest: w.Digest, size: w.Size}
 }

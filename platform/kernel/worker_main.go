@@ -94,7 +94,7 @@ func answer(req *workerRequest) *workerResponse {
 		p, err := k.BuildPlatform(ctx, req.Dir)
 		return &workerResponse{Platform: toWirePlatform(p), Err: toWireError(err)}
 	case "render":
-		out, err := k.Render(ctx, RenderInput{Platform: req.Platform.platform(), Instance: req.Instance.instance(), Skew: req.Skew})
+		out, err := k.Render(ctx, RenderInput{Platform: req.Platform.platform(), Snapshot: req.Instance.snapshot(), Skew: req.Skew})
 		if err != nil {
 			return &workerResponse{Err: toWireError(err)}
 		}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -528,20 +527,18 @@ func (ws *Workers) buildPlatform(ctx context.Context, limits Limits, dir string)
 	return resp.Platform.platform(), nil
 }
 
-// render renders in in a worker.
+// render renders in in a worker: the instance is read here, and sent.
 func (ws *Workers) render(ctx context.Context, limits Limits, in RenderInput) (RenderOutput, error) {
-	if err := ctx.Err(); err != nil {
+	if err := checkRenderInput(ctx, in); err != nil {
 		return RenderOutput{}, err
 	}
-	dir := in.Instance.Dir
-	if in.Instance.Dir == "" {
-		dir = "instance"
-	} else if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
+	s, err := snapshotOf(ctx, limits, in)
+	if err != nil {
+		return RenderOutput{}, err
 	}
 	req := &workerRequest{Op: "render", Limits: limits, Platform: toWirePlatform(in.Platform),
-		Instance: &wireInstance{Dir: in.Instance.Dir, Files: in.Instance.Files}, Skew: in.Skew}
-	resp, err := ws.call(ctx, "render", dir, req)
+		Instance: &wireInstance{Dir: s.dir, Files: s.files, Digest: s.digest, Size: s.size}, Skew: in.Skew}
+	resp, err := ws.call(ctx, "render", s.dir, req)
 	if err != nil {
 		return RenderOutput{}, err
 	}
