@@ -77,7 +77,7 @@ func serveWorker(in io.Reader, out io.Writer, budget int64) int {
 			fmt.Fprintf(os.Stderr, "kernel worker: reading a request: %v\n", err)
 			return 1
 		}
-		if err := writeFrame(w, answer(&req)); err != nil {
+		if err := writeResponse(w, answer(&req)); err != nil {
 			fmt.Fprintf(os.Stderr, "kernel worker: writing a response: %v\n", err)
 			return 1
 		}

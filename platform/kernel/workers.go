@@ -394,9 +394,8 @@ func (ws *Workers) call(ctx context.Context, op, dir string, req *workerRequest)
 			done <- result{err: err}
 			return
 		}
-		var resp workerResponse
-		err := readFrame(w.r, maxFrame(memory), &resp)
-		done <- result{&resp, err}
+		resp, err := readResponse(w.r, maxFrame(memory))
+		done <- result{resp, err}
 	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
