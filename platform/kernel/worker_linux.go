@@ -8,11 +8,13 @@ import (
 )
 
 // limitData sets the process's RLIMIT_DATA, which bounds its writable
-// private mappings (the Go heap among them), to twice budget: a backstop
-// for memory allocated faster than it is watched. RLIMIT_AS would bound
-// address space the Go runtime reserves without using.
+// private mappings (the Go heap among them), to twice budget and 256 MiB
+// more: a backstop for memory allocated faster than it is watched, far
+// enough above the budget for the runtime's mappings, which outgrow its
+// resident memory. RLIMIT_AS would bound address space the Go runtime
+// reserves without using.
 func limitData(budget int64) {
-	lim := uint64(2 * budget)
+	lim := uint64(2*budget + 256<<20)
 	syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: lim, Max: lim})
 }
 

@@ -49,7 +49,7 @@ const (
 // The time budget is kept by the caller's process. The memory budget is
 // kept by the worker's runtime (see [runtime/debug.SetMemoryLimit]), which
 // collects harder near it, by the worker watching its own memory, and on
-// Linux by RLIMIT_DATA at twice the budget and by the caller's process
+// Linux by RLIMIT_DATA well above the budget and by the caller's process
 // watching the worker's resident memory (/proc/<pid>/statm); elsewhere the
 // worker's own watch keeps it, which sees the Go runtime's memory only.
 type Workers struct {
@@ -316,7 +316,10 @@ func (w *worker) describeExit() string {
 	if w.state != nil {
 		s = ": " + w.state.String()
 	}
-	if msg := bytes.TrimSpace(w.stderr.bytes()); len(msg) > 0 {
+	// The first paragraph: a panic's or a fatal error's message, before
+	// the stacks.
+	msg, _, _ := bytes.Cut(w.stderr.bytes(), []byte("\n\n"))
+	if msg := bytes.TrimSpace(msg); len(msg) > 0 {
 		s += "; it wrote: " + string(msg)
 	}
 	return s
@@ -483,12 +486,23 @@ func (ws *Workers) lost(ctx context.Context, w *worker, op, dir string, memory i
 	if closed {
 		return &WorkerError{Op: op, Dir: dir, Err: ErrWorkersClosed}
 	}
-	if (w.state != nil && w.state.ExitCode() == exitMemory) || bytes.Contains(w.stderr.bytes(), []byte("out of memory")) {
+	if w.pastMemory() {
 		ws.stats.killedMemory.Add(1)
 		return &BudgetError{Op: op, Dir: dir, Budget: "memory", Value: memory}
 	}
 	ws.stats.crashed.Add(1)
 	return &WorkerError{Op: op, Dir: dir, Err: fmt.Errorf("the worker process ended before it answered%s", w.describeExit())}
+}
+
+// pastMemory reports whether w's process ended past its memory budget:
+// by its own watch, or refused memory by the operating system.
+func (w *worker) pastMemory() bool {
+	if w.state != nil && w.state.ExitCode() == exitMemory {
+		return true
+	}
+	msg := w.stderr.bytes()
+	return bytes.Contains(msg, []byte("fatal error: runtime: out of memory")) ||
+		bytes.Contains(msg, []byte("fatal error: runtime: cannot allocate memory"))
 }
 
 // A headBuffer keeps the first max bytes written to it.
