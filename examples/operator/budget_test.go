@@ -82,21 +82,3 @@ func TestRenderInProcess(t *testing.T) {
 		t.Fatalf("exit %d, stderr %s\nin process:\n%s\nin workers:\n%s", code, stderr, inProcess, isolated)
 	}
 }
-
-func TestSizeFlag(t *testing.T) {
-	for in, want := range map[string]int64{"256MiB": 256 << 20, "1GiB": 1 << 30, "512Ki": 512 << 10, "4096": 4096, "100B": 100, "2Gi": 2 << 30} {
-		var s sizeFlag
-		if err := s.Set(in); err != nil || int64(s) != want {
-			t.Errorf("%q: %d, %v; want %d", in, s, err, want)
-		}
-	}
-	for _, in := range []string{"", "MiB", "1.5GiB", "-1MiB", "256MB", "256 MiB", "1e9"} {
-		var s sizeFlag
-		if err := s.Set(in); err == nil {
-			t.Errorf("%q: accepted as %d", in, s)
-		}
-	}
-	if s := sizeFlag(256 << 20); s.String() != "256MiB" {
-		t.Errorf("%d prints as %s", s, s.String())
-	}
-}

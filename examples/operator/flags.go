@@ -7,9 +7,9 @@ import (
 	"io"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
+	"leasekit.dev/examples/internal/size"
 	"leasekit.dev/platform/kernel"
 )
 
@@ -72,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.renderTimeout = kernel.DefaultWorkerTimeout
 	fs.Var((*durationFlag)(&o.renderTimeout), "render-timeout", "the time budget of each render and build, a `duration` such as 2s: past it, the worker evaluating it is killed and it fails")
 	o.renderMemory = kernel.DefaultWorkerMemory
-	fs.Var((*sizeFlag)(&o.renderMemory), "render-memory", "the memory budget of each worker evaluating renders and builds, a `size` such as 256MiB or 1GiB: past it, the worker is killed and its render fails")
+	fs.Var((*size.Flag)(&o.renderMemory), "render-memory", "the memory budget of each worker evaluating renders and builds, a `size` such as 256MiB or 1GiB: past it, the worker is killed and its render fails")
 	fs.BoolVar(&o.inProcess, "in-process", false, "evaluate renders and builds in this process, with no time or memory budget, rather than in worker processes")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
@@ -112,7 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case o.renderTimeout <= 0:
 		return o, usageError(fs, "--render-timeout %v: must be positive", o.renderTimeout)
 	case o.renderMemory < kernel.MinWorkerMemory:
-		return o, usageError(fs, "--render-memory %s: must be at least %s, what a worker holds before its first render", (*sizeFlag)(&o.renderMemory), (*sizeFlag)(&minMemory))
+		return o, usageError(fs, "--render-memory %s: must be at least %s, what a worker holds before its first render", (*size.Flag)(&o.renderMemory), (*size.Flag)(&minMemory))
 	case o.inProcess && (set["render-timeout"] || set["render-memory"]):
 		return o, usageError(fs, "--in-process with --render-timeout or --render-memory: budgets are kept by worker processes only")
 	case o.keep && o.platformDir != "":
@@ -136,41 +136,6 @@ func (d *durationFlag) Set(s string) error {
 		return errors.New("not a duration, such as 5s, 500ms or 1m30s")
 	}
 	*d = durationFlag(v)
-	return nil
-}
-
-// A sizeFlag is a size in bytes, written with a binary unit: 256MiB,
-// 1GiB, 512KiB, or a plain number of bytes. Ki, Mi and Gi, as Kubernetes
-// writes them, are accepted too.
-type sizeFlag int64
-
-var sizeUnits = []struct {
-	suffix string
-	shift  uint
-}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"Gi", 30}, {"Mi", 20}, {"Ki", 10}, {"B", 0}}
-
-func (s *sizeFlag) String() string {
-	for _, u := range sizeUnits[:3] {
-		if n := int64(*s); n != 0 && n%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d%s", n>>u.shift, u.suffix)
-		}
-	}
-	return fmt.Sprintf("%dB", int64(*s))
-}
-
-func (s *sizeFlag) Set(v string) error {
-	num, shift := v, uint(0)
-	for _, u := range sizeUnits {
-		if rest, ok := strings.CutSuffix(v, u.suffix); ok {
-			num, shift = rest, u.shift
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)>>shift {
-		return errors.New("not a size, such as 256MiB, 1GiB or 512KiB")
-	}
-	*s = sizeFlag(n << shift)
 	return nil
 }
 
