@@ -1,21 +1,35 @@
-// Package dirlife manages the on-disk lifecycle of one directory per ID
-// under a root directory that it owns: staged, atomic and durable writes,
-// atomic replacement, listing, pruning to a keep set and reset at boot.
+// Package dirlife manages one directory per ID under a root directory it
+// owns: atomic, durable writes and replacements, pruning to a keep set and
+// reset at boot, confined to the root and safe across goroutines and
+// processes.
 //
 // A [Layout] names its root and a [Codec] that turns IDs into directory
-// names. [Layout.Write] stages files beside the target and renames them into
-// place, so a reader sees an ID's directory either absent or complete, also
-// after the writer is killed at any instant; rewriting an ID swaps the new
-// directory in with no instant where the path is missing. By default a
-// Write's directory survives power loss once Write returns. A Write whose
-// sync after the rename fails reports [ErrNotDurable] and leaves its
-// directory published: a publication is never undone, so the last Write to
-// publish wins. [Layout.Prune] removes everything but the directories to
-// keep; [Layout.Reset] empties the root. Every write and removal goes
-// through an [os.Root], so a symbolic link planted under the root never
-// leads the layout outside it; removal never crosses into another
-// filesystem mounted under the root ([ErrMountPoint]); and Prune and Reset
-// refuse a non-empty root that no layout ever claimed (see [ErrNotOwned]).
+// names. The promise: whoever looks up an ID's path finds the directory
+// absent or complete, also after the writer is killed at any instant, and
+// nothing the layout does leads outside its root.
+//
+// Layout values are safe for concurrent use by multiple goroutines and by
+// several processes sharing one root: Write, Prune, Reset, IDs and Settle
+// may run at once without corrupting one another, and Prune never removes a
+// directory that a live Write is still filling. The coordination is an
+// advisory lock on the root, honoured by every Layout on that root, behind
+// an in-process reader/writer lock: however many goroutines wait, at most
+// one OS thread per root and process waits in the kernel.
+//
+// # Writes and removals
+//
+// [Layout.Write] stages files beside the target and renames them into
+// place; rewriting an ID swaps the new directory in with no instant where
+// the path is missing. By default a Write's directory survives power loss
+// once Write returns. A Write whose sync after the rename fails reports
+// [ErrNotDurable] and leaves its directory published: a publication is
+// never undone, so the last Write to publish wins. [Layout.Prune] removes
+// everything but the directories to keep; [Layout.Reset] empties the root.
+// Every write and removal goes through an [os.Root], so a symbolic link
+// planted under the root never leads the layout outside it; removal never
+// crosses into another filesystem mounted under the root
+// ([ErrMountPoint]); and Prune and Reset refuse a non-empty root that no
+// layout ever claimed (see [ErrNotOwned]).
 //
 // At rest the root holds only ID directories. The layout records that it
 // owns the root in an extended attribute of the root itself
@@ -27,14 +41,6 @@
 // [Layout.Settle] waits for it. A removal that hangs (a stuck network or
 // FUSE mount, a huge tree) costs its caller at most
 // [Layout.RemovalDeadline] and blocks no other call.
-//
-// Layout values are safe for concurrent use by multiple goroutines and by
-// several processes sharing one root: Write, Prune, Reset, IDs and Settle
-// may run at once without corrupting one another, and Prune never removes a
-// directory that a live Write is still filling. The coordination is an
-// advisory lock on the root, honoured by every Layout on that root, behind
-// an in-process reader/writer lock: however many goroutines wait, at most
-// one OS thread per root and process waits in the kernel.
 //
 // # Names
 //

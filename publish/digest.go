@@ -2,60 +2,29 @@ package publish
 
 import (
 	"cmp"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"hash/maphash"
-	"slices"
 
 	"leasekit.dev/dirlife"
 )
 
-// A Digest is the SHA-256 digest of a file set, as [DigestFiles] computes
-// it.
-type Digest [sha256.Size]byte
+// A Digest is the digest of a directory's content, as [DigestFiles]
+// computes it: the [dirlife.Digest] that [dirlife.TreeDigest] gives the
+// same files, and that [dirlife.Layout.WriteStream] and
+// [dirlife.Layout.CopyFS] report for what they wrote.
+type Digest = dirlife.Digest
 
-// String returns d in lower-case hexadecimal, 64 digits.
-func (d Digest) String() string { return hex.EncodeToString(d[:]) }
-
-// fileMode is the mode [dirlife.Layout.Write] gives every file; it is part
-// of the digest, so that a file set written with other modes would have
-// another identity.
-const fileMode = 0o644
-
-// digestVersion starts every digest's input, so that a change of the
-// encoding changes every identity.
-const digestVersion = "leasekit.dev/publish files v1\n"
-
-// DigestFiles returns the digest of files: SHA-256 over the file count and,
-// for each file in ascending order of name, the name, the file's mode and
-// the contents, each length-prefixed, so that no two distinct file sets
-// share an encoding. It is deterministic across processes and machines.
+// DigestFiles returns the digest of files as [dirlife.Layout.Write] writes
+// them: [dirlife.TreeDigest] of files.Tree(), each file with mode 0o644
+// and its directories 0o755. It is deterministic across processes and
+// machines. For files [dirlife.CheckFiles] refuses, which no Publish
+// writes, it returns the zero Digest.
 func DigestFiles(files dirlife.Files) Digest {
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
+	d, err := dirlife.TreeDigest(files.Tree())
+	if err != nil {
+		return Digest{}
 	}
-	slices.Sort(names)
-	h := sha256.New()
-	var n [8]byte
-	put := func(v uint64) {
-		binary.BigEndian.PutUint64(n[:], v)
-		h.Write(n[:])
-	}
-	h.Write([]byte(digestVersion))
-	put(uint64(len(names)))
-	for _, name := range names {
-		data := files[name]
-		put(uint64(len(name)))
-		h.Write([]byte(name))
-		put(fileMode)
-		put(uint64(len(data)))
-		h.Write(data)
-	}
-	var d Digest
-	h.Sum(d[:0])
 	return d
 }
 

@@ -67,6 +67,7 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.F
 	same := held && key == cur.Key && cur.Dir == p.curDir
 	fp := fingerprintOf(p.seedA, p.seedB, files)
 	if same && fp == p.curFP {
+		*reclaims = p.reclaimOthers()
 		return p.keep(cur, value), Unchanged, nil
 	}
 
@@ -85,6 +86,7 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.F
 	id := Identity[K]{Key: key, Digest: DigestFiles(files)}
 	if same && cur.Identity() == id {
 		p.curFP = fp
+		*reclaims = p.reclaimOthers()
 		return p.keep(cur, value), Unchanged, nil
 	}
 
@@ -138,6 +140,20 @@ func (p *Publisher[K, A, V]) keep(cur Record[K, A, V], value V) Record[K, A, V] 
 		p.slot.Set(cur.Key, cur)
 	}
 	return cur
+}
+
+// reclaimOthers is reclaimLocked for a Publish that keeps the current
+// directory: it removes what is neither current nor leased, as every
+// Publish does, and costs a look at one map when the current directory is
+// the only one known. The caller holds the serialisation.
+func (p *Publisher[K, A, V]) reclaimOthers() []ReclaimEvent[K] {
+	p.mu.Lock()
+	others := len(p.dirs) > 1
+	p.mu.Unlock()
+	if !others && !p.dirty {
+		return nil
+	}
+	return p.reclaimLocked()
 }
 
 // plainName returns the codec's name for key, checked to parse back to key.

@@ -247,9 +247,13 @@ func (g *gen) pick(label string, from ...string) string {
 // value unified, an index into a list.
 func (g *gen) str(label, s string, aside *strings.Builder) string {
 	lit := fmt.Sprintf("%q", s)
-	switch g.intn(label, 8) {
+	switch g.intn(label, 10) {
 	case 1:
 		return "*" + lit + ` | "zz-other"`
+	case 8:
+		return "*1 | " + lit // a default the schema's type rules out
+	case 9:
+		return "int | " + lit // a disjunction the schema narrows
 	case 2:
 		return `(*"zz-other" | ` + lit + `) & !="zz-other"` // a default ruled out
 	case 3:
@@ -375,7 +379,9 @@ func (g *gen) platform() *platformModule {
 		case 1:
 			fmt.Fprintf(b, "catalogs: %q: enabled: *true | bool\n", path)
 		}
-		switch g.intn("kinds", 4) {
+		switch g.intn("kinds", 5) {
+		case 4:
+			fmt.Fprintf(b, "catalogs: %q: kinds: *[1] | [%q]\n", path, kinds[i%3]) // a default the schema rules out
 		case 1:
 			fmt.Fprintf(b, "catalogs: %q: kinds: [%q, %q]\n", path, kinds[i%3], kinds[(i+1)%3])
 		case 2:
@@ -526,19 +532,32 @@ func (g *gen) instance() *instanceModule {
 		case 7:
 			c.WriteString("replicas: 100000000000000000000\n")
 		}
+		compBad := ""
 		if g.bool("componentLabels") {
 			labels, bad := g.labels("componentLabels", &aside)
 			if bad != "" && m.bad == "" {
-				m.bad = bad
+				m.bad, compBad = bad, bad
 			}
 			fmt.Fprintf(&c, "labels: %s\n", labels)
 		}
 		if g.bool("hasSpec") {
 			fmt.Fprintf(&c, "spec: %s\n", g.spec(&aside))
 		}
-		if g.intn("comprehension", 4) == 0 {
+		form := g.intn("comprehension", 6)
+		if compBad != "" && form >= 4 {
+			// A component in a disjunction that the schema rules out
+			// takes its value rules with it: its bad label is refused
+			// only where the component is valid otherwise.
+			form = 1
+		}
+		switch form {
+		case 0:
 			fmt.Fprintf(b, "for n in [%q] {\n\tcomponents: (n): {\n%s}\n}\n", cname, c.String())
-		} else {
+		case 4: // the component as a default, its alternative one the schema rules out
+			fmt.Fprintf(b, "components: %q: *{\n%s} | {kind: \"Service\", catalog: %q, notAField: 1}\n", cname, c.String(), path)
+		case 5: // the components map as a default among alternatives
+			fmt.Fprintf(b, "components: *{%q: {\n%s}} | {}\n", cname, c.String())
+		default:
 			fmt.Fprintf(b, "components: %q: {\n%s}\n", cname, c.String())
 		}
 	}

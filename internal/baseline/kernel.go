@@ -163,6 +163,13 @@ func (NaiveKernel) Render(ctx context.Context, p *NaivePlatform, instanceDir str
 	if err != nil {
 		return nil, nil, err
 	}
+	// The catalogs an instance requires and uses are what CUE evaluates
+	// them to under #Instance: a default or a disjunction the schema
+	// narrows included.
+	schema, err := vocabulary(cc)
+	if err != nil {
+		return nil, nil, err
+	}
 	var written struct {
 		Requires   map[string]string `json:"requires"`
 		Components map[string]struct {
@@ -170,7 +177,7 @@ func (NaiveKernel) Render(ctx context.Context, p *NaivePlatform, instanceDir str
 			Catalog string `json:"catalog"`
 		} `json:"components"`
 	}
-	if err := iv.Decode(&written); err != nil {
+	if err := schema.LookupPath(cue.ParsePath("#Instance")).Unify(iv).Decode(&written); err != nil {
 		return nil, nil, err
 	}
 	var skews []NaiveSkew
@@ -193,10 +200,6 @@ func (NaiveKernel) Render(ctx context.Context, p *NaivePlatform, instanceDir str
 		}
 	}
 
-	schema, err := vocabulary(cc)
-	if err != nil {
-		return nil, nil, err
-	}
 	r := schema.LookupPath(cue.ParsePath("#Render")).
 		FillPath(cue.ParsePath("platform"), pv).
 		FillPath(cue.ParsePath("instance"), iv)

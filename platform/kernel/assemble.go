@@ -74,7 +74,7 @@ func assemble(ctx context.Context, p *Platform, r *preparedRender) (RenderOutput
 		return RenderOutput{}, false, nil
 	}
 	b := p.built
-	u := r.schema.LookupPath(cue.MakePath(cue.Def("#Instance"))).Unify(r.iv)
+	u := r.ev
 	// Definitions of the instance are left unvalidated, as #Render leaves
 	// them: it validates its own, and none of the instance's.
 	if u.Validate(cue.Concrete(true), cue.Final()) != nil {

@@ -215,7 +215,7 @@ type platformData struct {
 // decodes it.
 func decodePlatform(ctx context.Context, schema, v cue.Value) (*Platform, error) {
 	u := schema.LookupPath(cue.MakePath(cue.Def("#Platform"))).Unify(v)
-	if err := joinCUE(validate(u), checkPlatformValues(v)); err != nil {
+	if err := joinCUE(validate(u), checkPlatformValues(v, u)); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

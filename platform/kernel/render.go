@@ -126,6 +126,7 @@ type preparedRender struct {
 	diagnostics []Diagnostic
 	platform    loadedModule // the platform's module, holding the content of in.Platform.Digest
 	schema      cue.Value    // the instance vocabulary (#Instance), compiled into cc
+	ev          cue.Value    // the instance under #Instance
 	limits      Limits
 }
 
@@ -177,9 +178,8 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 		return nil, err
 	}
 	// Loading needs no cue.Context: the vocabulary and the platform load
-	// on a goroutine of their own while the instance loads and is checked.
-	// Render returns only once that goroutine has ended, unless ctx is
-	// done first.
+	// on goroutines of their own while the instance loads and is checked.
+	// Render returns only once they have ended, unless ctx is done first.
 	var ready struct {
 		vocabulary    *build.Instance
 		platform      loadedModule
@@ -192,11 +192,12 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 	if in.Platform.built != nil {
 		mode = parseHeaders
 	}
+	vocab := goAhead(func() { ready.vocabulary, ready.vocabularyErr = vocabulary(instanceVocabulary) })
+	defer vocab.waitContext(ctx) // its error is ctx.Err(), which the call reports where it sees it
 	ahead := goAhead(func() {
-		ready.vocabulary, ready.vocabularyErr = vocabulary(instanceVocabulary)
 		ready.platform, ready.platformErr = loadDirMode(ctx, limits, in.Platform.Dir, mode)
 	})
-	defer ahead.waitContext(ctx) // its error is ctx.Err(), which the call reports where it sees it
+	defer ahead.waitContext(ctx)
 
 	// An instance given as Dir or Files renders as its snapshot does: it is
 	// read once, and rendered from the bytes read.
@@ -204,16 +205,31 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 	if err != nil {
 		return nil, err
 	}
-	r := &preparedRender{cc: cuecontext.New()}
+	r := &preparedRender{cc: cuecontext.New(), limits: limits}
 	dir := snapshot.dir
 	iv, err := loadSnapshot(ctx, r.cc, limits, snapshot)
 	if err != nil {
 		return nil, moduleError("render", dir, err)
 	}
 	r.dir, r.iv = dir, iv
-	// The catalogs first, from the instance as written: a refusal comes
-	// before any evaluation against the schema or the platform.
-	r.written = readInstance(iv)
+	if n := len(structFields(lookup(iv, "components"))); n > limits.MaxComponents {
+		return nil, &LimitError{Limit: "MaxComponents", Dir: dir, Value: int64(n), Max: int64(limits.MaxComponents)}
+	}
+	// The instance's values and catalogs are checked as CUE evaluates
+	// them under #Instance (a default, or a disjunction the schema
+	// narrows, makes a value concrete only there), at their positions as
+	// written; a refusal comes before the platform is evaluated.
+	if err := vocab.waitContext(ctx); err != nil {
+		return nil, err
+	}
+	if ready.vocabularyErr != nil {
+		return nil, ready.vocabularyErr
+	}
+	if r.schema, err = compileSchema(r.cc, ready.vocabulary); err != nil {
+		return nil, err
+	}
+	r.ev = r.schema.LookupPath(cue.MakePath(cue.Def("#Instance"))).Unify(iv)
+	r.written = readInstance(iv, r.ev)
 	if n := len(r.written.components); n > limits.MaxComponents {
 		return nil, &LimitError{Limit: "MaxComponents", Dir: dir, Value: int64(n), Max: int64(limits.MaxComponents)}
 	}
@@ -229,18 +245,7 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 		// Every problem of the instance: its value rules, its catalogs'
 		// shape and its schema, which the evaluation would otherwise
 		// report only once the rules pass.
-		if err := ahead.waitContext(ctx); err != nil {
-			return nil, err
-		}
-		if ready.vocabularyErr != nil {
-			return nil, ready.vocabularyErr
-		}
-		schema, err := compileSchema(r.cc, ready.vocabulary)
-		if err != nil {
-			return nil, err
-		}
-		u := schema.LookupPath(cue.MakePath(cue.Def("#Instance"))).Unify(iv)
-		problems = joinCUE(problems, u.Validate(cue.Concrete(true), cue.Final()))
+		problems = joinCUE(problems, r.ev.Validate(cue.Concrete(true), cue.Final()))
 		return nil, asError("render", dir, problems, source{nil, iv}, source{[]string{"#Instance"}, iv})
 	}
 	r.diagnostics = diagnostics
@@ -259,13 +264,6 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 			return nil, err
 		}
 	} else if err = platformLoaded(in.Platform, r.platform, err); err != nil {
-		return nil, err
-	}
-	if ready.vocabularyErr != nil {
-		return nil, ready.vocabularyErr
-	}
-	r.limits = limits
-	if r.schema, err = compileSchema(r.cc, ready.vocabulary); err != nil {
 		return nil, err
 	}
 	return r, nil

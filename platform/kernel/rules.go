@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"fmt"
 	"slices"
 
 	"cuelang.org/go/cue"
@@ -9,9 +8,13 @@ import (
 )
 
 // A checker collects value-rule problems of one module, each a CUE error
-// at the position of the offending field in v, the value as written.
+// at the position of the offending field in v, the value as written. It
+// checks each value as ev, the module evaluated under its schema, holds
+// it: a default, or a disjunction the schema narrows, makes a value
+// concrete only there.
 type checker struct {
-	v    cue.Value
+	v    cue.Value // as written: positions
+	ev   cue.Value // under the schema: values
 	errs error
 }
 
@@ -22,7 +25,7 @@ func (c *checker) fail(path []string, format string, args ...any) {
 // str checks the concrete string at path with rule, if there is one there;
 // a missing or non-string value is left for the schema to report.
 func (c *checker) str(path []string, rule func(string) string) {
-	s, err := lookup(c.v, path...).String()
+	s, err := lookup(c.ev, path...).String()
 	if err != nil {
 		return
 	}
@@ -33,7 +36,7 @@ func (c *checker) str(path []string, rule func(string) string) {
 
 // labels checks the keys and values of the label map at path.
 func (c *checker) labels(path []string) {
-	c.labelKeys(path, slices.Sorted(mapKeys(structFields(lookup(c.v, path...)))))
+	c.labelKeys(path, slices.Sorted(mapKeys(structFields(lookup(c.ev, path...)))))
 }
 
 // labelKeys checks the given keys, and their values, of the label map at
@@ -51,31 +54,36 @@ func (c *checker) labelKeys(path []string, keys []string) {
 
 // kinds checks the list of kinds at path.
 func (c *checker) kinds(path []string) {
-	iter, err := lookup(c.v, path...).List()
+	iter, err := lookup(c.ev, path...).List()
 	if err != nil {
 		return
 	}
 	for i := 0; iter.Next(); i++ {
 		if s, err := iter.Value().String(); err == nil {
 			if r := rules.Kind(s); r != "" {
-				c.errs = joinCUE(c.errs, &pathError{pos: iter.Value().Pos(), path: []string{cue.MakePath(strSels(path)...).String() + fmt.Sprintf("[%d]", i)},
-					msg: messagef("kind %q %s", s, r)})
+				at := cue.MakePath(append(strSels(path), cue.Index(i))...)
+				pos := c.v.LookupPath(at).Pos()
+				if !pos.IsValid() {
+					pos = iter.Value().Pos()
+				}
+				c.errs = joinCUE(c.errs, &pathError{pos: pos, path: []string{at.String()}, msg: messagef("kind %q %s", s, r)})
 			}
 		}
 	}
 }
 
-// checkPlatformValues checks the value rules of a platform as written.
-func checkPlatformValues(v cue.Value) error {
-	c := &checker{v: v}
+// checkPlatformValues checks the value rules of a platform v as u, v
+// under #Platform, holds its values.
+func checkPlatformValues(v, u cue.Value) error {
+	c := &checker{v: v, ev: u}
 	c.str([]string{"name"}, rules.DNSLabel)
 	c.str([]string{"type"}, rules.DNSLabel)
 	c.labels([]string{"labels"})
-	for _, path := range slices.Sorted(mapKeys(structFields(lookup(v, "catalogs")))) {
+	for _, path := range slices.Sorted(mapKeys(structFields(lookup(u, "catalogs")))) {
 		at := []string{"catalogs", path}
 		if rule := rules.CatalogPath(path); rule != "" {
 			c.fail(at, "catalog path %s", rule)
-		} else if version, err := lookup(v, append(at, "version")...).String(); err == nil {
+		} else if version, err := lookup(u, append(at, "version")...).String(); err == nil {
 			// A version missing or not a string is left for the schema.
 			if _, rule := rules.Catalog(path, version); rule != "" {
 				c.fail(append(at, "version"), "%q %s", version, rule)
@@ -86,9 +94,10 @@ func checkPlatformValues(v cue.Value) error {
 	return c.errs
 }
 
-// checkInstanceValues checks the value rules of an instance as written.
+// checkInstanceValues checks the value rules of an instance as it
+// evaluates under #Instance (see checker).
 func checkInstanceValues(w writtenInstance) error {
-	c := &checker{v: w.v}
+	c := &checker{v: w.v, ev: w.ev}
 	c.str([]string{"name"}, rules.DNSLabel)
 	c.str([]string{"namespace"}, rules.DNSLabel)
 	c.labels([]string{"labels"})
@@ -115,6 +124,16 @@ func strSels(path []string) []cue.Selector {
 	return sels
 }
 
+// lookup returns the value at path in v. Where a struct on the way is a
+// disjunction with a default (components: *{...} | {...}), it selects in
+// the default, as a reference in CUE does.
 func lookup(v cue.Value, path ...string) cue.Value {
-	return v.LookupPath(cue.MakePath(strSels(path)...))
+	if f := v.LookupPath(cue.MakePath(strSels(path)...)); f.Exists() || len(path) == 0 {
+		return f
+	}
+	for _, p := range path {
+		v, _ = v.Default()
+		v = v.LookupPath(cue.MakePath(cue.Str(p)))
+	}
+	return v
 }

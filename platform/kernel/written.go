@@ -6,17 +6,20 @@ import (
 	"cuelang.org/go/cue"
 )
 
-// A writtenInstance is an instance module's value as written, before any
-// evaluation against the schema, and what Render reads of it in one pass:
-// the catalog checks run on it, and the decoding of the rendered
-// resources takes the keys of each component's labels and spec from it.
+// A writtenInstance is an instance module's value as written and as it
+// evaluates under #Instance, and what Render reads of it in one pass: the
+// catalog checks run on it, and the decoding of the rendered resources
+// takes the keys of each component's labels and spec from it. Values are
+// read as evaluated (a default, or a disjunction the schema narrows, makes
+// a value concrete only there); positions are the instance's as written.
 type writtenInstance struct {
-	v          cue.Value
+	v          cue.Value         // as written
+	ev         cue.Value         // under #Instance
 	requires   map[string]string // the catalog versions that are concrete strings
 	components []writtenComponent
 }
 
-// A writtenComponent is one component of an instance as written.
+// A writtenComponent is one component of an instance.
 type writtenComponent struct {
 	name    string
 	catalog string   // "" unless a concrete string: left for the schema
@@ -25,11 +28,12 @@ type writtenComponent struct {
 	spec    []string // the keys of its spec, sorted
 }
 
-// readInstance reads v, an instance as written. Whatever is not as the
-// schema wants it is read as missing, for the schema to report.
-func readInstance(v cue.Value) writtenInstance {
-	w := writtenInstance{v: v, requires: stringFields(lookup(v, "requires"))}
-	comps := structFields(lookup(v, "components"))
+// readInstance reads the instance v as ev, v under #Instance, holds it.
+// Whatever is not as the schema wants it is read as missing, for the
+// schema to report.
+func readInstance(v, ev cue.Value) writtenInstance {
+	w := writtenInstance{v: v, ev: ev, requires: stringFields(lookup(ev, "requires"))}
+	comps := structFields(lookup(ev, "components"))
 	for _, name := range slices.Sorted(mapKeys(comps)) {
 		c := comps[name]
 		wc := writtenComponent{

@@ -1,0 +1,82 @@
+package kernel_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/platformmodule"
+)
+
+// TestValuesCheckedAsCUEEvaluatesThem: a value the instance or platform
+// holds as no concrete string (a default, or a disjunction the schema
+// narrows to a string) is checked as CUE evaluates it: a kind its catalog
+// does not provide, a catalog not required and a name past the rules are
+// refused, and a catalog required through a default is required.
+func TestValuesCheckedAsCUEEvaluatesThem(t *testing.T) {
+	ctx := context.Background()
+	k := kernel.New()
+	p, err := k.BuildPlatform(ctx, generated(t, platformmodule.Input{Name: "acme", Catalogs: []platformmodule.Catalog{
+		{Path: webPath, Version: "v1.4.0", Kinds: []string{"Service"}},
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const requires = `requires: "` + webPath + `": "v1.0.0"` + "\n"
+	for _, tc := range []struct {
+		name, body, want string // want "": renders
+	}{
+		{"kind by default", `name: "shop"
+` + requires + `components: a: {kind: *1 | "CronJob", catalog: "` + webPath + `"}`, "does not provide kind CronJob"},
+		{"kind narrowed", `name: "shop"
+` + requires + `components: a: {kind: int | "CronJob", catalog: "` + webPath + `"}`, "does not provide kind CronJob"},
+		{"catalog by default", `name: "shop"
+` + requires + `components: a: {kind: "Service", catalog: *1 | "example.com/catalogs/other@v1"}`, "is not in the instance's requires"},
+		{"name by default", `name: *1 | "Shop_1"
+` + requires, `"Shop_1"`},
+		{"label value by default", `name: "shop"
+labels: tier: *1 | "no spaces allowed"
+` + requires, `"no spaces allowed"`},
+		{"version by default", `name: "shop"
+requires: "` + webPath + `": *1 | "v1.x"`, `"v1.x"`},
+		{"components by default", `name: "shop"
+` + requires + `components: *{a: {kind: "CronJob", catalog: "` + webPath + `"}} | {}`, "does not provide kind CronJob"},
+		{"component by default", `name: "shop"
+` + requires + `components: a: *{kind: "CronJob", catalog: "` + webPath + `"} | {kind: "Service", catalog: "` + webPath + `", x: 1}`, "does not provide kind CronJob"},
+		{"kind from a pattern", `name: "shop"
+` + requires + `components: [string]: {kind: *"CronJob" | string, catalog: "` + webPath + `"}
+components: a: {}`, "does not provide kind CronJob"},
+		{"requires by default", `name: "shop"
+requires: *{"` + webPath + `": "v1.0.0"} | {}
+components: a: {kind: "Service", catalog: "` + webPath + `"}`, ""},
+		{"label key by default", `name: "shop"
+` + requires + `components: a: {kind: "Service", catalog: "` + webPath + `", labels: *{"Bad Key": "x"} | {}}`, `"Bad Key"`},
+		{"required by default", `name: "shop"
+requires: "` + webPath + `": *1 | "v1.0.0"
+components: a: {kind: *1 | "Service", catalog: *1 | "` + webPath + `"}`, ""},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			out, err := k.Render(ctx, kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: instance(tc.body)}})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want == "" && (len(out.Resources) != 1 || out.Resources[0].Kind != "Service"):
+				t.Fatalf("rendered %+v", out.Resources)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Render: %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+
+	// A platform's values likewise.
+	dir := writeModule(t, platformModule(`name: *1 | "Acme_Platform"
+catalogs: "`+webPath+`": {version: *1 | "v1.4.0", kinds: *[1] | ["lower"]}
+`))
+	_, err = k.BuildPlatform(ctx, dir)
+	for _, want := range []string{`"Acme_Platform"`, `kind "lower"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("BuildPlatform: %v, want an error naming %s", err, want)
+		}
+	}
+}
