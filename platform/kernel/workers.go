@@ -175,9 +175,8 @@ type worker struct {
 	stderr *headBuffer
 	calls  int
 	killed atomic.Bool
-	exited chan struct{} // closed once the process is reaped
-	io     sync.WaitGroup
-	state  *os.ProcessState
+	exited chan struct{} // closed once the process is reaped and its pipes closed
+	state  *os.ProcessState // set before exited is closed
 }
 
 func (w *worker) kill() {
@@ -248,9 +247,7 @@ func (ws *Workers) start(ctx context.Context, memory int64, timeout time.Duratio
 
 	w.r, w.w = bufio.NewReaderSize(outR, 64<<10), bufio.NewWriterSize(inW, 64<<10)
 	hello := make(chan error, 1)
-	w.io.Add(1)
 	go func() {
-		defer w.io.Done()
 		buf := make([]byte, len(workerHello))
 		_, err := io.ReadFull(w.r, buf)
 		if err == nil && string(buf) != workerHello {
@@ -275,17 +272,22 @@ func (ws *Workers) start(ctx context.Context, memory int64, timeout time.Duratio
 		return nil, ctx.Err()
 	}
 	<-w.exited
+	ws.mu.Lock()
+	closed := ws.closed
+	ws.mu.Unlock()
+	if closed {
+		return nil, ErrWorkersClosed
+	}
 	return nil, fmt.Errorf("%s did not start as a kernel worker (does its main, or TestMain, call kernel.MainWorker first?): %v%s",
 		exe, err, w.describeExit())
 }
 
-// reap waits for w's process to end, then for its I/O, and closes its
-// pipes.
+// reap waits for w's process to end and closes its pipes: a goroutine
+// still reading or writing them then fails at once.
 func (ws *Workers) reap(w *worker) {
 	defer ws.reaped.Done()
 	w.cmd.Wait()
 	w.state = w.cmd.ProcessState
-	w.io.Wait()
 	w.in.Close()
 	w.out.Close()
 	ws.mu.Lock()
@@ -349,9 +351,16 @@ func (ws *Workers) acquire(ctx context.Context, size int, memory int64, timeout 
 		release()
 		return nil, nil, ErrWorkersClosed
 	}
-	if n := len(ws.idle); n > 0 {
+	for n := len(ws.idle); n > 0; n-- {
 		w := ws.idle[n-1]
 		ws.idle = ws.idle[:n-1]
+		select {
+		case <-w.exited: // ended while idle: killed from outside
+			ws.stats.crashed.Add(1)
+			ws.pending++
+			continue
+		default:
+		}
 		ws.mu.Unlock()
 		return w, release, nil
 	}
@@ -390,9 +399,7 @@ func (ws *Workers) call(ctx context.Context, op, dir string, req *workerRequest)
 		err  error
 	}
 	done := make(chan result, 1)
-	w.io.Add(1)
 	go func() {
-		defer w.io.Done()
 		if err := writeFrame(w.w, req); err != nil {
 			done <- result{err: err}
 			return

@@ -16,9 +16,9 @@ import (
 )
 
 // TestWorkersKilledFromOutside: a worker killed mid-render by SIGKILL
-// from outside fails its call with a clear error; the Workers recover;
-// once they are closed, no goroutine, descriptor or child process is
-// left.
+// from outside fails its call with a clear error; the Workers recover, as
+// they do when an idle worker is killed; once they are closed, no
+// goroutine, descriptor or child process is left.
 func TestWorkersKilledFromOutside(t *testing.T) {
 	p := build(t)
 	ignore := goleak.IgnoreCurrent()
@@ -48,7 +48,17 @@ func TestWorkersKilledFromOutside(t *testing.T) {
 			t.Fatalf("after the kill: %v", err)
 		}
 	}
-	if s := ws.Stats(); s.Crashed != 2 || s.Started != 3 || s.Restarts != 2 || s.Running != 1 {
+	// An idle worker killed: the next call gets a fresh one.
+	for _, pid := range children(t) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for ws.Stats().Running > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := k.Render(ctx, shop(p, "v1.0.0", 2)); err != nil {
+		t.Fatalf("after an idle worker's kill: %v", err)
+	}
+	if s := ws.Stats(); s.Crashed != 3 || s.Started != 4 || s.Restarts != 3 || s.Running != 1 {
 		t.Fatalf("stats %+v", s)
 	}
 	ws.Close()

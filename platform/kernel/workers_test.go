@@ -344,3 +344,27 @@ func TestWorkersNotServed(t *testing.T) {
 		t.Fatalf("%v, want a *kernel.WorkerError naming MainWorker", err)
 	}
 }
+
+// TestWorkersCloseStopsCallsInFlight: Close kills a busy worker, its call
+// fails with ErrWorkersClosed, and Close returns once the worker is gone.
+func TestWorkersCloseStopsCallsInFlight(t *testing.T) {
+	p := build(t)
+	ws := &kernel.Workers{Size: 1, Timeout: time.Hour}
+	k := &kernel.Kernel{Workers: ws}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := k.Render(context.Background(), kernel.RenderInput{Platform: p, Instance: bombInstance(bombs[0].body)})
+		errc <- err
+	}()
+	for ws.Stats().Busy == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ws.Close()
+	if s := ws.Stats(); s.Running != 0 {
+		t.Fatalf("after Close: %+v", s)
+	}
+	var we *kernel.WorkerError
+	if err := <-errc; !errors.As(err, &we) || !errors.Is(err, kernel.ErrWorkersClosed) {
+		t.Fatalf("%v, want a *kernel.WorkerError wrapping ErrWorkersClosed", err)
+	}
+}
