@@ -175,7 +175,7 @@ type worker struct {
 	stderr *headBuffer
 	calls  int
 	killed atomic.Bool
-	exited chan struct{} // closed once the process is reaped and its pipes closed
+	exited chan struct{}    // closed once the process is reaped and its pipes closed
 	state  *os.ProcessState // set before exited is closed
 }
 
