@@ -132,7 +132,9 @@ func (p *Platform) Catalog(path string) (Catalog, bool) {
 // parsed. Any other problem is reported in one *Error with its file
 // positions. BuildPlatform reads on a goroutine of its own; when ctx is
 // done it returns ctx.Err() at once, even while a read is blocked, and
-// that goroutine reads nothing more once its current read returns.
+// that goroutine reads nothing more once its current read returns. With
+// Workers, the build runs in a worker process, and fails as Render does
+// when the worker is killed or lost.
 func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {

@@ -71,7 +71,9 @@ type Resource struct {
 // (joined), a [*ContentError] when the platform's directory no longer holds
 // what it was built from, a [*FileError] or [*LimitError] for input refused
 // before it is parsed, or one [*Error] naming the files and positions of
-// either module.
+// either module. With Workers, a render killed past a budget fails with a
+// [*BudgetError], and one whose worker could not start or ended before it
+// answered with a [*WorkerError].
 func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, error) {
 	limits, err := k.limits()
 	if err != nil {
