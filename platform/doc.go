@@ -28,6 +28,16 @@
 // call. The promise it keeps: a leased directory is never removed, and
 // its contents never change while it is leased.
 //
+// Renders cost a lookup when nothing changed: the Publisher keeps a memo
+// of render results keyed on everything a result is a function of
+// ([RenderKey]: the leased identity, the instance's digest, the skew
+// policy, the kernel's Limits), bounded by a byte budget with
+// least-recently-used eviction, and drops an identity's entries when its
+// directory is reclaimed. A hit is a copy, equal to a fresh render.
+// Renders that miss evaluate once per key, and are admitted by the bytes
+// they read, so that cold renders at once stay within a bound. The memo
+// belongs to the Publisher; the [kernel.Kernel] retains nothing.
+//
 // Concurrency: [Store] is safe for concurrent use by multiple goroutines,
 // and leasing and releasing its current record take no lock. [Layout]'s
 // methods are safe for concurrent use by goroutines and processes.

@@ -154,3 +154,42 @@ func ExampleLayout() {
 	// kept: [1 3]
 	// platform: generation 0: generations start at 1
 }
+
+// A resync renders every object again; the memo answers what did not
+// change, and the key says what a render was a function of.
+func ExamplePublisher_RenderKeyed() {
+	platformDir, _ := os.MkdirTemp("", "platform")
+	defer os.RemoveAll(platformDir)
+	ctx := context.Background()
+	pub := platform.NewPublisher(filepath.Join(platformDir, "modules"), platform.PublisherOptions{MemoBudget: 8 << 20})
+	if err := pub.Boot(); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := pub.Publish(ctx, 1, acme("v1.4.0"), kernel.SkewWarn); err != nil {
+		log.Fatal(err)
+	}
+	var keys []platform.RenderKey
+	for range 3 { // three resyncs of one object
+		_, _, key, err := pub.RenderKeyed(ctx, shopInstance)
+		if err != nil {
+			log.Fatal(err)
+		}
+		keys = append(keys, key)
+	}
+	st := pub.Stats().Memo
+	fmt.Println("hits", st.Hits, "misses", st.Misses, "entries", st.Entries)
+	fmt.Println("same key:", keys[0] == keys[2], "generation", keys[0].Platform.Key, "skew", keys[0].Skew)
+
+	// a new generation: its renders miss, and the old one's entries go
+	// with its directory
+	if _, err := pub.Publish(ctx, 2, acme("v1.5.0"), kernel.SkewWarn); err != nil {
+		log.Fatal(err)
+	}
+	_, _, key, _ := pub.RenderKeyed(ctx, shopInstance)
+	st = pub.Stats().Memo
+	fmt.Println("hits", st.Hits, "misses", st.Misses, "dropped", st.Dropped, "generation", key.Platform.Key)
+	// Output:
+	// hits 2 misses 1 entries 1
+	// same key: true generation 1 skew Warn
+	// hits 2 misses 2 dropped 1 generation 2
+}

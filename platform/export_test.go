@@ -2,8 +2,11 @@ package platform
 
 import (
 	"context"
+	"slices"
 
+	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 // ReclaimNow runs one step of the reclaim loop: what Run does when woken.
@@ -45,4 +48,46 @@ func (p *Publisher) SetSettle(settle func(ctx context.Context) error) {
 	p.seamMu.Lock()
 	p.settle = settle
 	p.seamMu.Unlock()
+}
+
+// SetEval replaces the evaluation of a render that misses the memo
+// (after admission); call it before the first render.
+func (p *Publisher) SetEval(eval func(context.Context, kernel.RenderInput) (kernel.RenderOutput, error)) {
+	p.eval = eval
+}
+
+// SetRead replaces the read of an instance; call it before the first
+// render.
+func (p *Publisher) SetRead(read func(context.Context, kernel.Instance) (*kernel.InstanceSnapshot, error)) {
+	p.read = read
+}
+
+// MemoIdentities returns the identities the memo holds entries of.
+func (p *Publisher) MemoIdentities() []publish.Identity[int64] {
+	p.memo.mu.Lock()
+	defer p.memo.mu.Unlock()
+	var ids []publish.Identity[int64]
+	if p.memo.lru != nil {
+		for _, k := range p.memo.lru.Keys() {
+			if !slices.Contains(ids, k.Platform) {
+				ids = append(ids, k.Platform)
+			}
+		}
+	}
+	return ids
+}
+
+// MemoPending returns the number of identities the memo tracks
+// evaluations of.
+func (p *Publisher) MemoPending() int {
+	p.memo.mu.Lock()
+	defer p.memo.mu.Unlock()
+	return len(p.memo.identities)
+}
+
+// MemoFlights returns the number of flights the memo tracks.
+func (p *Publisher) MemoFlights() int {
+	p.memo.mu.Lock()
+	defer p.memo.mu.Unlock()
+	return len(p.memo.flights)
 }

@@ -4,7 +4,9 @@ go 1.26.0
 
 require (
 	cuelang.org/go v0.17.1
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	go.uber.org/goleak v1.3.0
+	golang.org/x/sync v0.23.0
 	leasekit.dev/dirlife v0.0.0-00010101000000-000000000000
 	leasekit.dev/lease v0.0.0-00010101000000-000000000000
 	leasekit.dev/publish v0.0.0-00010101000000-000000000000
@@ -25,7 +27,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
-	golang.org/x/sync v0.21.0 // indirect
 	golang.org/x/text v0.38.0 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect
 )

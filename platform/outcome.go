@@ -137,4 +137,7 @@ type Stats struct {
 	// still ran, when Run last looked: each is out of every generation's
 	// path, and its removal goes on. Zero once they are over.
 	StalledRemovals int64
+
+	Memo      MemoStats      // the render memo
+	Admission AdmissionStats // the admission of renders that evaluate
 }

@@ -33,6 +33,19 @@ type PublisherOptions struct {
 	// [dirlife.DefaultRemovalDeadline]); the removal goes on, and the loop
 	// retries the report with backoff until it is over.
 	RemovalDeadline time.Duration
+
+	// MemoBudget is the most bytes the render memo accounts for (zero:
+	// [DefaultMemoBudget]; negative: no memo). An entry is accounted at
+	// its output's JSON length plus its key's; the least recently used
+	// entries are evicted until the rest fit.
+	MemoBudget int64
+
+	// AdmissionCapacity is the most bytes of instance and platform files
+	// that the renders evaluating at once may weigh together (zero:
+	// [DefaultAdmissionCapacity]; negative: no bound). A render heavier
+	// than the capacity runs alone. A memo hit is never admitted: it
+	// never waits.
+	AdmissionCapacity int64
 }
 
 // platformPublisher is the generic publisher a Publisher instantiates.
@@ -66,6 +79,13 @@ type Publisher struct {
 
 	failedBuilds atomic.Uint64 // publishes whose module the kernel refused for its content
 
+	memo      *memo      // renders by RenderKey; entries of a reclaimed identity go
+	admission *admission // of the renders that evaluate
+
+	// Test seams, set before the first render: nil means the kernel's.
+	eval func(context.Context, kernel.RenderInput) (kernel.RenderOutput, error)
+	read func(context.Context, kernel.Instance) (*kernel.InstanceSnapshot, error)
+
 	seamMu sync.Mutex
 	disk   publish.Disk                                                  // the generic publisher's own
 	write  func(name string, files platformmodule.Files) (string, error) // test seam; nil: disk.Write
@@ -80,6 +100,8 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 	if p.kernel == nil {
 		p.kernel = kernel.New()
 	}
+	p.memo = newMemo(orDefault(opts.MemoBudget, DefaultMemoBudget))
+	p.admission = newAdmission(orDefault(opts.AdmissionCapacity, DefaultAdmissionCapacity))
 	gopts := publish.Options[int64, *kernel.Platform, kernel.SkewPolicy]{
 		Slot:            &p.store.slot,
 		Logger:          opts.Logger,
@@ -99,11 +121,29 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 			p.onPublish(ev)
 		}
 	}
-	if p.onReclaim != nil {
-		gopts.OnReclaim = func(ev publish.ReclaimEvent[int64]) { p.onReclaim(reclaimEvent(ev)) }
+	gopts.OnReclaim = func(ev publish.ReclaimEvent[int64]) {
+		// A removal that failed still took the directory out of every
+		// path: the identity is never leased again.
+		if ev.Identity != (publish.Identity[int64]{}) {
+			p.memo.drop(ev.Identity)
+		}
+		if p.onReclaim != nil {
+			p.onReclaim(reclaimEvent(ev))
+		}
 	}
 	p.pub = publish.New(root, genCodec, p.kernel.BuildPlatform, gopts)
 	return p
+}
+
+// orDefault returns n, or def when n is zero, or 0 when n is negative.
+func orDefault(n, def int64) int64 {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // errZeroPublisher is the panic value of a method of a Publisher that
@@ -228,6 +268,8 @@ func (p *Publisher) Stats() Stats {
 		LastError:    gs.LastError,
 
 		StalledRemovals: gs.StalledRemovals,
+		Memo:            p.memo.snapshot(),
+		Admission:       p.admission.snapshot(),
 	}
 	for _, d := range gs.Dirs {
 		if i, found := slices.BinarySearch(s.OnDisk, d.Identity.Key); !found {
@@ -241,19 +283,130 @@ func (p *Publisher) Stats() Stats {
 // the record's skew policy, and releases the lease; it returns the output
 // and the record it rendered against. It returns [ErrNotReady] when no
 // platform is held: before the first Publish and after Forget (never
-// while a changed module is published). Render takes no lock of the
-// Publisher's and may run concurrently with everything.
+// while a changed module is published). Render takes none of the locks
+// Publish holds, and may run concurrently with everything.
+//
+// Render looks the render's [RenderKey] up in the Publisher's memo. A hit
+// returns a copy of an earlier render's result and reads nothing of the
+// platform's directory: a leased identity's directory never changes. An
+// instance given as Files is keyed by their digest; one in a Dir is read
+// once ([kernel.Kernel.ReadInstance]), hit or miss. A miss renders the
+// bytes read, checking the platform directory's content, once for every
+// render of the key that waits for it, after admission with ctx
+// ([PublisherOptions].AdmissionCapacity). Errors of the input's content
+// are memoized: a [*kernel.CatalogError] or [*kernel.SkewError], and the
+// instance module's [*kernel.Error] or [*kernel.LimitError]; never ctx's,
+// a [*kernel.ContentError], a [*kernel.FileError], an I/O error or any
+// other. A record set by hand (no Identity) is never memoized. Render does
+// not return the key: [Publisher.RenderKeyed] does.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
+	out, rec, _, err := p.RenderKeyed(ctx, inst)
+	return out, rec, err
+}
+
+// RenderKeyed is [Publisher.Render] that also returns the key of the
+// render, for a controller to record in status; the zero key when it
+// returns before reading the instance, or fails to read it.
+func (p *Publisher) RenderKeyed(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, RenderKey, error) {
 	p.mustBeMade()
 	if !p.pub.Booted() {
-		return kernel.RenderOutput{}, Generated{}, ErrNotBooted
+		return kernel.RenderOutput{}, Generated{}, RenderKey{}, ErrNotBooted
 	}
 	l, ok := p.store.slot.Lease()
 	if !ok {
-		return kernel.RenderOutput{}, Generated{}, ErrNotReady
+		return kernel.RenderOutput{}, Generated{}, RenderKey{}, ErrNotReady
 	}
 	defer l.Release()
-	rec := generatedOf(l.Value())
-	out, err := p.kernel.Render(ctx, kernel.RenderInput{Platform: rec.Platform, Instance: inst, Skew: rec.Skew})
-	return out, rec, err
+	return p.renderRecord(ctx, generatedOf(l.Value()), inst)
+}
+
+// RenderLeased is [Publisher.RenderKeyed] against rec, a record the
+// caller leased from the Publisher's [Store] and has not yet released,
+// for a caller that holds one lease across several renders. A record not
+// leased may have lost its directory: a miss then fails, and nothing is
+// memoized of it.
+func (p *Publisher) RenderLeased(ctx context.Context, rec Generated, inst kernel.Instance) (kernel.RenderOutput, RenderKey, error) {
+	p.mustBeMade()
+	if !p.pub.Booted() {
+		return kernel.RenderOutput{}, RenderKey{}, ErrNotBooted
+	}
+	out, _, key, err := p.renderRecord(ctx, rec, inst)
+	return out, key, err
+}
+
+// renderRecord renders inst against rec, which the caller holds leased.
+func (p *Publisher) renderRecord(ctx context.Context, rec Generated, inst kernel.Instance) (kernel.RenderOutput, Generated, RenderKey, error) {
+	if rec.Identity == (publish.Identity[int64]{}) {
+		// A record set by hand names a directory that may change: its
+		// renders are neither memoized nor shared.
+		p.memo.bypass()
+		snap, err := p.readInstance(ctx, inst)
+		if err != nil {
+			return kernel.RenderOutput{}, rec, RenderKey{}, err
+		}
+		out, err := p.evaluate(ctx, rec, snap)
+		return out, rec, p.key(rec, snap.Digest(), snap.Dir()), err
+	}
+	// An instance in memory is its Files: their digest is the key, and a
+	// miss reads them (the same bytes) under the Limits. One in a
+	// directory is read once, and a miss renders the bytes read.
+	var snap *kernel.InstanceSnapshot
+	var key RenderKey
+	if inst.Files != nil && inst.Dir == "" {
+		key = p.key(rec, filesDigest(inst.Files), filesDir)
+	} else {
+		var err error
+		if snap, err = p.readInstance(ctx, inst); err != nil {
+			return kernel.RenderOutput{}, rec, RenderKey{}, err
+		}
+		key = p.key(rec, snap.Digest(), snap.Dir())
+	}
+	if e, ok := p.memo.lookup(key); ok {
+		out, err := e.result()
+		return out, rec, key, err
+	}
+	if snap == nil {
+		var err error
+		if snap, err = p.readInstance(ctx, inst); err != nil {
+			return kernel.RenderOutput{}, rec, key, err
+		}
+	}
+	out, err := p.memo.evaluate(ctx, key, func(ctx context.Context) (kernel.RenderOutput, error) { return p.evaluate(ctx, rec, snap) })
+	return out, rec, key, err
+}
+
+// readInstance reads inst with the kernel, or the test seam.
+func (p *Publisher) readInstance(ctx context.Context, inst kernel.Instance) (*kernel.InstanceSnapshot, error) {
+	if p.read != nil {
+		return p.read(ctx, inst)
+	}
+	return p.kernel.ReadInstance(ctx, inst)
+}
+
+// key returns the key of a render against rec of an instance with the
+// digest and the name its errors give it.
+func (p *Publisher) key(rec Generated, digest, dir string) RenderKey {
+	return RenderKey{
+		Platform: rec.Identity, PlatformDir: rec.Dir,
+		Instance: digest, InstanceDir: dir,
+		Skew: rec.Skew, Limits: p.kernel.Limits, Version: moduleVersion(),
+	}
+}
+
+// evaluate renders snap against rec, once admitted.
+func (p *Publisher) evaluate(ctx context.Context, rec Generated, snap *kernel.InstanceSnapshot) (kernel.RenderOutput, error) {
+	weight := snap.Size()
+	if rec.Platform != nil {
+		weight += rec.Platform.Size()
+	}
+	release, err := p.admission.acquire(ctx, weight)
+	if err != nil {
+		return kernel.RenderOutput{}, err
+	}
+	defer release()
+	in := kernel.RenderInput{Platform: rec.Platform, Snapshot: snap, Skew: rec.Skew}
+	if p.eval != nil {
+		return p.eval(ctx, in)
+	}
+	return p.kernel.Render(ctx, in)
 }

@@ -42,6 +42,12 @@ func catalogPath(i int) string { return fmt.Sprintf("example.com/catalogs/c%02d@
 // catalogs of three kinds each, half their versions written without a 'v'.
 func platform20(t testing.TB) string {
 	t.Helper()
+	return writeDir(t, platform20Files(t))
+}
+
+// platform20Files are the files of the benchmark platform.
+func platform20Files(t testing.TB) platformmodule.Files {
+	t.Helper()
 	in := platformmodule.Input{Name: "bench", Labels: map[string]string{"team": "platform"}}
 	for i := range 20 {
 		in.Catalogs = append(in.Catalogs, platformmodule.Catalog{
@@ -53,7 +59,7 @@ func platform20(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return writeDir(t, files)
+	return files
 }
 
 // shopDir writes an instance module named shop with n components, the
@@ -61,6 +67,11 @@ func platform20(t testing.TB) string {
 // the newest version of catalog 0 makes it skew.
 func shopDir(t testing.TB, n int, skew bool) string {
 	t.Helper()
+	return writeDir(t, shopFiles(n, skew))
+}
+
+// shopFiles are the files of shopDir's instance module.
+func shopFiles(n int, skew bool) map[string][]byte {
 	var b strings.Builder
 	b.WriteString("package shop\n\nname: \"shop\"\nnamespace: \"prod\"\nlabels: tier: \"web\"\n")
 	version := "v1.0.0"
@@ -77,10 +88,10 @@ func shopDir(t testing.TB, n int, skew bool) string {
 		fmt.Fprintf(&b, "components: c%02d: {kind: %q, catalog: %q, replicas: %d, labels: role: \"r%d\", spec: {image: \"app:%d\", port: %d}}\n",
 			i, []string{"Deployment", "Service", "CronJob"}[i%3], catalogPath(i%20), i%3, i, i, 8000+i)
 	}
-	return writeDir(t, map[string][]byte{
+	return map[string][]byte{
 		"cue.mod/module.cue": []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
 		"shop.cue":           []byte(b.String()),
-	})
+	}
 }
 
 // TestNaiveKernelMatches: for the benchmark inputs, the naive kernel

@@ -140,6 +140,47 @@ type statsCollector struct {
 	leases     *prometheus.Desc
 	prunes     *prometheus.Desc
 	stalled    *prometheus.Desc
+	memo       memoDescs
+}
+
+// memoDescs describe the render memo and the admission of renders.
+type memoDescs struct {
+	hits, misses, evictions, bytes, entries, waits, waiting *prometheus.Desc
+}
+
+func newMemoDescs() memoDescs {
+	return memoDescs{
+		hits: prometheus.NewDesc(Namespace+"_render_memo_hits_total",
+			"Renders answered from the render memo.", nil, nil),
+		misses: prometheus.NewDesc(Namespace+"_render_memo_misses_total",
+			"Renders that evaluated, or waited for an identical evaluation.", nil, nil),
+		evictions: prometheus.NewDesc(Namespace+"_render_memo_evictions_total",
+			"Render memo entries evicted to fit its byte budget.", nil, nil),
+		bytes: prometheus.NewDesc(Namespace+"_render_memo_bytes",
+			"Bytes the render memo accounts for: output JSON length plus key length.", nil, nil),
+		entries: prometheus.NewDesc(Namespace+"_render_memo_entries",
+			"Entries the render memo holds.", nil, nil),
+		waits: prometheus.NewDesc(Namespace+"_render_admission_waits_total",
+			"Renders that waited for admission.", nil, nil),
+		waiting: prometheus.NewDesc(Namespace+"_render_admission_waiting",
+			"Renders waiting for admission now.", nil, nil),
+	}
+}
+
+func (d memoDescs) describe(ch chan<- *prometheus.Desc) {
+	for _, desc := range []*prometheus.Desc{d.hits, d.misses, d.evictions, d.bytes, d.entries, d.waits, d.waiting} {
+		ch <- desc
+	}
+}
+
+func (d memoDescs) collect(ch chan<- prometheus.Metric, s platform.Stats) {
+	ch <- prometheus.MustNewConstMetric(d.hits, prometheus.CounterValue, float64(s.Memo.Hits))
+	ch <- prometheus.MustNewConstMetric(d.misses, prometheus.CounterValue, float64(s.Memo.Misses))
+	ch <- prometheus.MustNewConstMetric(d.evictions, prometheus.CounterValue, float64(s.Memo.Evictions))
+	ch <- prometheus.MustNewConstMetric(d.bytes, prometheus.GaugeValue, float64(s.Memo.Bytes))
+	ch <- prometheus.MustNewConstMetric(d.entries, prometheus.GaugeValue, float64(s.Memo.Entries))
+	ch <- prometheus.MustNewConstMetric(d.waits, prometheus.CounterValue, float64(s.Admission.Waits))
+	ch <- prometheus.MustNewConstMetric(d.waiting, prometheus.GaugeValue, float64(s.Admission.Waiting))
 }
 
 func newStatsCollector() *statsCollector {
@@ -154,6 +195,7 @@ func newStatsCollector() *statsCollector {
 			"Generation directories removed, by a publish's prune or by reclaim.", nil, nil),
 		stalled: prometheus.NewDesc(Namespace+"_removals_stalled",
 			"Entries whose removal has run past the removal deadline and still runs (a stuck mount); 0 once they are over.", nil, nil),
+		memo: newMemoDescs(),
 	}
 }
 
@@ -164,6 +206,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.leases
 	ch <- c.prunes
 	ch <- c.stalled
+	c.memo.describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -176,4 +219,5 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.prunes, prometheus.CounterValue, float64(s.Prunes))
 	ch <- prometheus.MustNewConstMetric(c.stalled, prometheus.GaugeValue, float64(s.StalledRemovals))
+	c.memo.collect(ch, s)
 }

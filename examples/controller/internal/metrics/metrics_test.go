@@ -237,3 +237,43 @@ func TestStalledRemovalsGauge(t *testing.T) {
 		t.Fatalf("removals_stalled = %v once the removals are over, want 0", got)
 	}
 }
+
+func TestMemoMetricsFollowRenders(t *testing.T) {
+	pub, _, reg := publisher(t)
+	ctx := context.Background()
+	if _, err := pub.Publish(ctx, 1, module(t, "v1.0.0"), kernel.SkewWarn); err != nil {
+		t.Fatal(err)
+	}
+	inst := kernel.Instance{Files: map[string][]byte{
+		"cue.mod/module.cue": []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+		"shop.cue": []byte("package shop\n\nname: \"shop\"\nrequires: \"example.com/catalogs/web@v1\": \"v1.0.0\"\n" +
+			"components: web: {kind: \"Deployment\", catalog: \"example.com/catalogs/web@v1\"}\n"),
+	}}
+	for range 3 {
+		if _, _, err := pub.Render(ctx, inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := gatherCounter(t, reg, "leasekit_platform_render_memo_hits_total"); got != 2 {
+		t.Errorf("render_memo_hits_total %v, want 2", got)
+	}
+	if got := gatherCounter(t, reg, "leasekit_platform_render_memo_misses_total"); got != 1 {
+		t.Errorf("render_memo_misses_total %v, want 1", got)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "leasekit_platform_render_memo_bytes" {
+			if got := f.Metric[0].GetGauge().GetValue(); got <= 0 {
+				t.Errorf("render_memo_bytes %v, want some", got)
+			}
+		}
+	}
+	for _, name := range []string{"leasekit_platform_render_memo_evictions_total", "leasekit_platform_render_memo_entries", "leasekit_platform_render_admission_waits_total", "leasekit_platform_render_admission_waiting"} {
+		if n := testutil.CollectAndCount(reg, name); n != 1 {
+			t.Errorf("%d series of %s, want 1", n, name)
+		}
+	}
+}

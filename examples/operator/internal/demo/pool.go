@@ -52,6 +52,9 @@ type Pool struct {
 	// afterLease, when set, is called with every record leased, after
 	// the Checker has looked at it: tests plant violations with it.
 	afterLease func(platform.Generated)
+	// render, when set, renders an instance against the record leased;
+	// nil: the kernel's Render.
+	render func(context.Context, platform.Generated, kernel.Instance) (kernel.RenderOutput, error)
 
 	outstanding atomic.Int64
 	served      atomic.Bool // a record was leased
@@ -115,7 +118,13 @@ func (p *Pool) work(ctx context.Context, stop <-chan struct{}, w int) {
 		}
 		inst := p.instances[rng.IntN(len(p.instances))]
 		start := time.Now()
-		out, err := p.kernel.Render(ctx, kernel.RenderInput{Platform: g.Platform, Instance: inst.Kernel(), Skew: g.Skew})
+		var out kernel.RenderOutput
+		var err error
+		if p.render != nil {
+			out, err = p.render(ctx, g, inst.Kernel())
+		} else {
+			out, err = p.kernel.Render(ctx, kernel.RenderInput{Platform: g.Platform, Instance: inst.Kernel(), Skew: g.Skew})
+		}
 		took := time.Since(start)
 		hold := p.hold(rng, w == 0 && first)
 		first = false

@@ -128,6 +128,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	check := NewChecker(pub.Layout(), pub.Store(), cfg.Grace)
 	pool := NewPool(pub.Store(), k, check, cfg.Renders, cfg.Seed, 4*cfg.PublishEvery)
 	pool.afterLease = cfg.afterLease
+	pool.render = func(ctx context.Context, g platform.Generated, inst kernel.Instance) (kernel.RenderOutput, error) {
+		out, _, err := pub.RenderLeased(ctx, g, inst) // through the Publisher's render memo
+		return out, err
+	}
 
 	// The reclaim loop, the sweeps and the status line outlive ctx, so
 	// an interrupted run still shuts down in order.
@@ -342,7 +346,13 @@ func summarise(sum *Summary, pub *platform.Publisher, pool *Pool, check *Checker
 	sum.ReclaimDelay = quantiles(&rec.reclaimDelay)
 	rec.mu.Unlock()
 
-	sum.Prunes = pub.Stats().Prunes
+	st := pub.Stats()
+	sum.Prunes = st.Prunes
+	sum.RenderMemo = RenderMemo{Hits: st.Memo.Hits, Misses: st.Memo.Misses, Evictions: st.Memo.Evictions,
+		Entries: st.Memo.Entries, Bytes: st.Memo.Bytes, AdmissionWaits: st.Admission.Waits}
+	if n := st.Memo.Hits + st.Memo.Misses; n > 0 {
+		sum.RenderMemo.HitRate = float64(st.Memo.Hits) / float64(n)
+	}
 	// Lists are empty, not null, in JSON.
 	for _, l := range []*[]string{&sum.Unexpected, &sum.RenderFailures} {
 		if *l == nil {

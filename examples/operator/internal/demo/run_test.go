@@ -60,6 +60,9 @@ func testRunKeepsPromises(t *testing.T) {
 	if sum.RenderCounts.OK < 1 || sum.RenderLatency.Count == 0 {
 		t.Errorf("renders %+v: none rendered", sum.RenderCounts)
 	}
+	if m := sum.RenderMemo; m.Misses < 1 || m.Hits+m.Misses > uint64(sum.RenderCounts.Total) || m.HitRate < 0 || m.HitRate > 1 {
+		t.Errorf("render memo %+v for %d renders", m, sum.RenderCounts.Total)
+	}
 	if sum.MaxOutstandingLeases < 1 || sum.MaxOutstandingLeases > 6 {
 		t.Errorf("max outstanding leases %d, want 1 to 6", sum.MaxOutstandingLeases)
 	}

@@ -30,6 +30,8 @@ type Summary struct {
 
 	PublishLatency PublishLatency `json:"publish_latency"`
 
+	RenderMemo RenderMemo `json:"render_memo"`
+
 	MaxOutstandingLeases int64    `json:"max_outstanding_leases"`
 	MaxIdleOnDisk        int      `json:"max_idle_on_disk"` // most superseded, unleased directories seen on disk at once
 	Outlived             Outlived `json:"outlived"`         // leases held past their generation's supersession
@@ -57,6 +59,17 @@ func (s *Summary) unexpected(msg string) {
 	if len(s.Unexpected) < maxListed {
 		s.Unexpected = append(s.Unexpected, msg)
 	}
+}
+
+// RenderMemo is what the Publisher's render memo and admission did.
+type RenderMemo struct {
+	Hits           uint64  `json:"hits"`
+	Misses         uint64  `json:"misses"`
+	HitRate        float64 `json:"hit_rate"` // hits over renders, 0 to 1
+	Evictions      uint64  `json:"evictions"`
+	Entries        int     `json:"entries"` // held at the end
+	Bytes          int64   `json:"bytes"`   // accounted at the end
+	AdmissionWaits uint64  `json:"admission_waits"`
 }
 
 // PublishCounts counts publishes by outcome.
@@ -141,6 +154,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	q := s.RenderLatency
 	row("render latency", "p50 %s  p90 %s  p99 %s  max %s  (%.0f renders/s)", msText(q.P50), msText(q.P90), msText(q.P99), msText(q.Max), s.RendersPerSec)
+	m := s.RenderMemo
+	row("render memo", "%.0f%% hit rate: %d hits, %d misses, %d evictions; %d entries in %d bytes at the end; %d renders waited for admission",
+		100*m.HitRate, m.Hits, m.Misses, m.Evictions, m.Entries, m.Bytes, m.AdmissionWaits)
 	l := s.PublishLatency
 	row("publish latency", "p50 / max: write %s / %s, build %s / %s, set %s / %s, prune %s / %s",
 		msText(l.Write.P50), msText(l.Write.Max), msText(l.Build.P50), msText(l.Build.Max),

@@ -1,0 +1,616 @@
+package platform
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"reflect"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/sync/singleflight"
+
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/publish"
+)
+
+// DefaultMemoBudget is the most bytes a [Publisher]'s render memo
+// accounts for when [PublisherOptions].MemoBudget is zero: 32 MiB, some
+// six thousand renders of ten components. An entry is accounted at the
+// length of its output's JSON plus its key's; the decoded maps a hit
+// copies take a few times their JSON length on the heap.
+const DefaultMemoBudget = 32 << 20
+
+// DefaultAdmissionCapacity is the most instance and platform bytes the
+// renders a [Publisher] evaluates at once may read together, when
+// [PublisherOptions].AdmissionCapacity is zero: 64 MiB.
+const DefaultAdmissionCapacity = 64 << 20
+
+// A RenderKey is everything the result of a [Publisher.Render] is a
+// function of: the leased record's identity and directory, the digest of
+// the instance's files and the name its errors give it, the skew policy,
+// the kernel's Limits and the version of this module. Renders with equal
+// keys give byte-identical results; it is the key of the Publisher's
+// render memo. A RenderKey is comparable.
+//
+// A controller that records a key in status, to tell whether a render's
+// inputs changed across restarts, adds what the key cannot know: its own
+// version, and anything its reconciler adds to the rendered resources.
+type RenderKey struct {
+	Platform    publish.Identity[int64] // the leased record's identity: generation and module digest
+	PlatformDir string                  // the leased record's directory
+	Instance    string                  // the digest of the instance's Files ("files-sha256:…"), or of what was read of its Dir ([kernel.InstanceSnapshot.Digest])
+	InstanceDir string                  // the name its errors give the instance ([kernel.InstanceSnapshot.Dir])
+	Skew        kernel.SkewPolicy
+	Limits      kernel.Limits // as the Kernel holds them: a zero field means its default
+	Version     string        // of leasekit.dev/platform in the binary; "(devel)" when not known
+}
+
+// String returns k as one line of text, such as
+// "platform=7@sha256:… dir="/var/lib/op/gen-7" instance=sha256:…
+// instance-dir="instance" skew=Warn limits=0/0/0/0/0 version=v0.3.1":
+// equal keys, equal strings.
+func (k RenderKey) String() string {
+	l := k.Limits
+	return fmt.Sprintf("platform=%s dir=%q instance=%s instance-dir=%q skew=%s limits=%d/%d/%d/%d/%d version=%s",
+		k.Platform, k.PlatformDir, k.Instance, k.InstanceDir, k.Skew,
+		l.MaxFileSize, l.MaxTotalSize, l.MaxFiles, l.MaxDepth, l.MaxComponents, k.Version)
+}
+
+// moduleVersion is the version of leasekit.dev/platform the binary was
+// built with, "(devel)" when it is not known.
+var moduleVersion = sync.OnceValue(func() string {
+	const path = "leasekit.dev/platform"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	mods := append([]*debug.Module{&bi.Main}, bi.Deps...)
+	for _, m := range mods {
+		if m.Replace != nil && m.Path == path {
+			m = m.Replace
+		}
+		if m.Path == path && m.Version != "" {
+			return m.Version
+		}
+	}
+	return "(devel)"
+})
+
+// MemoStats describes a Publisher's render memo.
+type MemoStats struct {
+	Hits      uint64 // renders answered from the memo
+	Misses    uint64 // renders that evaluated, or waited for an identical evaluation
+	Shared    uint64 // of Misses, those that waited for an identical evaluation another render had started
+	Evictions uint64 // entries evicted, least recently used first, so that the accounted bytes fit Budget
+	Dropped   uint64 // entries dropped because the identity they rendered against was reclaimed
+	Entries   int    // entries held
+	Bytes     int64  // bytes accounted for the entries held: output JSON length plus key length
+	Budget    int64  // the most Bytes may reach; 0 when the memo is off
+}
+
+// AdmissionStats describes the admission of a Publisher's evaluations.
+type AdmissionStats struct {
+	Capacity int64  // the most bytes admitted at once; 0 when admission is off
+	Admitted int64  // bytes of the evaluations running now
+	Running  int64  // evaluations running now
+	Waiting  int64  // evaluations waiting for admission now
+	Waits    uint64 // evaluations that had to wait for admission, in all
+}
+
+// memoLimits are the Limits fields whose *kernel.LimitError is a
+// function of the instance's content and the Limits: memoized.
+var memoLimits = []string{"MaxFileSize", "MaxTotalSize", "MaxFiles", "MaxDepth", "MaxComponents"}
+
+// joinType is the type of errors.Join's errors.
+var joinType = reflect.TypeOf(errors.Join(errors.New("a"), errors.New("b")))
+
+// memoizable reports whether err, a render's error for an instance whose
+// errors name instDir, is a function of the RenderKey alone: an error of
+// the instance's content against the platform's, never a context error,
+// a platform directory that changed, a refused file or an I/O error.
+// Allowed are a *kernel.CatalogError and a *kernel.SkewError; a
+// *kernel.LimitError of the instance's module for one of memoLimits; a
+// *kernel.Error of the instance's module whose cause matches no context
+// or fs sentinel and wraps none of the kernel's errors; and an
+// errors.Join of those. Any other error, of any other type, is not.
+func memoizable(err error, instDir string) bool {
+	switch e := err.(type) {
+	case *kernel.CatalogError, *kernel.SkewError:
+		return true
+	case *kernel.LimitError:
+		return e.Dir == instDir && slices.Contains(memoLimits, e.Limit)
+	case *kernel.Error:
+		return e.Op == "render" && e.Dir == instDir && len(e.Problems) > 0 && !circumstantial(e.Err)
+	}
+	if err == nil || reflect.TypeOf(err) != joinType {
+		return false
+	}
+	errs := err.(interface{ Unwrap() []error }).Unwrap()
+	for _, e := range errs {
+		if !memoizable(e, instDir) {
+			return false
+		}
+	}
+	return len(errs) > 0
+}
+
+// circumstantial reports whether err, the cause of a *kernel.Error, says
+// anything of the circumstances of a render rather than its input: a
+// context error, an fs sentinel, or one of the kernel's own errors.
+func circumstantial(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, s := range []error{context.Canceled, context.DeadlineExceeded, fs.ErrNotExist, fs.ErrPermission, fs.ErrExist, fs.ErrInvalid, fs.ErrClosed} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	var (
+		ke *kernel.Error
+		ce *kernel.ContentError
+		fe *kernel.FileError
+		le *kernel.LimitError
+		se *kernel.SkewError
+		ca *kernel.CatalogError
+	)
+	return errors.As(err, &ke) || errors.As(err, &ce) || errors.As(err, &fe) || errors.As(err, &le) || errors.As(err, &se) || errors.As(err, &ca)
+}
+
+// cloneError returns a copy of err, a memoizable error, that shares no
+// memory a caller may change with err.
+func cloneError(err error) error {
+	switch e := err.(type) {
+	case *kernel.CatalogError:
+		c := *e
+		return &c
+	case *kernel.SkewError:
+		c := *e
+		return &c
+	case *kernel.LimitError:
+		c := *e
+		return &c
+	case *kernel.Error:
+		c := *e
+		c.Problems = make([]kernel.Problem, len(e.Problems))
+		for i, p := range e.Problems {
+			p.Positions = slices.Clone(p.Positions)
+			c.Problems[i] = p
+		}
+		return &c // c.Err is the kernel's flattened cause: unexported, never changed
+	}
+	errs := err.(interface{ Unwrap() []error }).Unwrap()
+	clones := make([]error, len(errs))
+	for i, e := range errs {
+		clones[i] = cloneError(e)
+	}
+	return errors.Join(clones...)
+}
+
+// jsonShaped reports whether v holds only what encoding/json decodes
+// into an any, so that copyValue copies every mutable part of it.
+func jsonShaped(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, x := range v {
+			if !jsonShaped(x) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, x := range v {
+			if !jsonShaped(x) {
+				return false
+			}
+		}
+		return true
+	case nil, string, float64, bool:
+		return true
+	}
+	return false
+}
+
+// copyValue returns a deep copy of v, a jsonShaped value.
+func copyValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		c := make(map[string]any, len(v))
+		for k, x := range v {
+			c[k] = copyValue(x)
+		}
+		return c
+	case []any:
+		c := make([]any, len(v))
+		for i, x := range v {
+			c[i] = copyValue(x)
+		}
+		return c
+	}
+	return v // nil, a string, a float64 or a bool: immutable
+}
+
+// copyOutput returns a deep copy of out, whose Objects are jsonShaped.
+func copyOutput(out kernel.RenderOutput) kernel.RenderOutput {
+	c := kernel.RenderOutput{Instance: out.Instance}
+	if out.Resources != nil {
+		c.Resources = make([]kernel.Resource, len(out.Resources))
+		for i, r := range out.Resources {
+			if r.Object != nil {
+				r.Object = copyValue(r.Object).(map[string]any)
+			}
+			c.Resources[i] = r
+		}
+	}
+	c.Diagnostics = slices.Clone(out.Diagnostics) // plain strings and a bool
+	return c
+}
+
+// An entry is one render's result: never handed out, only copies of it.
+type entry struct {
+	out        kernel.RenderOutput
+	err        error
+	size       int64 // accounted bytes; set for a memoizable result
+	memoizable bool
+	cancelled  bool // err is the cancellation of the evaluation's own context
+}
+
+// result returns a copy of e's result for one caller: its output copied,
+// a memoizable error cloned; another error as it is.
+func (e *entry) result() (kernel.RenderOutput, error) {
+	switch {
+	case e.err == nil:
+		return copyOutput(e.out), nil
+	case e.memoizable:
+		return kernel.RenderOutput{}, cloneError(e.err)
+	}
+	return kernel.RenderOutput{}, e.err
+}
+
+// newEntry returns the entry of a render of key that gave out and err.
+func newEntry(key RenderKey, out kernel.RenderOutput, err error) *entry {
+	e := &entry{out: out, err: err}
+	var n int
+	switch {
+	case err != nil:
+		if !memoizable(err, key.InstanceDir) {
+			return e
+		}
+		n = len(err.Error())
+	default:
+		for _, r := range out.Resources {
+			if !jsonShaped(r.Object) {
+				return e
+			}
+		}
+		b, jerr := json.Marshal(out)
+		if jerr != nil {
+			return e
+		}
+		n = len(b)
+	}
+	e.memoizable = true
+	e.size = int64(n + len(key.String()))
+	return e
+}
+
+// identityEntries are the evaluations against one identity still running.
+type identityEntries struct {
+	pending int  // evaluations begun and not yet finished
+	gone    bool // reclaimed: nothing more is stored for it
+}
+
+// A flight is one evaluation of a key that renders wait for.
+type flight struct {
+	key       string // the singleflight key: the RenderKey's String
+	ctx       context.Context
+	cancel    context.CancelFunc
+	ie        *identityEntries
+	waiters   int
+	ran       bool // its evaluation began
+	abandoned bool // its last waiter left
+}
+
+// A memo is a Publisher's render memo: an LRU of results bounded by
+// accounted bytes, the evaluations running by identity, and the flights
+// that evaluate misses once.
+type memo struct {
+	budget int64 // 0: nothing is stored
+
+	mu         sync.Mutex
+	lru        *simplelru.LRU[RenderKey, *entry]
+	bytes      int64
+	identities map[publish.Identity[int64]]*identityEntries
+	flights    map[RenderKey]*flight
+	stats      MemoStats
+	group      singleflight.Group
+}
+
+func newMemo(budget int64) *memo {
+	m := &memo{identities: map[publish.Identity[int64]]*identityEntries{}, flights: map[RenderKey]*flight{}}
+	if budget > 0 {
+		m.budget = budget
+		// The LRU counts no bytes: its size is never the bound, the
+		// budget is, and evict keeps to it.
+		m.lru, _ = simplelru.NewLRU[RenderKey, *entry](math.MaxInt, nil)
+	}
+	return m
+}
+
+// lookup returns key's entry, if the memo holds it, counting a hit or a
+// miss.
+func (m *memo) lookup(key RenderKey) (*entry, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lru != nil {
+		if e, ok := m.lru.Get(key); ok {
+			m.stats.Hits++
+			return e, true
+		}
+	}
+	m.stats.Misses++
+	return nil, false
+}
+
+// bypass counts a miss of a render that the memo cannot hold.
+func (m *memo) bypass() {
+	m.mu.Lock()
+	m.stats.Misses++
+	m.mu.Unlock()
+}
+
+// evaluate returns the result of key's evaluation by eval, run once for
+// every render of key that waits for it at once, on a context of its own
+// that is cancelled when its last waiter leaves. It returns ctx.Err() as
+// soon as ctx is done. An evaluation cancelled because its other waiters
+// left is run again for a waiter that stayed.
+func (m *memo) evaluate(ctx context.Context, key RenderKey, eval func(context.Context) (kernel.RenderOutput, error)) (kernel.RenderOutput, error) {
+	for {
+		f, ch := m.join(ctx, key, eval)
+		select {
+		case r := <-ch:
+			m.leave(key, f)
+			e := r.Val.(*entry)
+			if e.cancelled {
+				if err := ctx.Err(); err != nil {
+					return kernel.RenderOutput{}, err
+				}
+				continue // cancelled by waiters who left, not by this one
+			}
+			return e.result()
+		case <-ctx.Done():
+			m.leave(key, f)
+			return kernel.RenderOutput{}, ctx.Err()
+		}
+	}
+}
+
+// join waits for key's flight, starting one if none runs.
+func (m *memo) join(ctx context.Context, key RenderKey, eval func(context.Context) (kernel.RenderOutput, error)) (*flight, <-chan singleflight.Result) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.flights[key]
+	if f == nil {
+		f = &flight{key: key.String(), ie: m.begin(key.Platform)}
+		f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
+		m.flights[key] = f
+	} else {
+		m.stats.Shared++
+	}
+	f.waiters++
+	// A flight in the map has a call in the group: its evaluation
+	// removes it from the map before the call ends. A flight made after
+	// that removal may join the ending call, whose result is then this
+	// waiter's, and its own evaluation never begins (see leave).
+	ch := m.group.DoChan(f.key, func() (any, error) { return m.run(key, f, eval), nil })
+	return f, ch
+}
+
+// run is f's evaluation.
+func (m *memo) run(key RenderKey, f *flight, eval func(context.Context) (kernel.RenderOutput, error)) *entry {
+	m.mu.Lock()
+	if f.abandoned {
+		m.mu.Unlock()
+		return &entry{err: context.Canceled, cancelled: true}
+	}
+	f.ran = true
+	m.mu.Unlock()
+
+	out, err := eval(f.ctx)
+	e := newEntry(key, out, err)
+	e.cancelled = err != nil && f.ctx.Err() != nil && errors.Is(err, context.Canceled)
+
+	m.mu.Lock()
+	m.finish(key, f.ie, e)
+	if m.flights[key] == f {
+		delete(m.flights, key)
+	}
+	m.mu.Unlock()
+	return e
+}
+
+// leave records that a waiter of f left; the last one cancels f's
+// evaluation.
+func (m *memo) leave(key RenderKey, f *flight) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f.waiters--; f.waiters > 0 {
+		return
+	}
+	if m.flights[key] == f {
+		delete(m.flights, key)
+	}
+	if !f.ran && !f.abandoned {
+		m.finish(key, f.ie, nil) // its evaluation never begins
+	}
+	f.abandoned = true
+	f.cancel()
+}
+
+// begin records an evaluation against id beginning. m.mu is held.
+func (m *memo) begin(id publish.Identity[int64]) *identityEntries {
+	ie := m.identities[id]
+	if ie == nil {
+		ie = &identityEntries{}
+		m.identities[id] = ie
+	}
+	ie.pending++
+	return ie
+}
+
+// finish records an evaluation of key against ie's identity ending with
+// e (nil: it never ran), and stores e if it may. m.mu is held.
+func (m *memo) finish(key RenderKey, ie *identityEntries, e *entry) {
+	if ie.pending--; ie.pending == 0 && m.identities[key.Platform] == ie {
+		delete(m.identities, key.Platform)
+	}
+	if e == nil || !e.memoizable || ie.gone || m.lru == nil || e.size > m.budget {
+		return
+	}
+	if old, ok := m.lru.Peek(key); ok {
+		m.bytes -= old.size
+	}
+	m.lru.Add(key, e)
+	m.bytes += e.size
+	for m.bytes > m.budget { // least recently used first
+		_, old, ok := m.lru.RemoveOldest()
+		if !ok {
+			break
+		}
+		m.bytes -= old.size
+		m.stats.Evictions++
+	}
+}
+
+// drop removes every entry that rendered against id, and stores none of
+// the evaluations against it still running. It looks at every entry: a
+// reclaim is rare beside renders, and an index by identity would hold a
+// third copy of each key.
+func (m *memo) drop(id publish.Identity[int64]) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ie := m.identities[id]; ie != nil {
+		ie.gone = true
+		delete(m.identities, id)
+	}
+	if m.lru == nil {
+		return
+	}
+	for _, k := range m.lru.Keys() {
+		if k.Platform != id {
+			continue
+		}
+		if e, ok := m.lru.Peek(k); ok {
+			m.bytes -= e.size
+			m.lru.Remove(k)
+			m.stats.Dropped++
+		}
+	}
+}
+
+// snapshot returns the memo's stats.
+func (m *memo) snapshot() MemoStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.stats
+	s.Bytes, s.Budget = m.bytes, m.budget
+	if m.lru != nil {
+		s.Entries = m.lru.Len()
+	}
+	return s
+}
+
+// An admission bounds the bytes that the evaluations running at once
+// read: each is weighed at its instance's and platform's bytes, clamped
+// to the capacity, so that a heavier one runs alone.
+type admission struct {
+	capacity int64 // 0: no bound
+	sem      *semaphore.Weighted
+	admitted atomic.Int64
+	running  atomic.Int64
+	waiting  atomic.Int64
+	waits    atomic.Uint64
+}
+
+func newAdmission(capacity int64) *admission {
+	a := &admission{}
+	if capacity > 0 {
+		a.capacity = capacity
+		a.sem = semaphore.NewWeighted(capacity)
+	}
+	return a
+}
+
+// acquire admits an evaluation of weight bytes, waiting while the
+// evaluations running hold too much of the capacity, and returns its
+// release. On failure it returns ctx.Err() and admits nothing.
+func (a *admission) acquire(ctx context.Context, weight int64) (func(), error) {
+	weight = min(max(weight, 0), a.capacity)
+	if a.sem != nil && !a.sem.TryAcquire(weight) {
+		a.waits.Add(1)
+		a.waiting.Add(1)
+		err := a.sem.Acquire(ctx, weight)
+		a.waiting.Add(-1)
+		if err != nil {
+			return nil, err
+		}
+	}
+	a.admitted.Add(weight)
+	a.running.Add(1)
+	return func() {
+		a.running.Add(-1)
+		a.admitted.Add(-weight)
+		if a.sem != nil {
+			a.sem.Release(weight)
+		}
+	}, nil
+}
+
+func (a *admission) snapshot() AdmissionStats {
+	return AdmissionStats{Capacity: a.capacity, Admitted: a.admitted.Load(), Running: a.running.Load(), Waiting: a.waiting.Load(), Waits: a.waits.Load()}
+}
+
+// filesDir is the name a render's errors give an instance given as Files.
+const filesDir = "instance"
+
+// filesDigest returns the digest of every file of an instance given as
+// Files: "files-sha256:" and 64 hexadecimal digits over the names in
+// order, each with its contents, every length written before what it
+// measures. It covers each byte a read of them can read, so equal digests
+// mean equal renders.
+func filesDigest(files map[string][]byte) string {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	var n [8]byte
+	for _, name := range names {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(name)))
+		h.Write(n[:])
+		io.WriteString(h, name)
+		data := files[name]
+		binary.LittleEndian.PutUint64(n[:], uint64(len(data)))
+		h.Write(n[:])
+		h.Write(data)
+	}
+	const prefix = "files-sha256:"
+	var sum [sha256.Size]byte
+	var text [len(prefix) + 2*sha256.Size]byte
+	copy(text[:], prefix)
+	hex.Encode(text[len(prefix):], h.Sum(sum[:0]))
+	return string(text[:])
+}

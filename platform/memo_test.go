@@ -1,0 +1,434 @@
+package platform_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
+)
+
+// published returns a booted Publisher with opts and generation 1 of
+// moduleFiles published.
+func published(t *testing.T, opts platform.PublisherOptions) *platform.Publisher {
+	t.Helper()
+	p := newBooted(t, opts)
+	if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), kernel.SkewWarn); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sizedInstance is renderInstance with a data file of n bytes beside it,
+// so that its weight for admission is about n, and a label naming i, so
+// that instances differ.
+func sizedInstance(t *testing.T, i, n int) kernel.Instance {
+	inst := renderInstance(t)
+	inst.Files["shop.cue"] = fmt.Appendf(inst.Files["shop.cue"], "labels: i: \"%d\"\n", i)
+	inst.Files["pad.json"] = []byte("\"" + strings.Repeat("x", n) + "\"")
+	return inst
+}
+
+// A stub evaluation, for tests that control when renders end.
+type stubEval struct {
+	calls   atomic.Int64
+	running atomic.Int64 // weight of the evaluations running
+	peak    atomic.Int64
+	cap     int64
+	plat    int64 // the platform's size, for the weight
+	gate    chan struct{}
+}
+
+func (s *stubEval) eval(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error) {
+	s.calls.Add(1)
+	w := min(in.Snapshot.Size()+s.plat, s.cap)
+	n := s.running.Add(w)
+	for {
+		m := s.peak.Load()
+		if n <= m || s.peak.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	defer s.running.Add(-w)
+	if s.gate != nil {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return kernel.RenderOutput{}, ctx.Err()
+		}
+	} else {
+		time.Sleep(time.Duration(1+in.Snapshot.Size()%7) * time.Millisecond)
+	}
+	return kernel.RenderOutput{Instance: "shop", Resources: []kernel.Resource{{Component: "web", Kind: "Deployment", Name: "shop-web", Object: map[string]any{"kind": "Deployment"}}}}, nil
+}
+
+// 64 renders of mixed weights, some heavier than the capacity, run at once
+// under a small admission capacity: the weight admitted never exceeds it,
+// every render ends, and some waited.
+func TestAdmissionBoundsConcurrentRenders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const capacity = 8 << 10
+		p := published(t, platform.PublisherOptions{AdmissionCapacity: capacity})
+		rec, _ := p.Store().Generated()
+		stub := &stubEval{cap: capacity, plat: rec.Platform.Size()}
+		p.SetEval(stub.eval)
+		var wg sync.WaitGroup
+		errs := make([]error, 64)
+		for i := range 64 {
+			wg.Go(func() {
+				_, _, errs[i] = p.Render(context.Background(), sizedInstance(t, i, []int{100, 1 << 10, 3 << 10, 10 << 10}[i%4]))
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("render %d: %v", i, err)
+			}
+		}
+		st := p.Stats().Admission
+		if peak := stub.peak.Load(); peak > capacity || peak == 0 {
+			t.Errorf("admitted %d bytes at once, capacity %d", peak, capacity)
+		}
+		if stub.calls.Load() != 64 || st.Waits == 0 || st.Admitted != 0 || st.Running != 0 || st.Waiting != 0 || st.Capacity != capacity {
+			t.Errorf("%d evaluations, admission %+v", stub.calls.Load(), st)
+		}
+	})
+}
+
+// A render waiting for admission returns ctx.Err() as soon as ctx is
+// cancelled, admitting nothing, while the render that holds the capacity
+// runs on; a memo hit never waits.
+func TestAdmissionWaitEndsWithContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const capacity = 4 << 10
+		p := published(t, platform.PublisherOptions{AdmissionCapacity: capacity})
+		rec, _ := p.Store().Generated()
+		stub := &stubEval{cap: capacity, plat: rec.Platform.Size(), gate: make(chan struct{})}
+		p.SetEval(stub.eval)
+
+		// A hit to be: rendered before the capacity is taken.
+		close(stub.gate)
+		light := sizedInstance(t, 0, 10)
+		if _, _, err := p.Render(context.Background(), light); err != nil {
+			t.Fatal(err)
+		}
+		stub.gate = make(chan struct{})
+
+		heavy := make(chan error, 1)
+		go func() { _, _, err := p.Render(context.Background(), sizedInstance(t, 1, 8<<10)); heavy <- err }()
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(context.Background())
+		waiting := make(chan error, 1)
+		go func() { _, _, err := p.Render(ctx, sizedInstance(t, 2, 10)); waiting <- err }()
+		synctest.Wait()
+		if st := p.Stats().Admission; st.Waiting != 1 || st.Running != 1 {
+			t.Fatalf("admission %+v, want one running and one waiting", st)
+		}
+		if _, _, err := p.Render(context.Background(), light); err != nil {
+			t.Fatalf("a hit while the capacity is held: %v", err)
+		}
+		cancel()
+		synctest.Wait()
+		select {
+		case err := <-waiting:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("the cancelled render returned %v", err)
+			}
+		default:
+			t.Fatal("the cancelled render is still waiting")
+		}
+		if st := p.Stats().Admission; st.Waiting != 0 || st.Running != 1 {
+			t.Fatalf("admission %+v after the cancellation", st)
+		}
+		close(stub.gate)
+		if err := <-heavy; err != nil {
+			t.Fatal(err)
+		}
+		if st := p.Stats(); st.Admission.Admitted != 0 || st.Memo.Hits != 1 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+}
+
+// Renders of one key that miss at once share one evaluation; one waiter's
+// cancellation returns its ctx.Err() at once and fails no other; the last
+// waiter's leaving cancels the evaluation.
+func TestConcurrentMissesEvaluateOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := published(t, platform.PublisherOptions{})
+		stub := &stubEval{cap: 1 << 30, gate: make(chan struct{})}
+		var cancelled atomic.Int64
+		p.SetEval(func(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error) {
+			out, err := stub.eval(ctx, in)
+			if err != nil {
+				cancelled.Add(1)
+			}
+			return out, err
+		})
+		inst := sizedInstance(t, 0, 10)
+
+		ctxA, cancelA := context.WithCancel(context.Background())
+		a, b := make(chan error, 1), make(chan error, 1)
+		go func() { _, _, err := p.Render(ctxA, inst); a <- err }()
+		go func() { _, _, err := p.Render(context.Background(), inst); b <- err }()
+		synctest.Wait()
+		cancelA()
+		synctest.Wait()
+		select {
+		case err := <-a:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("the cancelled waiter returned %v", err)
+			}
+		default:
+			t.Fatal("the cancelled waiter still waits")
+		}
+		if cancelled.Load() != 0 {
+			t.Fatal("one waiter's leaving cancelled the evaluation another waits for")
+		}
+		close(stub.gate)
+		if err := <-b; err != nil {
+			t.Fatalf("the waiter that stayed: %v", err)
+		}
+		if n := stub.calls.Load(); n != 1 {
+			t.Fatalf("%d evaluations of one key", n)
+		}
+		if st := p.Stats().Memo; st.Misses != 2 || st.Shared != 1 || st.Entries != 1 {
+			t.Fatalf("memo %+v", st)
+		}
+
+		// Every waiter leaves: the evaluation is cancelled, nothing is
+		// memoized, and the next render evaluates again.
+		stub.gate = make(chan struct{})
+		other := sizedInstance(t, 1, 10)
+		ctxC, cancelC := context.WithCancel(context.Background())
+		c := make(chan error, 1)
+		go func() { _, _, err := p.Render(ctxC, other); c <- err }()
+		synctest.Wait()
+		cancelC()
+		synctest.Wait()
+		if err := <-c; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the last waiter returned %v", err)
+		}
+		if cancelled.Load() != 1 {
+			t.Fatal("the evaluation ran on after its last waiter left")
+		}
+		close(stub.gate)
+		if _, _, err := p.Render(context.Background(), other); err != nil {
+			t.Fatal(err)
+		}
+		if n := stub.calls.Load(); n != 3 {
+			t.Fatalf("%d evaluations, want 3", n)
+		}
+		if n := p.MemoFlights(); n != 0 {
+			t.Fatalf("%d flights left", n)
+		}
+	})
+}
+
+// A render that joins an evaluation its last waiter has just left, still
+// ending with that waiter's cancellation, gets its own evaluation: it
+// never sees another caller's context.Canceled.
+func TestJoinerOfACancelledEvaluationRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := published(t, platform.PublisherOptions{})
+		var calls atomic.Int64
+		p.SetEval(func(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error) {
+			if calls.Add(1) == 1 {
+				<-ctx.Done()
+				time.Sleep(time.Second) // slow to notice
+				return kernel.RenderOutput{}, ctx.Err()
+			}
+			return kernel.RenderOutput{Instance: "shop"}, nil
+		})
+		inst := sizedInstance(t, 0, 10)
+		ctxA, cancelA := context.WithCancel(context.Background())
+		a := make(chan error, 1)
+		go func() { _, _, err := p.Render(ctxA, inst); a <- err }()
+		synctest.Wait()
+		cancelA()
+		if err := <-a; !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		out, _, err := p.Render(context.Background(), inst) // joins the ending call
+		if err != nil || out.Instance != "shop" {
+			t.Fatalf("the render after the cancelled one: %+v, %v", out, err)
+		}
+		if n := calls.Load(); n != 2 {
+			t.Fatalf("%d evaluations, want 2", n)
+		}
+	})
+}
+
+// A hit hands out a copy: a caller's changes to it reach no other render.
+func TestMemoHitIsACopy(t *testing.T) {
+	p := published(t, platform.PublisherOptions{})
+	ctx := context.Background()
+	first, _, err := p.Render(ctx, renderInstance(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, _ := p.Render(ctx, renderInstance(t))
+	scribble(first)
+	for range 2 {
+		got, _, err := p.Render(ctx, renderInstance(t))
+		if err != nil || got.Resources[0].Object["metadata"].(map[string]any)["name"] != "shop-web" {
+			t.Fatalf("a hit after a caller's scribbles: %+v, %v", got, err)
+		}
+		scribble(got)
+	}
+	if st := p.Stats().Memo; st.Hits != 3 || st.Misses != 1 || want.Resources[0].Name != "shop-web" {
+		t.Fatalf("memo %+v", st)
+	}
+}
+
+// An identity's entries go when its directory is reclaimed.
+func TestMemoDropsAReclaimedIdentity(t *testing.T) {
+	p := published(t, platform.PublisherOptions{})
+	ctx := context.Background()
+	if _, _, err := p.Render(ctx, renderInstance(t)); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats().Memo; st.Entries != 1 || st.Bytes == 0 {
+		t.Fatalf("memo %+v after a render", st)
+	}
+	if _, err := p.Publish(ctx, 2, moduleFiles(t, 2), kernel.SkewWarn); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats().Memo; st.Entries != 0 || st.Bytes != 0 || st.Dropped != 1 {
+		t.Fatalf("memo %+v after generation 1 was reclaimed", st)
+	}
+}
+
+// What depends on the circumstances of a render is never memoized: a
+// cancelled context, a platform directory that no longer holds what was
+// built from it. Errors of the input's content are.
+func TestMemoKeepsOnlyErrorsOfContent(t *testing.T) {
+	p := published(t, platform.PublisherOptions{})
+	ctx := context.Background()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := p.Render(cancelled, renderInstance(t)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled render: %v", err)
+	}
+	rec, _ := p.Store().Generated()
+	file := filepath.Join(rec.Dir, "stray.cue")
+	if err := os.WriteFile(file, []byte("package platform\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.Render(ctx, renderInstance(t)); !errors.Is(err, kernel.ErrPlatformChanged) {
+		t.Fatalf("a render against a changed directory: %v", err)
+	}
+	if st := p.Stats().Memo; st.Entries != 0 {
+		t.Fatalf("memo %+v: a circumstantial error was kept", st)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.Render(ctx, renderInstance(t)); err != nil {
+		t.Fatalf("once the directory is restored: %v", err)
+	}
+	bad := renderInstance(t)
+	bad.Files["shop.cue"] = append(bad.Files["shop.cue"], "name: 42\n"...)
+	for range 2 {
+		if _, _, err := p.Render(ctx, bad); !errors.As(err, new(*kernel.Error)) {
+			t.Fatalf("a conflicting instance: %v", err)
+		}
+	}
+	if st := p.Stats().Memo; st.Entries != 2 || st.Hits != 1 {
+		t.Fatalf("memo %+v: the instance's own error is not kept", st)
+	}
+}
+
+// A negative budget turns the memo off; renders still share evaluations.
+func TestMemoOff(t *testing.T) {
+	p := published(t, platform.PublisherOptions{MemoBudget: -1, AdmissionCapacity: -1})
+	for range 3 {
+		if _, _, err := p.Render(context.Background(), renderInstance(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := p.Stats(); st.Memo.Hits != 0 || st.Memo.Misses != 3 || st.Memo.Entries != 0 || st.Memo.Budget != 0 || st.Admission.Capacity != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// 100,000 distinct instances through a stub evaluation: the accounted
+// bytes never pass the budget, and the heap grows by at most twice the
+// budget.
+func TestMemoStaysInBudget(t *testing.T) {
+	const budget = 1 << 20
+	p := published(t, platform.PublisherOptions{MemoBudget: budget})
+	snap, err := kernel.New().ReadInstance(context.Background(), renderInstance(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetRead(func(context.Context, kernel.Instance) (*kernel.InstanceSnapshot, error) { return snap, nil })
+	payload := strings.Repeat("x", 4000) // about the JSON of a render of ten components
+	p.SetEval(func(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error) {
+		return kernel.RenderOutput{Instance: "shop", Resources: []kernel.Resource{{Component: "web", Kind: "Deployment", Name: "shop-web",
+			Object: map[string]any{"spec": map[string]any{"image": payload + "y"}}}}}, nil
+	})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	ctx := context.Background()
+	for i := range 100_000 {
+		inst := kernel.Instance{Files: map[string][]byte{"shop.cue": []byte(strings.Repeat("i", 8) + fmt.Sprint(i))}}
+		if _, _, err := p.Render(ctx, inst); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 0 {
+			if st := p.Stats().Memo; st.Bytes > budget {
+				t.Fatalf("after %d instances: %d bytes accounted, budget %d", i+1, st.Bytes, budget)
+			}
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	st := p.Stats().Memo
+	if st.Bytes > budget || st.Evictions == 0 || st.Entries == 0 || st.Misses != 100_000 {
+		t.Fatalf("memo %+v", st)
+	}
+	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("heap growth %d bytes for a budget of %d (memo %+v)", growth, budget, st)
+	if growth > 2*budget {
+		t.Fatalf("the heap grew by %d bytes, more than twice the budget %d (memo %+v)", growth, budget, st)
+	}
+	if n, m := p.MemoFlights(), p.MemoPending(); n != 0 || m != 0 {
+		t.Fatalf("%d flights and evaluations of %d identities left", n, m)
+	}
+}
+
+// RenderLeased renders against the record the caller holds, through the
+// same memo as Render, with the same key.
+func TestRenderLeased(t *testing.T) {
+	p := published(t, platform.PublisherOptions{})
+	ctx := context.Background()
+	want, _, wantKey, err := p.RenderKeyed(ctx, renderInstance(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, release, _ := p.Store().Lease()
+	defer release()
+	if _, err := p.Publish(ctx, 2, moduleFiles(t, 2), kernel.SkewWarn); err != nil {
+		t.Fatal(err)
+	}
+	got, key, err := p.RenderLeased(ctx, rec, renderInstance(t))
+	if err != nil || key != wantKey || !reflect.DeepEqual(got, want) {
+		t.Fatalf("RenderLeased of the leased record: %v, key %v (want %v)", err, key, wantKey)
+	}
+	if st := p.Stats().Memo; st.Hits != 1 || st.Misses != 1 {
+		t.Fatalf("memo %+v", st)
+	}
+}
