@@ -58,7 +58,9 @@ func serveWorker(in io.Reader, out io.Writer, budget int64) int {
 	// ends, and the Workers that started it report the budget. The
 	// parent watches the worker's resident memory too, where it can.
 	debug.SetMemoryLimit(budget / 8 * 7)
-	limitData(budget)
+	if !raceEnabled {
+		limitData(budget)
+	}
 	go watchMemory(budget)
 
 	r, w := bufio.NewReaderSize(in, 64<<10), bufio.NewWriterSize(out, 64<<10)
