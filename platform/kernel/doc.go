@@ -23,8 +23,10 @@
 // parsed, all the loader needs to choose the files it reads.
 //
 // An instance is read once: Kernel.ReadInstance reads its files, hashing
-// them as they are read, into an InstanceSnapshot, and a render renders
-// the snapshot's bytes and reads nothing of the instance again. Render of
+// them as they are read, into an InstanceSnapshot (a plain tree within
+// the limits whole and unparsed, any other as the loader reads it), and a
+// render renders the snapshot's bytes and reads nothing of the instance
+// again. Render of
 // an Instance is the render of its snapshot, so a caller that keys a
 // result on the snapshot's digest keys it on what was rendered.
 //

@@ -13,7 +13,10 @@ import (
 )
 
 // An InstanceSnapshot is an instance module as one read found it: the
-// bytes of every file the CUE loader reads of it, and their digest.
+// bytes of its files, and their digest. A module whose tree holds only
+// directories and regular files, within the Limits, is read whole without
+// parsing anything; any other is read as the CUE loader reads it, which
+// refuses what it must.
 // [Kernel.ReadInstance] makes one; a Render of it ([RenderInput].Snapshot)
 // renders exactly those bytes and reads nothing more of the instance, so a
 // digest taken from a snapshot is the digest of what was rendered. A
@@ -26,9 +29,9 @@ type InstanceSnapshot struct {
 }
 
 // Digest returns the digest of the snapshot's files: "sha256:" and 64
-// hexadecimal digits over their names and contents, as [Platform].Digest
-// is taken. Two snapshots with the same digest render the same, save for
-// the directory their errors name ([InstanceSnapshot.Dir]).
+// hexadecimal digits over their names and contents, encoded as
+// [Platform].Digest is. Two snapshots with the same digest render the
+// same, save for the directory their errors name ([InstanceSnapshot.Dir]).
 func (s *InstanceSnapshot) Digest() string { return s.digest }
 
 // Dir returns the name a render's errors give the module: the absolute
@@ -40,15 +43,18 @@ func (s *InstanceSnapshot) Dir() string { return s.dir }
 func (s *InstanceSnapshot) Size() int64 { return s.size }
 
 // ReadInstance reads the instance module in once, under k's Limits: a Dir
-// through an os.Root, as Render reads it, or the Files given. Each file is
-// hashed as it is read. It fails as a Render of in fails before any
-// evaluation: with a [*FileError] or [*LimitError] for input refused, an
-// [*Error] for a module the loader cannot load, ctx.Err() once ctx is
-// done (at once, even while a read is blocked), or an error for a
+// through an os.Root, as Render reads it, or the Files given, copied.
+// Each file is hashed as it is read. A tree read whole is checked when it
+// is rendered; one read as the loader reads it may fail here, with a
+// [*FileError] or [*LimitError] for input refused or an [*Error] for a
+// module the loader cannot load. ReadInstance returns ctx.Err() once ctx
+// is done (at once, even while a read is blocked), and an error for a
 // malformed Instance.
 //
 // Render of in is Render of the snapshot ReadInstance returns for it:
-// one path, errors included.
+// one path, errors included; and a render of a tree read whole is the
+// render of it read as the loader reads it, errors included (a
+// differential test holds them equal).
 func (k *Kernel) ReadInstance(ctx context.Context, in Instance) (*InstanceSnapshot, error) {
 	limits, err := k.limits()
 	if err != nil {
@@ -72,8 +78,9 @@ func readInstanceSnapshot(ctx context.Context, limits Limits, in Instance) (*Ins
 	return &InstanceSnapshot{dir: dir, files: m.files, digest: m.digest, size: m.size}, nil
 }
 
-// readInstanceModule reads the instance module in, parsing no more than
-// the loader needs to choose the files it reads, and returns the name its
+// readInstanceModule reads the instance module in: every file of a plain
+// tree within limits (see readPlain), or else the files the loader
+// chooses, parsing no more than it needs to choose them. It returns the name its
 // errors give the module: "" for a malformed Instance. A module in a
 // directory is read on a goroutine of its own, waited for as ctx allows;
 // one in memory cannot block.
@@ -86,7 +93,14 @@ func readInstanceModule(ctx context.Context, limits Limits, in Instance) (string
 		if err != nil {
 			return in.Dir, loadedModule{}, err
 		}
-		m, err := loadAside(ctx, func() (loadedModule, error) { return loadDirMode(ctx, limits, dir, parseHeaders) })
+		m, err := loadAside(ctx, func() (loadedModule, error) {
+			if !loaderReads.Load() {
+				if m, ok := readPlainDir(ctx, limits, dir); ok {
+					return m, nil
+				}
+			}
+			return loadDirMode(ctx, limits, dir, parseAll)
+		})
 		return dir, m, err
 	case len(in.Files) > 0:
 		const dir = "instance"
@@ -100,11 +114,26 @@ func readInstanceModule(ctx context.Context, limits Limits, in Instance) (string
 			}
 			fsys[name] = &fstest.MapFile{Data: data}
 		}
-		m, err := loadSourceMode(ctx, limits, memSource{fsys}, func(p string) string { return path.Join(dir, p) }, parseHeaders)
+		if !loaderReads.Load() {
+			if m, ok := copyPlain(limits, in.Files); ok {
+				return dir, m, nil
+			}
+		}
+		m, err := loadSourceMode(ctx, limits, memSource{fsys}, func(p string) string { return path.Join(dir, p) }, parseAll)
 		return dir, m, err
 	default:
 		return "", loadedModule{}, errors.New("kernel: render: no instance (set Dir or Files)")
 	}
+}
+
+// readPlainDir is readPlain of the directory dir.
+func readPlainDir(ctx context.Context, limits Limits, dir string) (loadedModule, bool) {
+	src, closeSrc, err := openDirSource(dir)
+	if err != nil {
+		return loadedModule{}, false
+	}
+	defer closeSrc()
+	return readPlain(ctx, limits, src)
 }
 
 // loadSnapshot loads and builds the instance module s holds into cc,
