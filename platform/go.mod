@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	cuelang.org/go v0.17.1
 	github.com/hashicorp/golang-lru/v2 v2.0.7
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.23.0
 	leasekit.dev/dirlife v0.0.0-00010101000000-000000000000
 	leasekit.dev/lease v0.0.0-00010101000000-000000000000

@@ -23,6 +23,8 @@ import (
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
+	"leasekit.dev/examples/internal/size"
+	"leasekit.dev/platform/kernel"
 )
 
 // LeaderElectionID names the coordination.k8s.io Lease the replicas elect
@@ -30,6 +32,8 @@ import (
 const LeaderElectionID = "platform-controller.examples.leasekit.dev"
 
 func main() {
+	// The kernel's workers are this executable started again.
+	kernel.MainWorker()
 	o, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return
@@ -54,6 +58,11 @@ type options struct {
 	timeout     time.Duration
 	leaderNS    string
 	zap         zap.Options
+
+	renderTimeout time.Duration // a build's or render's time budget in a worker
+	renderMemory  int64         // a worker's memory budget, in bytes
+	renderWorkers int           // the most worker processes at once; 0: GOMAXPROCS
+	inProcess     bool          // evaluate in this process, with no budgets
 }
 
 // usage heads the -h output.
@@ -85,6 +94,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader before reconciling, so that several replicas are safe; --leader-elect=false only for a single replica")
 	fs.DurationVar(&o.timeout, "reconcile-timeout", 2*time.Minute, "bound on each reconcile; a publish waiting for renders to release a directory gives up and retries with backoff")
 	fs.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
+	o.renderTimeout = kernel.DefaultWorkerTimeout
+	fs.DurationVar(&o.renderTimeout, "render-timeout", o.renderTimeout, "time budget of each build and render: past it, the worker process evaluating it is killed and it fails (a Release so killed gets RenderFailed and is not rendered again until its spec changes)")
+	o.renderMemory = kernel.DefaultWorkerMemory
+	fs.Var((*size.Flag)(&o.renderMemory), "render-memory", "memory budget of each worker process evaluating builds and renders, a `size` such as 256MiB or 1GiB: past it, the worker is killed and its build or render fails")
+	fs.IntVar(&o.renderWorkers, "render-workers", 0, "the most worker processes evaluating at once (0: GOMAXPROCS)")
+	fs.BoolVar(&o.inProcess, "in-process", false, "evaluate builds and renders in the controller's own process, with no time or memory budget: only for trusted Releases")
 	o.zap.BindFlags(fs)
 	// controller-runtime's --kubeconfig, read by ctrl.GetConfig.
 	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
@@ -98,6 +113,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.platformDir == "" {
 		return o, errors.New("--platform-dir is required")
+	}
+	switch {
+	case o.renderTimeout <= 0:
+		return o, fmt.Errorf("--render-timeout %v: must be positive", o.renderTimeout)
+	case o.renderMemory < kernel.MinWorkerMemory:
+		return o, fmt.Errorf("--render-memory %d bytes: must be at least 32MiB, what a worker holds before its first render", o.renderMemory)
+	case o.renderWorkers < 0:
+		return o, fmt.Errorf("--render-workers %d: must be positive, or 0 for GOMAXPROCS", o.renderWorkers)
 	}
 	if o.timeout <= 0 {
 		return o, fmt.Errorf("--reconcile-timeout %v: must be positive, so a publish waiting for renders to release a directory gives up", o.timeout)
@@ -137,9 +160,16 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	k := kernel.New()
+	if !o.inProcess {
+		ws := &kernel.Workers{Size: o.renderWorkers, Timeout: o.renderTimeout, Memory: o.renderMemory}
+		defer ws.Close()
+		k.Workers = ws
+	}
 	w, err := controller.Setup(mgr, controller.Config{
 		PlatformDir: o.platformDir,
 		NoSync:      o.noSync,
+		Kernel:      k,
 		Logger:      slog.New(logr.ToSlogHandler(ctrl.Log.WithName("publisher"))),
 	})
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"leasekit.dev/platform/kernel"
 )
 
 func TestFlagsHelpExplainsEveryFlag(t *testing.T) {
@@ -19,7 +21,8 @@ func TestFlagsHelpExplainsEveryFlag(t *testing.T) {
 		t.Errorf("-h does not start with the usage line:\n%s", help)
 	}
 	for _, name := range []string{"platform-dir", "platform-dir-no-sync", "metrics-bind-address", "health-probe-bind-address",
-		"leader-elect", "leader-election-namespace", "reconcile-timeout", "kubeconfig", "zap-log-level"} {
+		"leader-elect", "leader-election-namespace", "reconcile-timeout", "kubeconfig", "zap-log-level",
+		"render-timeout", "render-memory", "render-workers", "in-process"} {
 		if !strings.Contains(help, "  -"+name+" ") && !strings.Contains(help, "  -"+name+"\n") {
 			t.Errorf("-h does not explain --%s:\n%s", name, help)
 		}
@@ -31,7 +34,8 @@ func TestFlagsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.platformDir != "dir" || !o.leaderElect || o.timeout != 2*time.Minute || o.noSync {
+	if o.platformDir != "dir" || !o.leaderElect || o.timeout != 2*time.Minute || o.noSync ||
+		o.inProcess || o.renderTimeout != kernel.DefaultWorkerTimeout || o.renderMemory != kernel.DefaultWorkerMemory {
 		t.Errorf("options %+v: want dir, leader election on, 2m timeout, sync on", o)
 	}
 }
@@ -45,6 +49,10 @@ func TestFlagsRefusals(t *testing.T) {
 		{[]string{"--platform-dir", "d", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--platform-dir", "d", "--reconcile-timeout", "0s"}, "--reconcile-timeout 0s: must be positive"},
 		{[]string{"--platform-dir", "d", "--no-such-flag"}, "no-such-flag"},
+		{[]string{"--platform-dir", "d", "--render-timeout", "0s"}, "--render-timeout 0s: must be positive"},
+		{[]string{"--platform-dir", "d", "--render-memory", "1MiB"}, "--render-memory 1048576 bytes: must be at least 32MiB"},
+		{[]string{"--platform-dir", "d", "--render-memory", "much"}, "not a size"},
+		{[]string{"--platform-dir", "d", "--render-workers", "-1"}, "--render-workers -1"},
 	} {
 		_, err := parseFlags(c.args, new(bytes.Buffer))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -34,6 +34,12 @@
 // diagnostics and errors as the kernel reports them (file:line:col); with
 // --json, the resources or an error object on stdout.
 //
+// Builds and renders are evaluated in worker processes (the command
+// itself started again), each killed past --render-timeout or
+// --render-memory, so that an instance whose evaluation would take CUE
+// minutes or gigabytes fails, naming the budget, and the rest go on;
+// --in-process evaluates in the command's own process instead.
+//
 // Run it with -h for the flags. The machinery is the package
 // leasekit.dev/examples/operator/internal/demo.
 package main

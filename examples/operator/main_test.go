@@ -130,6 +130,11 @@ func TestMainRefusesBadFlags(t *testing.T) {
 		{[]string{"--keep", "--platform-dir", "/somewhere"}, "always kept"},
 		{[]string{"extra"}, `"extra"`},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
+		{[]string{"--render-timeout", "0s"}, "--render-timeout 0s: must be positive"},
+		{[]string{"--render-timeout", "2"}, "a duration needs a unit"},
+		{[]string{"--render-memory", "1MiB"}, "--render-memory 1MiB: must be at least 32MiB"},
+		{[]string{"--render-memory", "lots"}, "not a size"},
+		{[]string{"--in-process", "--render-timeout", "2s"}, "budgets are kept by worker processes only"},
 	} {
 		code, stdout, stderr := runArgs(t, tc.args...)
 		if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.want) {

@@ -12,6 +12,7 @@ import (
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/examples/operator/internal/demo"
+	"leasekit.dev/platform/kernel"
 )
 
 // Exit statuses.
@@ -38,10 +39,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer cleanup()
+	k, closeKernel := newKernel(o)
+	defer closeKernel()
 	if o.render != "" {
-		return renderOne(ctx, o, dir, stdout, stderr)
+		return renderOne(ctx, o, k, dir, stdout, stderr)
 	}
-	return runDemo(ctx, o, dir, stdout, stderr)
+	return runDemo(ctx, o, k, dir, stdout, stderr)
+}
+
+// newKernel returns the kernel o asks for: evaluating in worker processes
+// with o's budgets, unless --in-process; and what stops its workers.
+func newKernel(o options) (*kernel.Kernel, func()) {
+	if o.inProcess {
+		return kernel.New(), func() {}
+	}
+	ws := &kernel.Workers{Timeout: o.renderTimeout, Memory: o.renderMemory}
+	return &kernel.Kernel{Workers: ws}, func() { ws.Close() }
 }
 
 // platformDir returns the directory the publisher owns and what to do with
@@ -65,7 +78,7 @@ func platformDir(o options, stderr io.Writer) (string, func(), error) {
 }
 
 // runDemo runs the operator's main job and prints its summary.
-func runDemo(ctx context.Context, o options, dir string, stdout, stderr io.Writer) int {
+func runDemo(ctx context.Context, o options, k *kernel.Kernel, dir string, stdout, stderr io.Writer) int {
 	seed := o.seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -76,7 +89,7 @@ func runDemo(ctx context.Context, o options, dir string, stdout, stderr io.Write
 	}
 	cfg := demo.Config{
 		Dir: dir, Duration: o.duration, Generations: o.generations, Seed: seed,
-		Renders: o.renders, PublishEvery: o.publishEvery, NoSync: o.noSync,
+		Renders: o.renders, PublishEvery: o.publishEvery, NoSync: o.noSync, Kernel: k,
 		Progress: progress, Terminal: isTerminal(progress), Width: terminalWidth(progress),
 	}
 	if !o.json {

@@ -193,7 +193,9 @@ func BenchmarkBuildPlatform(b *testing.B) {
 }
 
 // BenchmarkRender renders instances of 0 to 20 components, from their
-// directories, against the 20-catalog platform.
+// directories, against the 20-catalog platform: in this process
+// (impl=leasekit), through a warm worker of kernel.Workers (impl=worker),
+// and by the naive kernel.
 func BenchmarkRender(b *testing.B) {
 	ctx := context.Background()
 	dir := platform20(b)
@@ -210,6 +212,25 @@ func BenchmarkRender(b *testing.B) {
 		b.Run(fmt.Sprintf("components=%d/impl=leasekit", n), func(b *testing.B) {
 			k := kernel.New()
 			in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Dir: inst}}
+			b.ReportAllocs()
+			start, _ := processCPU()
+			for b.Loop() {
+				if _, err := k.Render(ctx, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportCPU(b, start)
+		})
+		b.Run(fmt.Sprintf("components=%d/impl=worker", n), func(b *testing.B) {
+			// A render through a warm worker: the instance read here and
+			// sent, the platform read and the render evaluated there.
+			ws := &kernel.Workers{Size: 1}
+			defer ws.Close()
+			k := &kernel.Kernel{Workers: ws}
+			in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Dir: inst}}
+			if _, err := k.Render(ctx, in); err != nil {
+				b.Fatal(err)
+			}
 			b.ReportAllocs()
 			start, _ := processCPU()
 			for b.Loop() {

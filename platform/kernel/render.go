@@ -71,11 +71,16 @@ type Resource struct {
 // (joined), a [*ContentError] when the platform's directory no longer holds
 // what it was built from, a [*FileError] or [*LimitError] for input refused
 // before it is parsed, or one [*Error] naming the files and positions of
-// either module.
+// either module. With Workers, a render killed past a budget fails with a
+// [*BudgetError], and one whose worker could not start or ended before it
+// answered with a [*WorkerError].
 func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, error) {
 	limits, err := k.limits()
 	if err != nil {
 		return RenderOutput{}, err
+	}
+	if k != nil && k.Workers != nil {
+		return k.Workers.render(ctx, limits, in)
 	}
 	r, err := prepare(ctx, limits, in)
 	if err != nil {
@@ -171,11 +176,8 @@ func evaluate(ctx context.Context, limits Limits, in RenderInput) (*evaluation, 
 // instance's values and catalogs and the platform's content, and compiles
 // the vocabulary.
 func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRender, error) {
-	if err := ctx.Err(); err != nil {
+	if err := checkRenderInput(ctx, in); err != nil {
 		return nil, err
-	}
-	if in.Platform == nil {
-		return nil, errors.New("kernel: render: no platform")
 	}
 	// Loading needs no cue.Context: the vocabulary and the platform load
 	// on goroutines of their own while the instance loads and is checked.
@@ -201,14 +203,9 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 
 	// An instance given as Dir or Files renders as its snapshot does: it is
 	// read once, and rendered from the bytes read.
-	snapshot := in.Snapshot
-	if snapshot == nil {
-		var err error
-		if snapshot, err = readInstanceSnapshot(ctx, limits, in.Instance); err != nil {
-			return nil, err
-		}
-	} else if in.Instance.Dir != "" || in.Instance.Files != nil {
-		return nil, errors.New("kernel: render: the input has both an Instance and a Snapshot")
+	snapshot, err := snapshotOf(ctx, limits, in)
+	if err != nil {
+		return nil, err
 	}
 	r := &preparedRender{cc: cuecontext.New(), limits: limits}
 	dir := snapshot.dir
@@ -272,6 +269,30 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 		return nil, err
 	}
 	return r, nil
+}
+
+// checkRenderInput returns the error of a render of in that cannot
+// start: ctx done, or no platform.
+func checkRenderInput(ctx context.Context, in RenderInput) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if in.Platform == nil {
+		return errors.New("kernel: render: no platform")
+	}
+	return nil
+}
+
+// snapshotOf returns the instance of in as a snapshot: in.Snapshot, or
+// in.Instance read.
+func snapshotOf(ctx context.Context, limits Limits, in RenderInput) (*InstanceSnapshot, error) {
+	if in.Snapshot == nil {
+		return readInstanceSnapshot(ctx, limits, in.Instance)
+	}
+	if in.Instance.Dir != "" || in.Instance.Files != nil {
+		return nil, errors.New("kernel: render: the input has both an Instance and a Snapshot")
+	}
+	return in.Snapshot, nil
 }
 
 // evaluateRender builds the platform's module and evaluates #Render with

@@ -39,6 +39,7 @@ func TestEnvtest(t *testing.T) {
 		{"CRDsInstalled", testCRDsInstalled},
 		{"LeaderElected", testLeaderElected},
 		{"PublishThenRender", testPublishThenRender},
+		{"BombOverBudget", testBombOverBudget},
 		{"SpecChangeWhileLeased", testSpecChangeWhileLeased},
 		{"BrokenSpecKeepsServing", testBrokenSpecKeepsServing},
 		{"DeleteForgets", testDeleteForgets},
@@ -189,6 +190,61 @@ func testPublishThenRender(t *testing.T, s *suite) {
 	}
 	if n := histogramCount(t, s, "leasekit_platform_publish_phase_seconds", map[string]string{"phase": "build"}); n < 1 {
 		t.Errorf("publish_phase_seconds{phase=build} count %d, want at least 1", n)
+	}
+}
+
+// testBombOverBudget: a Release whose render is killed past the time
+// budget gets RenderFailed naming the budget, while another Release,
+// created after it, renders; the kill is counted in the metrics.
+func testBombOverBudget(t *testing.T, s *suite) {
+	ctx := context.Background()
+	bombRel := newRelease(bomb(), 0)
+	bombRel.Name = "bomb"
+	if err := s.client.Create(ctx, bombRel); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the bomb being rendered", func() error {
+		if busy := gathered(t, s, "leasekit_platform_workers_busy", nil); busy < 1 {
+			return fmt.Errorf("%v workers busy", busy)
+		}
+		return nil
+	})
+	other := newRelease(shop("v1.4.0"), 0)
+	other.Name = "other"
+	if err := s.client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	condition := func(name string, check func(*metav1.Condition) error) {
+		eventually(t, "release "+name, func() error {
+			var rel v1alpha1.Release
+			if err := s.client.Get(ctx, client.ObjectKey{Namespace: releaseKey.Namespace, Name: name}, &rel); err != nil {
+				return err
+			}
+			return check(meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered))
+		})
+	}
+	condition("other", func(c *metav1.Condition) error {
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Rendered %+v", c)
+		}
+		return nil
+	})
+	condition("bomb", func(c *metav1.Condition) error {
+		if c == nil || c.Reason != v1alpha1.ReasonRenderFailed || !strings.Contains(c.Message, "time budget of 2s") {
+			return fmt.Errorf("Rendered %+v, want RenderFailed naming the time budget", c)
+		}
+		return nil
+	})
+	if n := gathered(t, s, "leasekit_platform_worker_kills_total", map[string]string{"budget": "time"}); n != 1 {
+		t.Errorf("worker_kills_total{budget=time} = %v, want 1", n)
+	}
+	if n := histogramCount(t, s, "leasekit_platform_render_seconds", map[string]string{"result": "over-budget"}); n != 1 {
+		t.Errorf("render_seconds{result=over-budget} count %d, want 1", n)
+	}
+	for _, rel := range []*v1alpha1.Release{bombRel, other} {
+		if err := s.client.Delete(ctx, rel); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

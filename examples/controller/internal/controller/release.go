@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/platform"
@@ -38,14 +39,22 @@ type ReleaseReconciler struct {
 	// name a platform: a Platform deleted and created again publishes its
 	// generation 1 again, with other content.
 	against map[types.NamespacedName]*kernel.Platform
+	// overBudget holds, per Release, the generation of its spec whose
+	// render was killed past a budget: that spec is not rendered again,
+	// not even against another platform, until it changes.
+	overBudget map[types.NamespacedName]int64
 }
 
 // Reconcile renders the Release unless its status already records a render
 // of its current generation against the generation the Publisher serves.
 // With no platform served it records PlatformNotReady and waits for the
 // Publisher to serve one; a render that fails is not retried until the
-// Release or the platform changes. A transient failure returns an error,
-// so the request is retried with backoff.
+// Release or the platform changes. A render killed past a kernel budget
+// (a [kernel.BudgetError]: the spec's evaluation takes too long or too
+// much memory) records RenderFailed naming the budget and returns a
+// reconcile.TerminalError: that spec is not rendered again, whatever the
+// platform, until the Release changes. A transient failure returns an
+// error, so the request is retried with backoff.
 func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var rel v1alpha1.Release
 	if err := r.Client.Get(ctx, req.NamespacedName, &rel); err != nil {
@@ -105,6 +114,8 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	r.setAgainst(req.NamespacedName, rec.Platform, true)
+	over := errors.Is(err, kernel.ErrBudget)
+	r.setOverBudget(req.NamespacedName, rel.Generation, over)
 	if changed {
 		kind := "Normal"
 		if cond.Status != metav1.ConditionTrue {
@@ -112,7 +123,25 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		r.Recorder.Eventf(&rel, nil, kind, cond.Reason, "Render", "%s", cond.Message)
 	}
+	if over {
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("render release %s: %w", req.NamespacedName, err))
+	}
 	return ctrl.Result{}, nil
+}
+
+// setOverBudget records whether the render of generation gen of the
+// Release key was killed past a budget.
+func (r *ReleaseReconciler) setOverBudget(key types.NamespacedName, gen int64, over bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !over {
+		delete(r.overBudget, key)
+		return
+	}
+	if r.overBudget == nil {
+		r.overBudget = make(map[types.NamespacedName]int64)
+	}
+	r.overBudget[key] = gen
 }
 
 // upToDate reports whether rel's status records a render of its current
@@ -123,6 +152,12 @@ func (r *ReleaseReconciler) upToDate(key types.NamespacedName, rel *v1alpha1.Rel
 	c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
 	if c == nil || c.ObservedGeneration != rel.Generation || rel.Status.ObservedGeneration != rel.Generation {
 		return false
+	}
+	r.mu.Lock()
+	gen, over := r.overBudget[key]
+	r.mu.Unlock()
+	if over && gen == rel.Generation && c.Reason == v1alpha1.ReasonRenderFailed {
+		return true // the same spec, killed past a budget: rendering it again would be killed again
 	}
 	served, ok := r.Publisher.Store().Generated()
 	if rel.Status.PlatformGeneration != served.Generation {
@@ -141,6 +176,7 @@ func (r *ReleaseReconciler) setAgainst(key types.NamespacedName, p *kernel.Platf
 	defer r.mu.Unlock()
 	if !rendered {
 		delete(r.against, key)
+		delete(r.overBudget, key)
 		return
 	}
 	if r.against == nil {

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -22,6 +23,7 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/metrics"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
 )
 
 // Config is what [Setup] needs.
@@ -40,6 +42,12 @@ type Config struct {
 	// NoSync turns the layout's durability off, for a platform directory
 	// on a disk wiped at boot (an emptyDir).
 	NoSync bool
+
+	// Kernel builds platforms and renders Releases; nil means
+	// kernel.New(), in-process. With Workers set, its builds and renders
+	// run in worker processes with time and memory budgets, and the
+	// workers' metrics are registered too.
+	Kernel *kernel.Kernel
 }
 
 // Wiring is what [Setup] added to the manager.
@@ -88,9 +96,15 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		NoSync:    cfg.NoSync,
 		OnPublish: m.ObservePublish,
 		OnReclaim: m.ObserveReclaim,
+		Kernel:    cfg.Kernel,
 	})
 	if err := m.Register(reg, pub.Stats); err != nil {
 		return nil, fmt.Errorf("controller: register metrics: %w", err)
+	}
+	if cfg.Kernel != nil && cfg.Kernel.Workers != nil {
+		if err := m.RegisterWorkers(reg, cfg.Kernel.Workers.Stats); err != nil {
+			return nil, fmt.Errorf("controller: register worker metrics: %w", err)
+		}
 	}
 	runnable := &electedOnly{pub: pub}
 	if err := mgr.Add(runnable); err != nil {
@@ -135,8 +149,16 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		return nil, fmt.Errorf("controller: platform controller: %w", err)
 	}
 	c := mgr.GetClient()
+	// Renders run at once as many as the kernel evaluates at once: one in
+	// this process, or one per worker, so that a Release whose render
+	// waits out a budget holds up no other.
+	renders := 1
+	if cfg.Kernel != nil && cfg.Kernel.Workers != nil {
+		renders = cfg.Kernel.Workers.Stats().Size
+	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("release").
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: renders}).
 		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ client.Object) []reconcile.Request {

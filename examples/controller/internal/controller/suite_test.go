@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"leasekit.dev/examples/controller/internal/controller"
+	"leasekit.dev/platform/kernel"
 )
 
 // The envtest suite runs a real kube-apiserver and etcd, a real manager
@@ -126,12 +127,29 @@ func newManager(cfg *rest.Config, dir string, reg *prometheus.Registry) (ctrl.Ma
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := controller.Setup(mgr, controller.Config{PlatformDir: dir, Registerer: reg, NoSync: true})
+	// Builds and renders run in worker processes with a short time
+	// budget, stopped with the manager.
+	ws := &kernel.Workers{Timeout: 2 * time.Second}
+	if err := mgr.Add(closeOnStop{ws}); err != nil {
+		return nil, nil, err
+	}
+	w, err := controller.Setup(mgr, controller.Config{PlatformDir: dir, Registerer: reg, NoSync: true, Kernel: &kernel.Kernel{Workers: ws}})
 	if err != nil {
 		return nil, nil, err
 	}
 	return mgr, w, nil
 }
+
+// closeOnStop closes the kernel's workers when the manager stops, elected
+// or not.
+type closeOnStop struct{ ws *kernel.Workers }
+
+func (c closeOnStop) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return c.ws.Close()
+}
+
+func (closeOnStop) NeedLeaderElection() bool { return false }
 
 // startManager starts mgr and returns the function that stops it and
 // returns its error, safe to call more than once.

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
 )
 
 // Namespace prefixes every metric name.
@@ -30,7 +31,8 @@ type Metrics struct {
 	// still running past the removal deadline (each is retried).
 	ReclaimErrors prometheus.Counter
 	// Renders observes the seconds each render took, by result: "ok",
-	// "failed" or "not-ready".
+	// "failed", "over-budget" (killed past a kernel budget) or
+	// "not-ready".
 	Renders *prometheus.HistogramVec
 
 	stats *statsCollector
@@ -59,7 +61,7 @@ func New() *Metrics {
 		}),
 		Renders: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "render_seconds",
-			Help:    "Seconds each render took, by result: ok, failed, not-ready.",
+			Help:    "Seconds each render took, by result: ok, failed, over-budget, not-ready.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 3, 10),
 		}, []string{"result"}),
 		stats: newStatsCollector(),
@@ -122,6 +124,8 @@ func (m *Metrics) ObserveRender(secs float64, err error) {
 	switch {
 	case errors.Is(err, platform.ErrNotReady):
 		result = "not-ready"
+	case errors.Is(err, kernel.ErrBudget):
+		result = "over-budget"
 	case err != nil:
 		result = "failed"
 	}

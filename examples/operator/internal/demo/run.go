@@ -66,6 +66,9 @@ type Config struct {
 	// Logger receives the publisher's log; nil means none.
 	Logger *slog.Logger
 
+	// Kernel builds and renders; nil means kernel.New(), in-process.
+	Kernel *kernel.Kernel
+
 	// afterLease is passed to the pool: see Pool.afterLease.
 	afterLease func(platform.Generated)
 }
@@ -108,7 +111,10 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, errors.New("demo: a run needs a duration or a number of generations")
 	}
 	rec := newRecorder()
-	k := kernel.New()
+	k := cfg.Kernel
+	if k == nil {
+		k = kernel.New()
+	}
 	pub := platform.NewPublisher(cfg.Dir, platform.PublisherOptions{
 		Kernel: k, Logger: cfg.Logger, NoSync: cfg.NoSync,
 		OnPublish: rec.publish, OnReclaim: rec.reclaim,

@@ -1,0 +1,66 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/platformmodule"
+)
+
+// A Kernel with Workers evaluates in worker processes, which a budget can
+// stop; the program's main (here, the test binary's TestMain) calls
+// kernel.MainWorker first.
+func ExampleWorkers() {
+	ws := &kernel.Workers{Size: 2, Timeout: time.Second, Memory: 256 << 20}
+	defer ws.Close()
+	k := &kernel.Kernel{Workers: ws}
+
+	files, _ := platformmodule.Generate(platformmodule.Input{
+		Name:     "acme",
+		Catalogs: []platformmodule.Catalog{{Path: "example.com/catalogs/web@v1", Version: "v1.4.0"}},
+	})
+	dir := writeTemp(files)
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	p, err := k.BuildPlatform(ctx, dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	module := []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n")
+	out, err := k.Render(ctx, kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: map[string][]byte{
+		"cue.mod/module.cue": module,
+		"shop.cue": []byte(`package shop
+name: "shop"
+requires: "example.com/catalogs/web@v1": "v1.0.0"
+components: web: {kind: "Deployment", catalog: "example.com/catalogs/web@v1"}
+`),
+	}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.Resources[0].Name)
+
+	// Fifty bytes that take CUE over a minute: the worker is killed at
+	// the time budget.
+	_, err = k.Render(ctx, kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: map[string][]byte{
+		"cue.mod/module.cue": module,
+		"shop.cue": []byte(`package shop
+import "list"
+name: "shop"
+requires: "example.com/catalogs/web@v1": "v1.0.0"
+x: [for i in list.Range(0, 200000, 1) {i}]
+`),
+	}}})
+	var budget *kernel.BudgetError
+	fmt.Println(errors.As(err, &budget), budget.Budget)
+	fmt.Println(err)
+	// Output:
+	// shop-web
+	// true time
+	// kernel: render instance: the worker was killed past the time budget of 1s (Workers.Timeout)
+}

@@ -1,0 +1,7 @@
+//go:build race
+
+package kernel
+
+// raceEnabled reports whether the race detector is on: its shadow memory
+// counts against RLIMIT_DATA, so a worker then sets no data limit.
+const raceEnabled = true

@@ -1,0 +1,569 @@
+package kernel
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The default budgets and sizes of Workers; see Workers.
+const (
+	DefaultWorkerTimeout = 10 * time.Second
+	DefaultWorkerMemory  = 512 << 20
+	DefaultWorkerCalls   = 1000
+
+	// MinWorkerMemory is the least memory budget a worker may have: a
+	// worker's runtime and CUE hold about 20 MiB before their first call.
+	MinWorkerMemory = 32 << 20
+)
+
+// Workers is a pool of worker processes that a [Kernel] with Workers set
+// runs its builds' and renders' CUE evaluation in, so that the evaluation
+// can be stopped: CUE's evaluator cannot be cancelled, but a process can
+// be killed. A call gets a worker of its own for its duration; when ctx
+// ends, or the call is past a budget, the worker is killed and the call
+// returns at once, ctx.Err() or a [*BudgetError]; the next call gets
+// another worker. A worker otherwise stays warm for further calls, up to
+// Calls of them.
+//
+// A worker is the running executable started again, whose main function
+// (or TestMain) calls [MainWorker] first. It reads the platform's
+// directory itself, through the same rules and Limits as the Kernel does
+// in-process; the instance it renders is read by the caller and sent to
+// it. Its results and errors are those the Kernel gives in-process.
+//
+// The zero value is ready to use, with the defaults; set the fields before
+// first use. Workers are safe for concurrent use by multiple goroutines.
+// Close them when done: Close stops every worker process.
+//
+// The time budget is kept by the caller's process. The memory budget is
+// kept by the worker's runtime (see [runtime/debug.SetMemoryLimit]), which
+// collects harder near it, by the worker watching its own memory, and on
+// Linux by RLIMIT_DATA well above the budget and by the caller's process
+// watching the worker's resident memory (/proc/<pid>/statm); elsewhere the
+// worker's own watch keeps it, which sees the Go runtime's memory only.
+type Workers struct {
+	// Size is the most workers at once, and so the most calls evaluating
+	// at once: a call past it waits for a worker as long as its ctx allows.
+	// Zero means runtime.GOMAXPROCS(0).
+	Size int
+
+	// Timeout is the time budget of one call, from when a worker has it
+	// until the worker answers. Zero means DefaultWorkerTimeout.
+	Timeout time.Duration
+
+	// Memory is the memory budget of one worker, in bytes: the most
+	// memory it may hold while it evaluates. Zero means
+	// DefaultWorkerMemory; a budget below MinWorkerMemory is refused.
+	Memory int64
+
+	// Calls is how many calls a worker answers before it is replaced by a
+	// fresh one. Zero means DefaultWorkerCalls.
+	Calls int
+
+	mu      sync.Mutex
+	slots   chan struct{} // one token per worker that may run; made on first use
+	idle    []*worker     // warm workers, most recently used last
+	all     map[*worker]bool
+	closed  bool
+	pending int            // workers that ended while open, not yet replaced
+	reaped  sync.WaitGroup // one for each worker process until it is reaped
+	exe     string         // the executable; found on first use
+	exeErr  error
+	stats   workerCounters
+}
+
+// workerCounters are the counters of WorkerStats.
+type workerCounters struct {
+	started, restarts, calls, killedTime, killedMemory, cancelled, crashed, recycled atomic.Uint64
+	busy                                                                             atomic.Int64
+}
+
+// WorkerStats is a snapshot of Workers for metrics.
+type WorkerStats struct {
+	Size    int // the most workers at once
+	Running int // worker processes running, idle or busy
+	Busy    int // workers evaluating a call
+
+	Started  uint64 // worker processes started
+	Restarts uint64 // of those, started in place of one that ended: killed, crashed or recycled
+	Calls    uint64 // calls a worker answered
+
+	KilledTime   uint64 // workers killed past the time budget
+	KilledMemory uint64 // workers killed, or ended, past the memory budget
+	Cancelled    uint64 // workers killed because their call's ctx ended
+	Crashed      uint64 // workers that ended on their own before they answered
+	Recycled     uint64 // workers retired after Calls calls
+}
+
+// resolved returns the configuration with its defaults, or an error
+// naming a field out of range.
+func (ws *Workers) resolved() (size int, timeout time.Duration, memory int64, calls int, err error) {
+	size, timeout, memory, calls = ws.Size, ws.Timeout, ws.Memory, ws.Calls
+	switch {
+	case size < 0:
+		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Size is %d: must be positive, or zero for GOMAXPROCS", size)
+	case timeout < 0:
+		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Timeout is %v: must be positive, or zero for the default", timeout)
+	case memory < 0 || (memory > 0 && memory < MinWorkerMemory):
+		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Memory is %d bytes: must be at least %s, or zero for the default", memory, formatBytes(MinWorkerMemory))
+	case calls < 0:
+		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Calls is %d: must be positive, or zero for the default", calls)
+	}
+	if size == 0 {
+		size = runtime.GOMAXPROCS(0)
+	}
+	if timeout == 0 {
+		timeout = DefaultWorkerTimeout
+	}
+	if memory == 0 {
+		memory = DefaultWorkerMemory
+	}
+	if calls == 0 {
+		calls = DefaultWorkerCalls
+	}
+	return size, timeout, memory, calls, nil
+}
+
+// Stats returns a snapshot of ws. It does not block on calls in flight.
+func (ws *Workers) Stats() WorkerStats {
+	size, _, _, _, _ := ws.resolved()
+	ws.mu.Lock()
+	running := len(ws.all)
+	ws.mu.Unlock()
+	c := &ws.stats
+	return WorkerStats{
+		Size: size, Running: running, Busy: int(c.busy.Load()),
+		Started: c.started.Load(), Restarts: c.restarts.Load(), Calls: c.calls.Load(),
+		KilledTime: c.killedTime.Load(), KilledMemory: c.killedMemory.Load(),
+		Cancelled: c.cancelled.Load(), Crashed: c.crashed.Load(), Recycled: c.recycled.Load(),
+	}
+}
+
+// Close kills every worker, idle or busy, and returns once each has
+// ended. A call in flight fails with a *WorkerError wrapping
+// ErrWorkersClosed, and so does every later call. Close is idempotent.
+func (ws *Workers) Close() error {
+	ws.mu.Lock()
+	ws.closed = true
+	ws.idle = nil
+	for w := range ws.all {
+		w.kill()
+	}
+	ws.mu.Unlock()
+	ws.reaped.Wait()
+	return nil
+}
+
+// A worker is one worker process.
+type worker struct {
+	cmd    *exec.Cmd
+	in     *os.File // the write end of its standard input
+	out    *os.File // the read end of its standard output
+	r      *bufio.Reader
+	w      *bufio.Writer
+	stderr *headBuffer
+	calls  int
+	killed atomic.Bool
+	exited chan struct{}    // closed once the process is reaped and its pipes closed
+	state  *os.ProcessState // set before exited is closed
+}
+
+func (w *worker) kill() {
+	w.killed.Store(true)
+	w.cmd.Process.Kill()
+}
+
+// start starts a worker process and waits for its hello, as long as ctx
+// allows and no longer than timeout.
+func (ws *Workers) start(ctx context.Context, memory int64, timeout time.Duration) (*worker, error) {
+	ws.mu.Lock()
+	if ws.exe == "" && ws.exeErr == nil {
+		ws.exe, ws.exeErr = os.Executable()
+	}
+	exe, exeErr := ws.exe, ws.exeErr
+	ws.mu.Unlock()
+	if exeErr != nil {
+		return nil, fmt.Errorf("cannot start a worker: %w", exeErr)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	// A test binary that does not serve workers runs no test; a program
+	// that does not tells nothing but its refusal of the flag.
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), workerEnv+"="+strconv.FormatInt(memory, 10))
+	cmd.Stdin, cmd.Stdout = inR, outW
+	w := &worker{cmd: cmd, in: inW, out: outR, stderr: &headBuffer{max: 4 << 10}, exited: make(chan struct{})}
+	cmd.Stderr = w.stderr
+	cmd.SysProcAttr = workerAttr()
+	ws.mu.Lock()
+	if ws.closed {
+		ws.mu.Unlock()
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, ErrWorkersClosed
+	}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		ws.mu.Unlock()
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("cannot start a worker: %w", err)
+	}
+	if ws.all == nil {
+		ws.all = map[*worker]bool{}
+	}
+	ws.all[w] = true
+	ws.stats.started.Add(1)
+	if ws.pending > 0 {
+		ws.pending--
+		ws.stats.restarts.Add(1)
+	}
+	ws.reaped.Add(1)
+	ws.mu.Unlock()
+	go ws.reap(w)
+
+	w.r, w.w = bufio.NewReaderSize(outR, 64<<10), bufio.NewWriterSize(inW, 64<<10)
+	hello := make(chan error, 1)
+	go func() {
+		buf := make([]byte, len(workerHello))
+		_, err := io.ReadFull(w.r, buf)
+		if err == nil && string(buf) != workerHello {
+			err = errors.New("it wrote something else first")
+		}
+		hello <- err
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case err = <-hello:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = fmt.Errorf("it did not answer within %v", timeout)
+	}
+	if err == nil {
+		return w, nil
+	}
+	w.kill()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	<-w.exited
+	ws.mu.Lock()
+	closed := ws.closed
+	ws.mu.Unlock()
+	if closed {
+		return nil, ErrWorkersClosed
+	}
+	return nil, fmt.Errorf("%s did not start as a kernel worker (does its main, or TestMain, call kernel.MainWorker first?): %v%s",
+		exe, err, w.describeExit())
+}
+
+// reap waits for w's process to end and closes its pipes: a goroutine
+// still reading or writing them then fails at once.
+func (ws *Workers) reap(w *worker) {
+	defer ws.reaped.Done()
+	w.cmd.Wait()
+	w.state = w.cmd.ProcessState
+	w.in.Close()
+	w.out.Close()
+	ws.mu.Lock()
+	delete(ws.all, w)
+	ws.mu.Unlock()
+	close(w.exited)
+}
+
+// retire kills w, unless it is to end by itself (its input closed), and
+// counts it for replacement.
+func (ws *Workers) retire(w *worker, gently bool) {
+	if gently {
+		w.in.Close()
+	} else {
+		w.kill()
+	}
+	ws.mu.Lock()
+	if !ws.closed {
+		ws.pending++
+	}
+	ws.mu.Unlock()
+}
+
+// describeExit returns how w's process ended and the start of what it
+// wrote to its standard error, to follow an error message.
+func (w *worker) describeExit() string {
+	s := ""
+	if w.state != nil {
+		s = ": " + w.state.String()
+	}
+	// The first paragraph: a panic's or a fatal error's message, before
+	// the stacks.
+	msg, _, _ := bytes.Cut(w.stderr.bytes(), []byte("\n\n"))
+	if msg := bytes.TrimSpace(msg); len(msg) > 0 {
+		s += "; it wrote: " + string(msg)
+	}
+	return s
+}
+
+// acquire returns a worker for one call, waiting as long as ctx allows
+// for one to be free, and a function that gives back its slot.
+func (ws *Workers) acquire(ctx context.Context, size int, memory int64, timeout time.Duration) (*worker, func(), error) {
+	ws.mu.Lock()
+	if ws.slots == nil {
+		ws.slots = make(chan struct{}, size)
+	}
+	slots, closed := ws.slots, ws.closed
+	ws.mu.Unlock()
+	if closed {
+		return nil, nil, ErrWorkersClosed
+	}
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	release := func() { <-slots }
+	ws.mu.Lock()
+	if ws.closed {
+		ws.mu.Unlock()
+		release()
+		return nil, nil, ErrWorkersClosed
+	}
+	for n := len(ws.idle); n > 0; n-- {
+		w := ws.idle[n-1]
+		ws.idle = ws.idle[:n-1]
+		select {
+		case <-w.exited: // ended while idle: killed from outside
+			ws.stats.crashed.Add(1)
+			ws.pending++
+			continue
+		default:
+		}
+		ws.mu.Unlock()
+		return w, release, nil
+	}
+	ws.mu.Unlock()
+	w, err := ws.start(ctx, memory, timeout)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return w, release, nil
+}
+
+// call sends req to a worker and returns its response, keeping the
+// budgets: op and dir name the call in its errors.
+func (ws *Workers) call(ctx context.Context, op, dir string, req *workerRequest) (*workerResponse, error) {
+	size, timeout, memory, calls, err := ws.resolved()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w, release, err := ws.acquire(ctx, size, memory, timeout)
+	if err != nil {
+		if ctx.Err() != nil && err == ctx.Err() {
+			return nil, err
+		}
+		return nil, &WorkerError{Op: op, Dir: dir, Err: err}
+	}
+	defer release()
+	ws.stats.busy.Add(1)
+	defer ws.stats.busy.Add(-1)
+
+	type result struct {
+		resp *workerResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		if err := writeFrame(w.w, req); err != nil {
+			done <- result{err: err}
+			return
+		}
+		resp, err := readResponse(w.r, maxFrame(memory))
+		done <- result{resp, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var poll <-chan time.Time
+	if _, ok := residentMemory(w.cmd.Process.Pid); ok {
+		t := time.NewTicker(workerPoll)
+		defer t.Stop()
+		poll = t.C
+	}
+	budget := func(name string, value int64, n *atomic.Uint64) error {
+		n.Add(1)
+		ws.retire(w, false)
+		return &BudgetError{Op: op, Dir: dir, Budget: name, Value: value}
+	}
+	for {
+		select {
+		case r := <-done:
+			if r.err == nil {
+				ws.stats.calls.Add(1)
+				w.calls++
+				ws.keep(w, calls)
+				return r.resp, nil
+			}
+			return nil, ws.lost(ctx, w, op, dir, memory, timer.C, r.err)
+		case <-ctx.Done():
+			ws.stats.cancelled.Add(1)
+			ws.retire(w, false)
+			return nil, ctx.Err()
+		case <-timer.C:
+			return nil, budget("time", int64(timeout), &ws.stats.killedTime)
+		case <-poll:
+			if rss, ok := residentMemory(w.cmd.Process.Pid); ok && rss > memory {
+				return nil, budget("memory", memory, &ws.stats.killedMemory)
+			}
+		}
+	}
+}
+
+// keep puts w back among the idle workers, or retires it after calls
+// calls, or once the Workers are closed.
+func (ws *Workers) keep(w *worker, calls int) {
+	ws.mu.Lock()
+	if !ws.closed && w.calls < calls {
+		ws.idle = append(ws.idle, w)
+		ws.mu.Unlock()
+		return
+	}
+	closed := ws.closed
+	ws.mu.Unlock()
+	if !closed {
+		ws.stats.recycled.Add(1)
+	}
+	ws.retire(w, true)
+}
+
+// lost returns the error of a call whose worker ended, or stopped
+// answering, before it answered: err is what its pipes said.
+func (ws *Workers) lost(ctx context.Context, w *worker, op, dir string, memory int64, timeout <-chan time.Time, err error) error {
+	// The process has closed its output, and so is ending: wait for it,
+	// to tell why, as ctx and the time budget allow.
+	if !w.killed.Load() {
+		select {
+		case <-w.exited:
+		case <-ctx.Done():
+		case <-timeout:
+		case <-time.After(time.Second):
+		}
+	}
+	ws.retire(w, false)
+	ws.mu.Lock()
+	closed := ws.closed
+	ws.mu.Unlock()
+	select {
+	case <-w.exited:
+	default:
+		if closed {
+			return &WorkerError{Op: op, Dir: dir, Err: ErrWorkersClosed}
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		ws.stats.crashed.Add(1)
+		return &WorkerError{Op: op, Dir: dir, Err: fmt.Errorf("the worker stopped answering: %v", err)}
+	}
+	if closed {
+		return &WorkerError{Op: op, Dir: dir, Err: ErrWorkersClosed}
+	}
+	if w.pastMemory() {
+		ws.stats.killedMemory.Add(1)
+		return &BudgetError{Op: op, Dir: dir, Budget: "memory", Value: memory}
+	}
+	ws.stats.crashed.Add(1)
+	return &WorkerError{Op: op, Dir: dir, Err: fmt.Errorf("the worker process ended before it answered%s", w.describeExit())}
+}
+
+// pastMemory reports whether w's process ended past its memory budget:
+// by its own watch, or refused memory by the operating system.
+func (w *worker) pastMemory() bool {
+	if w.state != nil && w.state.ExitCode() == exitMemory {
+		return true
+	}
+	msg := w.stderr.bytes()
+	return bytes.Contains(msg, []byte("fatal error: runtime: out of memory")) ||
+		bytes.Contains(msg, []byte("fatal error: runtime: cannot allocate memory"))
+}
+
+// A headBuffer keeps the first max bytes written to it.
+type headBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *headBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (b *headBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf)
+}
+
+// buildPlatform builds the platform module in dir, an absolute path, in a
+// worker.
+func (ws *Workers) buildPlatform(ctx context.Context, limits Limits, dir string) (*Platform, error) {
+	resp, err := ws.call(ctx, "build", dir, &workerRequest{Op: "build", Limits: limits, Dir: dir})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Err != nil {
+		return nil, resp.Err.error()
+	}
+	return resp.Platform.platform(), nil
+}
+
+// render renders in in a worker: the instance is read here, and sent.
+func (ws *Workers) render(ctx context.Context, limits Limits, in RenderInput) (RenderOutput, error) {
+	if err := checkRenderInput(ctx, in); err != nil {
+		return RenderOutput{}, err
+	}
+	s, err := snapshotOf(ctx, limits, in)
+	if err != nil {
+		return RenderOutput{}, err
+	}
+	req := &workerRequest{Op: "render", Limits: limits, Platform: toWirePlatform(in.Platform),
+		Instance: &wireInstance{Dir: s.dir, Files: s.files, Digest: s.digest, Size: s.size}, Skew: in.Skew}
+	resp, err := ws.call(ctx, "render", s.dir, req)
+	if err != nil {
+		return RenderOutput{}, err
+	}
+	if resp.Err != nil {
+		return RenderOutput{}, resp.Err.error()
+	}
+	return *resp.Output, nil
+}
