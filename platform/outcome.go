@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"leasekit.dev/platform/kernel"
 	"leasekit.dev/publish"
 )
 
@@ -140,4 +141,9 @@ type Stats struct {
 
 	Memo      MemoStats      // the render memo
 	Admission AdmissionStats // the admission of renders that evaluate
+
+	// Workers describes the worker processes of the Publisher's Kernel
+	// (renders killed past a budget, restarts, pool size); the zero value
+	// when the Kernel evaluates in-process.
+	Workers kernel.WorkerStats
 }

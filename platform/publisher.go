@@ -271,6 +271,9 @@ func (p *Publisher) Stats() Stats {
 		Memo:            p.memo.snapshot(),
 		Admission:       p.admission.snapshot(),
 	}
+	if ws := p.kernel.Workers; ws != nil {
+		s.Workers = ws.Stats()
+	}
 	for _, d := range gs.Dirs {
 		if i, found := slices.BinarySearch(s.OnDisk, d.Identity.Key); !found {
 			s.OnDisk = slices.Insert(s.OnDisk, i, d.Identity.Key)

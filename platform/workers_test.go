@@ -1,0 +1,48 @@
+package platform_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
+)
+
+// TestRendersThroughWorkers: a Publisher whose Kernel has Workers renders
+// through them and reports them in Stats; a render killed past its time
+// budget fails with the *kernel.BudgetError, is not memoized (the next
+// render of it is killed again), and a good render afterwards succeeds
+// and is memoized.
+func TestRendersThroughWorkers(t *testing.T) {
+	// The time budget is generous: a cold worker of a race-detecting test
+	// binary must still build and render the good instance within it.
+	ws := &kernel.Workers{Size: 1, Timeout: 4 * time.Second}
+	t.Cleanup(func() { ws.Close() })
+	p := published(t, platform.PublisherOptions{Kernel: &kernel.Kernel{Workers: ws}})
+	ctx := context.Background()
+
+	bomb := renderInstance(t)
+	bomb.Files["bomb.cue"] = []byte("package shop\nimport \"list\"\nx: [for i in list.Range(0, 200000, 1) {i}]\n")
+	for range 2 {
+		_, _, err := p.Render(ctx, bomb)
+		var be *kernel.BudgetError
+		if !errors.As(err, &be) || be.Budget != "time" || !errors.Is(err, kernel.ErrBudget) {
+			t.Fatalf("Render of the bomb: %v, want a *kernel.BudgetError for time", err)
+		}
+	}
+	good := renderInstance(t)
+	for range 2 {
+		if out, _, err := p.Render(ctx, good); err != nil || len(out.Resources) == 0 {
+			t.Fatalf("Render: %v, %d resources", err, len(out.Resources))
+		}
+	}
+	s := p.Stats()
+	if s.Workers.Size != 1 || s.Workers.KilledTime != 2 || s.Workers.Calls == 0 {
+		t.Fatalf("Stats().Workers = %+v, want size 1, 2 killed past the time budget, calls answered", s.Workers)
+	}
+	if s.Memo.Hits != 1 || s.Memo.Misses != 3 {
+		t.Fatalf("Stats().Memo = %+v, want 1 hit (the good render again) and 3 misses", s.Memo)
+	}
+}
