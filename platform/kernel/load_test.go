@@ -106,7 +106,13 @@ func describe(v cue.Value, err error) string {
 }
 
 // writeFiles writes files, slash-separated paths to contents, under dir.
-func writeFiles(t testing.TB, dir string, files map[string]string) {
+// fataler is what writeFiles needs of a *testing.T or a *rapid.T.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func writeFiles(t fataler, dir string, files map[string]string) {
 	t.Helper()
 	for name, data := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))

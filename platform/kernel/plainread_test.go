@@ -75,15 +75,7 @@ func TestPlainReadRendersAsTheLoadersRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer os.RemoveAll(dir)
-		for name, data := range files {
-			name = filepath.Join(dir, filepath.FromSlash(name))
-			if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeFiles(t, dir, files)
 		if rapid.IntRange(0, 5).Draw(t, "link") == 0 {
 			if err := os.Symlink("shop.cue", filepath.Join(dir, "link.cue")); err != nil {
 				t.Fatal(err)

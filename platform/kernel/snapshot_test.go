@@ -39,15 +39,11 @@ func TestSnapshotRendersAsTheInstance(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.RemoveAll(dir)
+			written := map[string]string{}
 			for name, data := range files {
-				name = filepath.Join(dir, filepath.FromSlash(name))
-				if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(name, data, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				written[name] = string(data)
 			}
+			writeFiles(t, dir, written)
 			in.Dir = dir
 		} else {
 			in.Files = files
