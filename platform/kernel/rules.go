@@ -27,7 +27,11 @@ func (c *checker) fail(path []string, format string, args ...any) {
 func (c *checker) str(path []string, rule func(string) string) {
 	s, err := lookup(c.ev, path...).String()
 	if err != nil {
-		return
+		// An instance the schema refuses elsewhere: its values as written
+		// still have their rules checked, so that every problem is told.
+		if s, err = lookup(c.v, path...).String(); err != nil {
+			return
+		}
 	}
 	if r := rule(s); r != "" {
 		c.fail(path, "%q %s", s, r)
@@ -36,7 +40,11 @@ func (c *checker) str(path []string, rule func(string) string) {
 
 // labels checks the keys and values of the label map at path.
 func (c *checker) labels(path []string) {
-	c.labelKeys(path, slices.Sorted(mapKeys(structFields(lookup(c.ev, path...)))))
+	fields := structFields(lookup(c.ev, path...))
+	if fields == nil {
+		fields = structFields(lookup(c.v, path...))
+	}
+	c.labelKeys(path, slices.Sorted(mapKeys(fields)))
 }
 
 // labelKeys checks the given keys, and their values, of the label map at

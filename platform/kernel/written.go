@@ -34,6 +34,9 @@ type writtenComponent struct {
 func readInstance(v, ev cue.Value) writtenInstance {
 	w := writtenInstance{v: v, ev: ev, requires: stringFields(lookup(ev, "requires"))}
 	comps := structFields(lookup(ev, "components"))
+	if comps == nil { // refused by the schema: read as written, so every problem is told
+		comps = structFields(lookup(v, "components"))
+	}
 	for _, name := range slices.Sorted(mapKeys(comps)) {
 		c := comps[name]
 		wc := writtenComponent{
