@@ -15,8 +15,12 @@ import (
 // A Kernel with Workers evaluates in worker processes, which a budget can
 // stop; the program's main (here, the test binary's TestMain) calls
 // kernel.MainWorker first.
+//
+// The example shows the time budget alone: the memory budget is set far
+// above what the bomb below can allocate in a second on any machine, so
+// the time budget is the one that stops it, however fast the machine.
 func ExampleWorkers() {
-	ws := &kernel.Workers{Size: 2, Timeout: time.Second, Memory: 256 << 20}
+	ws := &kernel.Workers{Size: 2, Timeout: time.Second, Memory: 8 << 30}
 	defer ws.Close()
 	k := &kernel.Kernel{Workers: ws}
 
