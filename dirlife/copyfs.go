@@ -20,7 +20,9 @@ import (
 // with the owner's read, write and search added (an [embed.FS] directory,
 // 0o555, becomes 0o755). The entries of fsys are checked as WriteTree
 // checks a Tree, each before it is copied; a setuid, setgid or sticky bit
-// is refused, not dropped.
+// is refused, not dropped (a directory keeps the setgid bit a setgid Root
+// passes on, as Write's do). An entry whose name is not one path element
+// (empty, "." or "..", or holding a slash) is refused with a [*NameError].
 //
 // CopyFS returns once ctx is done, also while a read from fsys blocks:
 // such a read is abandoned, not interrupted, and its goroutine ends when
@@ -90,7 +92,16 @@ func (c *copier) visit(name string, d fs.DirEntry, err error) error {
 		if err := dir.Mkdir(base, perm); err != nil {
 			return err
 		}
-		return dir.Chmod(base, perm) // exactly, whatever the umask
+		// Exactly, whatever the umask, keeping the setgid bit a setgid
+		// Root passes on, as Write keeps it.
+		fi, err := dir.Lstat(base)
+		if err != nil {
+			return err
+		}
+		if got := fi.Mode(); got.Perm() != perm {
+			return dir.Chmod(base, perm|got&fs.ModeSetgid)
+		}
+		return nil
 	case mode.Type() == fs.ModeSymlink:
 		target, err := fs.ReadLink(c.fsys, name)
 		if err != nil {

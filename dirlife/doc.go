@@ -75,7 +75,11 @@
 // However the staging directory was filled, every entry is checked before
 // it is published, as names are:
 //
-//   - the setuid, setgid and sticky bits are refused, not dropped;
+//   - the setuid, setgid and sticky bits are refused, not dropped, but
+//     for the setgid bit of a directory whose parent has it, on a Root
+//     that has it (a shared group directory, a volume mounted with an
+//     fsGroup): the system passes it on to every directory made there,
+//     Write's included, so it is Root's, not the caller's, and it stays;
 //   - only regular files, directories and symbolic links are written, and
 //     a streamed file with other hard links is refused;
 //   - a symbolic link must be relative and resolve, as the system follows

@@ -102,6 +102,13 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 				makeRemovable(sr, ".")
 			}
 		}()
+		// The setgid bit the staging directory has before fill runs is
+		// Root's, passed on by the system, not the caller's.
+		fi, err := sr.Lstat(".")
+		if err != nil {
+			return false, err
+		}
+		inherited := fi.Mode()&fs.ModeSetgid != 0
 		sums, err := l.runFill(ctx, fill, sr, stage)
 		if err == nil {
 			err = ctx.Err()
@@ -109,7 +116,7 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		if err != nil {
 			return false, err
 		}
-		if w.Digest, err = l.finish(ctx, r, dir, sr, stage, sums, opts.Current); err != nil {
+		if w.Digest, err = l.finish(ctx, r, dir, sr, stage, inherited, sums, opts.Current); err != nil {
 			return false, err
 		}
 		checked = true // every directory is the owner's to empty
@@ -148,22 +155,24 @@ func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage
 
 // finish checks the filled staging directory sr entry by entry, digests
 // it and, unless NoSync or its digest is current (it is then discarded),
-// makes it durable.
-func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, sums map[string]fileSum, current Digest) (Digest, error) {
+// makes it durable. inherited reports whether the staging directory had
+// the setgid bit from Root before it was filled.
+func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, inherited bool, sums map[string]fileSum, current Digest) (Digest, error) {
 	fi, err := sr.Lstat(".")
 	if err != nil {
 		return Digest{}, err
 	}
-	if err := checkMode(".", fi.Mode(), true); err != nil {
+	mode, setgid := passedOn(fi.Mode(), inherited)
+	if err := checkMode(".", mode, true); err != nil {
 		return Digest{}, err // the directory itself
 	}
-	mode := syncFS
+	sync := syncFS
 	if l.PerFileSync || !haveSyncfs {
-		mode = syncFiles
+		sync = syncFiles
 	}
 	w := &stagedWalk{
 		ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: stage, sums: sums,
-		fault: l.fault, syncFiles: !l.NoSync && mode == syncFiles,
+		fault: l.fault, syncFiles: !l.NoSync && sync == syncFiles,
 		hash: sha256.New(),
 	}
 	defer w.cur.close()
@@ -173,7 +182,7 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 		}
 	}()
 	w.dg.init()
-	if err := w.walk("."); err != nil {
+	if err := w.walk(".", setgid); err != nil {
 		return Digest{}, err
 	}
 	if w.entries == 0 {
@@ -183,7 +192,7 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 	if l.NoSync || sum == current {
 		return sum, nil
 	}
-	if mode == syncFS {
+	if sync == syncFS {
 		if err := l.fault(stepSync, stage); err != nil {
 			return Digest{}, &os.PathError{Op: "syncfs", Path: stage, Err: err}
 		}
@@ -225,7 +234,22 @@ type stagedWalk struct {
 	entries int
 }
 
-func (w *stagedWalk) walk(dir string) error {
+// passedOn returns the mode of a staged directory without the setgid bit
+// when the system gave it that bit, as it gives it every directory made in
+// one that has it (parent reports whether the directory's parent has it,
+// or, for the staging directory, whether Root gave it the bit), and
+// reports whether the directory has the bit so passed on. Any other
+// setgid bit is the caller's, and left for checkMode to refuse.
+func passedOn(mode fs.FileMode, parent bool) (fs.FileMode, bool) {
+	if parent && mode.IsDir() && mode&fs.ModeSetgid != 0 {
+		return mode &^ fs.ModeSetgid, true
+	}
+	return mode, false
+}
+
+// walk visits the entries of dir; setgid reports whether dir has the
+// setgid bit that Root passed on (see passedOn).
+func (w *stagedWalk) walk(dir string, setgid bool) error {
 	h, err := w.cur.at(dir)
 	if err != nil {
 		return err
@@ -252,13 +276,13 @@ func (w *stagedWalk) walk(dir string) error {
 		if err != nil {
 			return err
 		}
-		isDir, err := w.entry(h, base, rel)
+		isDir, sub, err := w.entry(h, base, rel, setgid)
 		h.release() // before descending: the cursor bounds what stays open
 		if err != nil {
 			return err
 		}
 		if isDir {
-			if err := w.walk(rel); err != nil {
+			if err := w.walk(rel, sub); err != nil {
 				return err
 			}
 		}
@@ -267,36 +291,38 @@ func (w *stagedWalk) walk(dir string) error {
 }
 
 // entry checks and digests the entry base of directory h, rel in the
-// tree, and reports whether it is a directory to descend into.
-func (w *stagedWalk) entry(h *dirHandle, base, rel string) (isDir bool, err error) {
+// tree, whose parent's setgid bit Root passed on when parentSetgid is
+// set. It reports whether the entry is a directory to descend into, and
+// whether that directory has the bit so passed on.
+func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (isDir, setgid bool, err error) {
 	fi, err := h.dir().Lstat(base)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	mode := fi.Mode()
+	mode, setgid := passedOn(fi.Mode(), parentSetgid)
 	if err := checkMode(rel, mode, true); err != nil {
-		return false, err
+		return false, false, err
 	}
 	switch mode.Type() {
 	case fs.ModeDir:
 		w.dg.dir(rel, mode.Perm())
 		w.dirs = append(w.dirs, rel)
-		return true, nil
+		return true, setgid, nil
 	case fs.ModeSymlink:
 		target, err := h.dir().Readlink(base)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		if err := checkLinkTarget(rel, rel, target); err != nil {
-			return false, err
+			return false, false, err
 		}
 		if err := checkResolves(w.sr, rel); err != nil {
-			return false, err
+			return false, false, err
 		}
 		w.dg.link(rel, target)
-		return false, nil
+		return false, false, nil
 	}
-	return false, w.regular(h, base, rel, fi)
+	return false, false, w.regular(h, base, rel, fi)
 }
 
 // regular checks and digests the regular file base of directory h.
