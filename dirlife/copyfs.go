@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"sync"
 )
 
@@ -32,8 +34,52 @@ func (l Layout[ID]) CopyFS(ctx context.Context, id ID, fsys fs.FS, opts StreamOp
 	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, stage string) (map[string]fileSum, error) {
 		c := &copier{l: l.fault, ctx: ctx, fsys: fsys, cur: newDirCursor(sr), stage: stage, sums: map[string]fileSum{}, hash: sha256.New()}
 		defer c.cur.close()
-		return c.sums, fs.WalkDir(fsys, ".", c.visit)
+		return c.sums, c.walk()
 	}, opts)
+}
+
+// walk visits fsys's tree as [fs.WalkDir] does, root first, then each
+// directory's entries in the order [fs.ReadDir] gives them, but refuses
+// an entry whose name is not one path element before it visits it:
+// joined to its directory's path, such a name names another entry (an
+// empty one, or ".", the directory itself, which a walk would enter for
+// ever).
+func (c *copier) walk() error {
+	info, err := fs.Stat(c.fsys, ".")
+	if err != nil {
+		return err
+	}
+	if err := c.visit(".", fs.FileInfoToDirEntry(info), nil); err != nil {
+		return err
+	}
+	return c.walkDir(".")
+}
+
+func (c *copier) walkDir(dir string) error {
+	entries, err := fs.ReadDir(c.fsys, dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		base := e.Name()
+		if base == "" || base == "." || base == ".." || strings.Contains(base, "/") {
+			given := base // as listed, not joined: a join would name another entry
+			if dir != "." {
+				given = dir + "/" + base
+			}
+			return &NameError{given, fmt.Sprintf("is an entry named %q in the fs.FS's directory %q: an entry's name must be one path element (not empty, \".\" or \"..\", and without a slash)", base, dir)}
+		}
+		name := pathJoin(dir, base)
+		if err := c.visit(name, e, nil); err != nil {
+			return err
+		}
+		if e.IsDir() {
+			if err := c.walkDir(name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // A copier copies an fs.FS into a staging directory. It creates each
