@@ -151,13 +151,18 @@
 // renames too.) A caller for whom a pruned ID must never come back (one
 // that prunes a newer ID to roll back) writes a new ID instead.
 //
-// Removal: a call removes its garbage on a few goroutines of its own, out
-// of every ID's path and under an aside name that no ID or staging
-// directory can take, and at most one removal of an entry runs at once in
-// a process: a call leaves an entry that another call of the process is
-// removing to that call. A removal past [Layout.RemovalDeadline] makes the
-// call return a [*StalledError] and goes on; one blocked in the kernel
-// keeps its goroutine, and an OS thread, until its system call returns. A
+// Removal: garbage is removed out of every ID's path, under an aside name
+// that no ID or staging directory can take, on the process's removal
+// goroutines: four at most, for every root and call together, so that
+// the threads removal takes do not grow with the number of callers; a
+// removal waits for a free one, in the order it was started. At most one
+// removal of an entry runs at once in a process: a call leaves an entry
+// that another call of the process is removing to that call. A removal
+// past [Layout.RemovalDeadline], running or still waiting for a
+// goroutine, makes the call return a [*StalledError] and goes on; one
+// blocked in the kernel keeps its goroutine, its slot of the four, and an
+// OS thread, until its system call returns: while four removals hang,
+// every other waits, and its caller returns at its deadline. A
 // removal that fails (a mount point under the tree, a permission) is
 // returned by the call that waited for it, or, when none did (deferred, or
 // past the deadline), reported once by the next Prune or [Layout.Settle]

@@ -117,10 +117,11 @@ func (e *MountError) Unwrap() error { return ErrMountPoint }
 // removals were still running when the removal deadline passed.
 var ErrRemovalStalled = errors.New("removal still running past its deadline")
 
-// A StalledError reports removals still running when the call that waited
-// for them reached [Layout.RemovalDeadline]. Each entry is already out of
+// A StalledError reports removals still running, or still waiting for
+// one of the process's removal goroutines, when the call that waited for
+// them reached [Layout.RemovalDeadline]. Each entry is already out of
 // every ID's path, under an aside name of its own that no ID or staging
-// directory can take; its removal goes on, on its goroutine, and a
+// directory can take; its removal goes on, and a
 // failure of it is reported by a later Prune or [Layout.Settle]. No second
 // removal of it starts while this one runs.
 type StalledError struct {

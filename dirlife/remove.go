@@ -16,11 +16,11 @@ import (
 // removal holds are bounded by removeHandles plus its depth divided by
 // removeLevels (at most 32 more for any tree a Write makes, whose paths
 // hold at most maxPath bytes), plus one directory being listed, for each
-// of the removeWorkers goroutines that remove the top of the tree's
-// entries; and no operation resolves a path of more than removeLevels
-// elements. The goroutines of one call's removals, its trees' tops
-// included, share that call's removeWorkers slots, so one call holds
-// that bound removeWorkers times at most, however many trees it removes.
+// goroutine that removes the top of the tree's entries; and no operation
+// resolves a path of more than removeLevels elements. Every removal of the
+// process, its trees' tops included, runs on the process's maxRemovers
+// goroutines, so the process holds that bound maxRemovers times at most,
+// however many trees and calls remove at once.
 const (
 	removeHandles = 16
 	removeLevels  = 64
@@ -35,11 +35,11 @@ const (
 // mount of Root's own filesystem (a bind mount) is refused alike. An entry
 // already gone is no error: another remover may have been first. The
 // descriptors it holds are bounded, whatever the depth of the tree (see
-// removeHandles). The caller holds one of slots; the removal of the top of
-// the tree's entries takes more of them, those free, for goroutines of
-// its own.
-func removeTree(parent *os.Root, name, rel string, dev uint64, devOf func(fs.FileInfo) uint64, slots chan struct{}) error {
-	rm := treeRemoval{dev: dev, devOf: devOf, slots: slots}
+// removeHandles). The caller is one of the process's removal goroutines;
+// the removal of the top of the tree's entries takes more of them, those
+// free, for helpers (see removeEach).
+func removeTree(parent *os.Root, name, rel string, dev uint64, devOf func(fs.FileInfo) uint64) error {
+	rm := treeRemoval{dev: dev, devOf: devOf}
 	return rm.remove(parent, name, rel, 0)
 }
 
@@ -47,7 +47,6 @@ func removeTree(parent *os.Root, name, rel string, dev uint64, devOf func(fs.Fil
 type treeRemoval struct {
 	dev   uint64
 	devOf func(fs.FileInfo) uint64
-	slots chan struct{} // a token for each goroutine the call's removals may run on
 }
 
 // remove removes the entry at p, a path relative to base of at most
@@ -146,8 +145,10 @@ func (rm treeRemoval) list(r *os.Root, p, rel string) ([]fs.DirEntry, error) {
 const removeWorkers = 4
 
 // removeEach removes the entries of sub, the top of a tree, on the
-// calling goroutine and on up to removeWorkers-1 more, as many as the
-// call's slots have free, and returns the first failure.
+// calling goroutine and on up to removeWorkers-1 helpers, as many as the
+// process's pool has free (see takeHelper), and returns the first
+// failure. A helper done with its share goes on with the removals that
+// wait for a goroutine, as a worker of the pool.
 func (rm treeRemoval) removeEach(sub *os.Root, entries []fs.DirEntry, rel string) error {
 	var mu sync.Mutex
 	var first error
@@ -173,21 +174,27 @@ func (rm treeRemoval) removeEach(sub *os.Root, entries []fs.DirEntry, rel string
 		}
 	}
 	var wg sync.WaitGroup
-spawn:
 	for range min(len(entries), removeWorkers) - 1 {
-		select {
-		case rm.slots <- struct{}{}:
-		default:
-			break spawn // the call's other removals hold the rest
+		if !takeHelper() {
+			break // the process's other removals hold the rest
 		}
-		wg.Go(func() {
-			defer func() { <-rm.slots }()
-			work()
-		})
+		wg.Add(1)
+		go removeHelper(work, &wg)
 	}
 	work()
 	wg.Wait()
 	return first
+}
+
+// removeHelper does work, a share of the top of a tree, on a slot of the
+// pool that takeHelper took; then, no longer waited for, it removes what
+// waits for a goroutine, and gives the slot back.
+func removeHelper(work func(), wg *sync.WaitGroup) {
+	work()
+	wg.Done()
+	if j, ok := nextRemoval(); ok {
+		removeLoop(j)
+	}
 }
 
 // removeEntry removes the entry e of the directory prefix of sub.

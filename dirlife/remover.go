@@ -16,9 +16,118 @@ import (
 // RemovalDeadline is zero.
 const DefaultRemovalDeadline = 30 * time.Second
 
-// maxRemovers bounds the goroutines that remove one call's garbage: a
-// stuck entry holds one of them, and the others go on with the rest.
+// maxRemovers bounds the goroutines that remove garbage in this process,
+// for every root and call together: the workers that take removals in
+// turn and the helpers that the top of a tree takes for its entries (see
+// removeEach). A stuck removal holds its goroutine, and so its slot;
+// the others go on with the rest, and once every slot is held a removal
+// waits for one.
 const maxRemovers = 4
+
+// removers is this process's pool of removal goroutines.
+var removers struct {
+	mu      sync.Mutex
+	running int          // goroutines removing, at most maxRemovers
+	queue   []removeJob  // removals waiting for a goroutine, oldest first; empty while running < maxRemovers
+	peak    int          // the most goroutines running at once, for tests
+	started atomic.Int64 // goroutines started, for tests
+}
+
+// A removeJob is one removal and the batch it belongs to.
+type removeJob struct {
+	rm *removal
+	b  *removeBatch
+}
+
+// A removeBatch is the removals one call started on one root.
+type removeBatch struct {
+	root  string   // the root as given, for errors
+	r     *os.Root // a handle of the root of the batch's own; closed by the last removal
+	dev   uint64
+	devOf func(fs.FileInfo) uint64
+	hook  func(was string)
+	st    *rootState   // referenced until the last removal is over
+	left  atomic.Int64 // removals not over
+}
+
+// run removes j's entry and records the result.
+func (j removeJob) run() {
+	b := j.b
+	if b.hook != nil {
+		b.hook(j.rm.was)
+	}
+	err := removeTree(b.r, j.rm.name, j.rm.name, b.dev, b.devOf)
+	if err != nil {
+		err = removeErr(b.root, j.rm.name, err)
+	}
+	last := b.left.Add(-1) == 0
+	if last {
+		// No removal uses r any more. Closed before a waiter wakes, so
+		// that a call that waited returns holding no descriptor of it.
+		b.r.Close()
+	}
+	b.st.rm.finish(j.rm, err)
+	if last {
+		putState(b.st)
+	}
+}
+
+// startRemovals hands jobs to the pool: each gets a goroutine of its own
+// while the pool has slots free, and the rest wait, in order, for a
+// goroutine that is done with its own.
+func startRemovals(jobs []removeJob) {
+	removers.mu.Lock()
+	n := min(len(jobs), maxRemovers-removers.running)
+	removers.queue = append(removers.queue, jobs[n:]...)
+	removers.running += n
+	removers.peak = max(removers.peak, removers.running)
+	removers.mu.Unlock()
+	for _, j := range jobs[:n] {
+		removers.started.Add(1)
+		go removeLoop(j)
+	}
+}
+
+// removeLoop runs j, then every removal waiting for a goroutine, until
+// none waits; then it gives its slot back.
+func removeLoop(j removeJob) {
+	for {
+		j.run()
+		var ok bool
+		if j, ok = nextRemoval(); !ok {
+			return
+		}
+	}
+}
+
+// nextRemoval returns the oldest removal waiting for a goroutine, or,
+// when none waits, gives the caller's slot back and returns false.
+func nextRemoval() (removeJob, bool) {
+	removers.mu.Lock()
+	defer removers.mu.Unlock()
+	if len(removers.queue) == 0 {
+		removers.running--
+		return removeJob{}, false
+	}
+	j := removers.queue[0]
+	removers.queue[0] = removeJob{}
+	removers.queue = removers.queue[1:]
+	return j, true
+}
+
+// takeHelper takes a slot of the pool for a helper goroutine, if one is
+// free and no removal waits for it.
+func takeHelper() bool {
+	removers.mu.Lock()
+	defer removers.mu.Unlock()
+	if removers.running == maxRemovers || len(removers.queue) > 0 {
+		return false
+	}
+	removers.running++
+	removers.peak = max(removers.peak, removers.running)
+	removers.started.Add(1)
+	return true
+}
 
 // maxErrs bounds the failures a root keeps for its next report.
 const maxErrs = 16
@@ -118,9 +227,9 @@ type garbage struct{ name, was string }
 // which the caller set aside under the root's lock and still holds: it
 // registers them as in flight before the caller lets the lock go, so that
 // no other call of this process removes them too. The removal runs on
-// goroutines of its own, with a handle of the root of its own, so the
-// caller may release h at once. Unless deferred, the caller then waits
-// for it with wait.
+// the process's removal goroutines (see maxRemovers), with a handle of
+// the root of its own, so the caller may release h at once. Unless
+// deferred, the caller then waits for it with wait.
 func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage, deferred bool) ([]*removal, error) {
 	if len(entries) == 0 {
 		return nil, nil
@@ -133,56 +242,20 @@ func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage,
 	if err != nil {
 		return nil, fmt.Errorf("dirlife: remove garbage in %s: %w", l.Root, err)
 	}
+	b := &removeBatch{root: l.Root, r: r, dev: dev, devOf: l.devOf(), hook: l.removing, st: st}
+	b.left.Store(int64(len(entries)))
+	st.retain() // the caller holds a reference: st is still registered
 	batch := make([]*removal, len(entries))
+	jobs := make([]removeJob, len(entries))
 	rm := &st.rm
 	rm.mu.Lock()
 	for i, g := range entries {
 		batch[i] = &removal{name: g.name, was: g.was, done: make(chan struct{}), abandoned: deferred}
 		rm.inflight[g.name] = batch[i]
+		jobs[i] = removeJob{batch[i], b}
 	}
 	rm.mu.Unlock()
-
-	var next sync.Mutex
-	i := 0
-	var left atomic.Int64 // removals not over
-	left.Store(int64(len(batch)))
-	var workers sync.WaitGroup
-	devOf, hook := l.devOf(), l.removing
-	// One slot per goroutine: the workers' own, and those the tops of
-	// their trees take for more (see removeEach), maxRemovers in all.
-	slots := make(chan struct{}, maxRemovers)
-	for range min(len(batch), maxRemovers) {
-		slots <- struct{}{}
-		st.retain() // the caller holds a reference: st is still registered
-		workers.Go(func() {
-			defer func() { <-slots }()
-			defer putState(st)
-			for {
-				next.Lock()
-				if i == len(batch) {
-					next.Unlock()
-					return
-				}
-				job := batch[i]
-				i++
-				next.Unlock()
-				if hook != nil {
-					hook(job.was)
-				}
-				err := removeTree(r, job.name, job.name, dev, devOf, slots)
-				if err != nil {
-					err = removeErr(l.Root, job.name, err)
-				}
-				if left.Add(-1) == 0 {
-					// The last one: no removal uses r any more. Closed
-					// before a waiter wakes, so that a call that waited
-					// returns holding no descriptor of it.
-					r.Close()
-				}
-				rm.finish(job, err)
-			}
-		})
-	}
+	startRemovals(jobs)
 	return batch, nil
 }
 
