@@ -128,6 +128,25 @@ func (p *Publisher[K, A, V]) Reclaim() []ReclaimEvent[K] {
 	return reclaims
 }
 
+// Settle waits until the removals the Publisher left to the background
+// are over: those of the directories that Publish, Forget, Reclaim and Run
+// took out of Root, whose trees the layout removes off the serialisation.
+// Once it returns nil, Root holds no garbage of theirs. It returns at once
+// when none runs. A removal that failed, or that runs past
+// RemovalDeadline (a [*dirlife.StalledError]), is returned, reported as
+// Run reports it (OnReclaim, Stats, the log) and left for the next pass to
+// retry. When ctx ends first, Settle returns ctx.Err(); the removals go
+// on.
+func (p *Publisher[K, A, V]) Settle(ctx context.Context) error {
+	p.made()
+	err := p.disk.SettleContext(ctx)
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	p.finishReclaims(p.settleEvents(ctx, err))
+	return err
+}
+
 // settleEvents turns what the wait for the layout's background removals
 // returned into reclaim events: a removal that failed, or one still
 // running past the deadline (one event per known directory it was, and
