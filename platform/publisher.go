@@ -110,6 +110,7 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 		RetryMax:        opts.RetryMax,
 		RemovalDeadline: opts.RemovalDeadline,
 		Check:           check,
+		MapError:        platformError, // what the caller gets, OnPublish sees and the log says
 		WrapDisk:        func(d publish.Disk) publish.Disk { p.disk = d; return seamDisk{p} },
 	}
 	gopts.OnPublish = func(gev publish.PublishEvent[int64]) {

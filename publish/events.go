@@ -77,7 +77,8 @@ const (
 	BuildFailed
 
 	// Stale: a key older than the current one was refused; nothing was
-	// touched.
+	// touched. An expected event, not a fault (a caller behind another):
+	// it is logged at Info, in the words of the error Publish returns.
 	Stale
 )
 

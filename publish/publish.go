@@ -32,6 +32,9 @@ func (p *Publisher[K, A, V]) Publish(ctx context.Context, key K, files dirlife.F
 	var t Timings
 	var reclaims []ReclaimEvent[K]
 	rec, outcome, err := p.publish(ctx, key, files, value, &t, &reclaims)
+	if err != nil && p.mapErr != nil {
+		err = p.mapErr(err)
+	}
 	ev := PublishEvent[K]{Key: key, Outcome: outcome, Timings: t, Err: err}
 	if err == nil {
 		ev.Identity, ev.Dir = rec.Identity(), rec.Dir
@@ -231,6 +234,11 @@ func (p *Publisher[K, A, V]) finishPublish(ev PublishEvent[K], reclaims []Reclai
 	p.statsMu.Unlock()
 
 	switch {
+	case ev.Outcome == Stale:
+		// Expected, not a fault: a caller behind another (an older
+		// reconcile, a lagging cache) was refused, and nothing changed.
+		// Said as the caller's error says it.
+		p.log.Info(ev.Err.Error(), "key", ev.Key, "outcome", ev.Outcome.String())
 	case ev.Err != nil:
 		p.log.Error("publish: publish", "key", ev.Key, "outcome", ev.Outcome.String(), "err", ev.Err)
 	case ev.Outcome == Unchanged:

@@ -75,6 +75,12 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// WrapDisk, when set, wraps the Publisher's disk, for tests that make
 	// a write or a removal fail.
 	WrapDisk func(Disk) Disk
+
+	// MapError, when set, words each error of a Publish as the caller is
+	// to get it: what Publish returns, OnPublish sees and the log says.
+	// For a type built on the Publisher that speaks in terms of its own;
+	// errors.As and errors.Is must still find what the error wraps.
+	MapError func(error) error
 }
 
 const (
@@ -103,6 +109,7 @@ type Publisher[K cmp.Ordered, A any, V comparable] struct {
 	onPublish func(PublishEvent[K])
 	onReclaim func(ReclaimEvent[K])
 	check     func(K, dirlife.Files, V) error
+	mapErr    func(error) error
 	retryMin  time.Duration
 	retryMax  time.Duration
 	seedA     maphash.Seed
@@ -160,6 +167,7 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 		onPublish: opts.OnPublish,
 		onReclaim: opts.OnReclaim,
 		check:     opts.Check,
+		mapErr:    opts.MapError,
 		retryMin:  opts.RetryMin,
 		retryMax:  opts.RetryMax,
 		seedA:     maphash.MakeSeed(),

@@ -1,0 +1,59 @@
+package platform_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"leasekit.dev/platform"
+)
+
+// records is a slog.Handler that keeps every record.
+type records struct {
+	mu   sync.Mutex
+	list []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	r.list = append(r.list, rec.Clone())
+	r.mu.Unlock()
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+// TestStalePublishLoggedInTheCallersWords: a stale publish is logged once,
+// at Info, and its message is the text of the platform's error the
+// caller gets, not the generic publisher's.
+func TestStalePublishLoggedInTheCallersWords(t *testing.T) {
+	rec := &records{}
+	p := newBooted(t, platform.PublisherOptions{Logger: slog.New(rec)})
+	ctx := context.Background()
+	if _, err := p.Publish(ctx, 5, moduleFiles(t, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.Publish(ctx, 4, moduleFiles(t, 1), 0)
+	if _, ok := err.(*platform.StaleError); !ok {
+		t.Fatalf("Publish(4) = %v, want a *platform.StaleError", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var stale []slog.Record
+	for _, r := range rec.list {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "outcome" && a.Value.String() == "stale" {
+				stale = append(stale, r)
+			}
+			return true
+		})
+	}
+	if len(stale) != 1 {
+		t.Fatalf("%d records of the stale publish, want 1", len(stale))
+	}
+	if r := stale[0]; r.Level != slog.LevelInfo || r.Message != err.Error() {
+		t.Fatalf("logged at %v: %q; want Info: %q", r.Level, r.Message, err.Error())
+	}
+}
