@@ -199,6 +199,14 @@ func writeModule(t *rapid.T, files map[string]string) string {
 			t.Fatal(err)
 		}
 	}
+	// Empty directories, in cue.mod and elsewhere: CUE finds no package
+	// in them, and the kernel reads them as absent.
+	for range rapid.IntRange(0, 2).Draw(t, "emptyDirs") {
+		empty := rapid.SampledFrom([]string{"cue.mod/pkg", "cue.mod/usr", "cue.mod/gen", "cue.mod/pkg/example.com/x", "empty"}).Draw(t, "emptyDir")
+		if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(empty)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return dir
 }
 

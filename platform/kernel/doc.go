@@ -112,9 +112,14 @@
 // A module file (cue.mod/module.cue) is accepted when the loader's own
 // rules accept it and it declares no dependencies, however spelt: a
 // platform or instance module must stand alone, since the kernel uses no
-// registry. Vendored packages (cue.mod/pkg, cue.mod/gen, cue.mod/usr) and
-// cue.mod/local-module.cue are refused with a *FileError. Packages of the
-// module itself may be imported.
+// registry. Vendored packages (a cue.mod/pkg, cue.mod/gen or cue.mod/usr
+// that holds a file, a link or anything else but directories) and
+// cue.mod/local-module.cue are refused with a *FileError. An empty
+// cue.mod/pkg, gen or usr, or one holding empty directories only, vendors
+// nothing (CUE finds a package there only in a directory of CUE files)
+// and is read as if it were absent, however the module is read: a tool
+// may leave one, and an archive keeps it where git would not. Packages of
+// the module itself may be imported.
 //
 // # A platform is bound to its content
 //

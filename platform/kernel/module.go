@@ -113,9 +113,13 @@ func depsPos(f *ast.File) token.Pos {
 }
 
 // checkCueMod refuses a module whose cue.mod directory holds anything the
-// loader would read beside the module file: vendored packages (pkg, gen,
-// usr) and a local-module.cue, which replaces dependencies. A module the
-// kernel loads stands alone.
+// loader would read beside the module file: vendored packages (a pkg, gen
+// or usr that holds anything but directories) and a local-module.cue,
+// which replaces dependencies. A module the kernel loads stands alone. A
+// pkg, gen or usr of empty directories vendors nothing (CUE looks for a
+// package there only in a directory holding CUE files), and is no
+// refusal: the plain read, which keeps no empty directory, reads such a
+// module as the loader does.
 func checkCueMod(fsys fs.FS, name func(string) string) error {
 	entries, err := fs.ReadDir(fsys, path.Dir(moduleFile))
 	if err != nil {
@@ -124,7 +128,15 @@ func checkCueMod(fsys fs.FS, name func(string) string) error {
 	for _, e := range entries {
 		switch e.Name() {
 		case "pkg", "gen", "usr":
-			return &FileError{File: name(path.Join(path.Dir(moduleFile), e.Name())),
+			dir := path.Join(path.Dir(moduleFile), e.Name())
+			vendors, err := holdsFiles(fsys, dir, e)
+			if err != nil {
+				return err
+			}
+			if !vendors {
+				continue
+			}
+			return &FileError{File: name(dir),
 				Rule: "holds vendored packages, which the kernel does not load: a platform or instance module must be self-contained"}
 		case "local-module.cue":
 			return &FileError{File: name(path.Join(path.Dir(moduleFile), e.Name())),
@@ -132,6 +144,26 @@ func checkCueMod(fsys fs.FS, name func(string) string) error {
 		}
 	}
 	return nil
+}
+
+// holdsFiles reports whether the entry e, dir in fsys, is anything but a
+// directory, or a directory with anything but directories under it.
+func holdsFiles(fsys fs.FS, dir string, e fs.DirEntry) (bool, error) {
+	if !e.IsDir() {
+		return true, nil
+	}
+	found := false
+	err := fs.WalkDir(fsys, dir, func(_ string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case !d.IsDir():
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found, err
 }
 
 // plainLanguage returns the language version of a module file that holds

@@ -17,8 +17,8 @@ import (
 // the loader reads it, output and error text alike, for trees the plain
 // read takes and those it leaves to the loader: good and broken module
 // files, packages and syntax, subpackages imported, data files, files
-// past the size and depth limits, vendored packages, links and too many
-// files.
+// past the size and depth limits, vendored packages, empty directories
+// (cue.mod/pkg, usr and gen among them), links and too many files.
 func TestPlainReadRendersAsTheLoadersRead(t *testing.T) {
 	p := buildTestPlatform(t, "labeled", `labels: {team: "platform"}`)
 	ctx := context.Background()
@@ -76,6 +76,17 @@ func TestPlainReadRendersAsTheLoadersRead(t *testing.T) {
 		}
 		defer os.RemoveAll(dir)
 		writeFiles(t, dir, files)
+		// Empty directories, which the plain read keeps no trace of: in
+		// cue.mod, where a non-empty one vendors packages, and elsewhere.
+		for range rapid.IntRange(0, 3).Draw(t, "emptyDirs") {
+			empty := rapid.SampledFrom([]string{
+				"cue.mod/pkg", "cue.mod/usr", "cue.mod/gen", "cue.mod/pkg/x.com/empty",
+				"cue.mod/gen/k8s.io/api", "cue.mod/other", "empty", "sub/deeper/empty",
+			}).Draw(t, "emptyDir")
+			if err := os.MkdirAll(filepath.Join(dir, filepath.FromSlash(empty)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if rapid.IntRange(0, 5).Draw(t, "link") == 0 {
 			if err := os.Symlink("shop.cue", filepath.Join(dir, "link.cue")); err != nil {
 				t.Fatal(err)
