@@ -56,7 +56,7 @@ type WorkerError struct {
 
 // Error names the module and what happened to the worker.
 func (e *WorkerError) Error() string {
-	return fmt.Sprintf("kernel: %s %s: %v", e.Op, e.Dir, e.Err)
+	return fmt.Sprintf("kernel: %s %s: %s", e.Op, e.Dir, unprefixed(e.Err))
 }
 
 // Unwrap returns what happened to the worker.

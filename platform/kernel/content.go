@@ -34,7 +34,7 @@ func (e *ContentError) Error() string {
 	msg := fmt.Sprintf("kernel: platform %s no longer holds the content the platform was built from (built from %s, now %s): build it again",
 		e.Dir, e.Want, e.Got)
 	if e.Err != nil {
-		msg += "; it no longer loads: " + e.Err.Error()
+		msg += "; it no longer loads: " + unprefixed(e.Err)
 	}
 	return msg
 }

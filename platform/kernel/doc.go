@@ -81,7 +81,11 @@
 //
 // Errors name files relative to their module: an [*Error] lists every
 // problem found, each at its positions in the user's files, with the
-// module's directory once, in front.
+// module's directory once, in front. Every error a method returns begins
+// with "kernel: ", once, also when it wraps another of the kernel's; a
+// join (one error for each catalog at fault) says each of its errors on
+// a line of its own, each so. The exception is ctx.Err(), returned as it
+// is.
 //
 // Catalog versions are semantic versions as Semantic Versioning 2.0.0
 // writes them, with or without a leading 'v': "1.4.2" equals "v1.4.2",

@@ -244,3 +244,13 @@ func (e *pathError) InputPositions() []token.Pos { return nil }
 func (e *pathError) Path() []string              { return e.path }
 func (e *pathError) Msg() (string, []any)        { return e.msg.Msg() }
 func (e *pathError) Error() string               { return e.msg.Error() }
+
+// unprefixed returns the text of err, an error that an error of the
+// kernel's own wraps, without the "kernel: " it may begin with: the
+// wrapping error says it once, in front.
+func unprefixed(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return strings.TrimPrefix(err.Error(), "kernel: ")
+}

@@ -102,7 +102,7 @@ func answer(req *workerRequest) *workerResponse {
 		}
 		return &workerResponse{Output: &out}
 	}
-	return &workerResponse{Err: toWireError(fmt.Errorf("kernel worker: unknown request %q", req.Op))}
+	return &workerResponse{Err: toWireError(fmt.Errorf("kernel: worker: unknown request %q", req.Op))}
 }
 
 // maxFrame is the largest frame a worker of the memory budget reads or
