@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -126,5 +127,39 @@ func TestCopyFSRefusesNamesThatAreNotOneElement(t *testing.T) {
 	// The tree without the hostile entry copies.
 	if _, err := l.CopyFS(ctx, 2, fstest.MapFS{"a.txt": {Data: []byte("a")}, "sub/b.txt": {Data: []byte("b")}}, StreamOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// endlessFS is a tree whose every directory holds a directory named with
+// 200 d's and a file "f", with no end.
+type endlessFS struct{}
+
+func (endlessFS) Open(name string) (fs.File, error) {
+	if path.Base(name) == "f" {
+		return fstest.MapFS{"f": {Data: []byte("f")}}.Open("f")
+	}
+	return fstest.MapFS{endlessDir + "/f": {Data: []byte("f")}}.Open(".")
+}
+
+var endlessDir = strings.Repeat("d", 200)
+
+func (endlessFS) ReadDir(string) ([]fs.DirEntry, error) {
+	return fstest.MapFS{endlessDir + "/x": {}, "f": {Data: []byte("f")}}.ReadDir(".")
+}
+
+// TestCopyFSEndlessTree: a tree with no end is refused once its paths
+// pass the layout's limit, with a *NameError, and nothing is left.
+func TestCopyFSEndlessTree(t *testing.T) {
+	l := genLayout(t)
+	mustWrite(t, l, 1, Files{"keep.txt": []byte("kept")})
+	before := rootEntries(t, l.Root)
+	_, err := l.CopyFS(context.Background(), 2, endlessFS{}, StreamOptions{})
+	var ne *NameError
+	if !errors.As(err, &ne) || len(ne.Name) <= maxPath {
+		t.Fatalf("CopyFS of an endless tree = %v, want a *NameError for a path past %d bytes", err, maxPath)
+	}
+	settle(t, l)
+	if got := rootEntries(t, l.Root); !equalStrings(got, before) {
+		t.Fatalf("Root holds %v, before %v", got, before)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"testing/fstest"
 )
@@ -252,4 +253,56 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestSetgidRootIrregularAndLinks: on a setgid Root, CopyFS of a
+// directory holding a named pipe is refused naming it, and nothing is
+// published; a streamed empty directory, which gets the bit, is
+// published; without the pipe, the tree copies, its link and its nested
+// directories included.
+func TestSetgidRootIrregularAndLinks(t *testing.T) {
+	l := setgidLayout(t)
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "a", "b", "f"), []byte("f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("b/f", filepath.Join(src, "a", "l")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(src, "a", "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err := l.CopyFS(ctx, 1, os.DirFS(src), StreamOptions{})
+	var ne *NameError
+	if !errors.As(err, &ne) || ne.Name != "a/pipe" {
+		t.Fatalf("CopyFS of a tree with a named pipe = %v, want a *NameError naming a/pipe", err)
+	}
+	_, err = l.WriteStream(ctx, 1, func(_ context.Context, dir *os.Root) error {
+		return dir.Mkdir("d", 0o755) // it gets the bit from the staging directory
+	}, StreamOptions{})
+	if err != nil {
+		t.Fatalf("WriteStream of an empty setgid directory: %v", err)
+	}
+	settle(t, l)
+	if got := rootEntries(t, l.Root); !equalStrings(got, []string{"gen-1"}) {
+		t.Fatalf("Root holds %v", got)
+	}
+	if err := os.Remove(filepath.Join(src, "a", "pipe")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := l.CopyFS(ctx, 2, os.DirFS(src), StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := TreeDigest(Tree{"a/b/f": {Data: []byte("f")}, "a/l": {Data: []byte("b/f"), Mode: fs.ModeSymlink}})
+	if w.Digest != want {
+		t.Fatalf("digest %v, want %v", w.Digest, want)
+	}
+	if target, err := os.Readlink(filepath.Join(l.Dir(2), "a", "l")); err != nil || target != "b/f" {
+		t.Fatalf("link = %q, %v", target, err)
+	}
 }
