@@ -27,10 +27,9 @@ const maxRemovers = 4
 // removers is this process's pool of removal goroutines.
 var removers struct {
 	mu      sync.Mutex
-	running int          // goroutines removing, at most maxRemovers
-	queue   []removeJob  // removals waiting for a goroutine, oldest first; empty while running < maxRemovers
-	peak    int          // the most goroutines running at once, for tests
-	started atomic.Int64 // goroutines started, for tests
+	running int         // goroutines removing, at most maxRemovers
+	queue   []removeJob // removals waiting for a goroutine, oldest first; empty while running < maxRemovers
+	peak    int         // the most goroutines running at once, for tests
 }
 
 // A removeJob is one removal and the batch it belongs to.
@@ -83,7 +82,6 @@ func startRemovals(jobs []removeJob) {
 	removers.peak = max(removers.peak, removers.running)
 	removers.mu.Unlock()
 	for _, j := range jobs[:n] {
-		removers.started.Add(1)
 		go removeLoop(j)
 	}
 }
@@ -125,7 +123,6 @@ func takeHelper() bool {
 	}
 	removers.running++
 	removers.peak = max(removers.peak, removers.running)
-	removers.started.Add(1)
 	return true
 }
 
