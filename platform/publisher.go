@@ -10,14 +10,30 @@ import (
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/platform/platformmodule"
 	"leasekit.dev/publish"
 )
 
+// An Evaluator builds platforms and reads and renders instances: a
+// [*kernel.Kernel], which evaluates in the caller's process, or an
+// [*isolate.Workers], which evaluates in worker processes that a budget or
+// a cancelled context can stop. Both give the same results and errors.
+type Evaluator interface {
+	BuildPlatform(ctx context.Context, dir string) (*kernel.Platform, error)
+	ReadInstance(ctx context.Context, in kernel.Instance) (*kernel.InstanceSnapshot, error)
+	Render(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error)
+
+	// Bounds returns the Limits the evaluator reads and evaluates under,
+	// as set: a zero field means its default. They are part of every
+	// RenderKey.
+	Bounds() kernel.Limits
+}
+
 // PublisherOptions configures a [Publisher]. The zero value is a durable
 // publisher with a fresh kernel and no logging.
 type PublisherOptions struct {
-	Kernel    *kernel.Kernel     // nil: kernel.New()
+	Evaluator Evaluator          // nil: kernel.New()
 	Logger    *slog.Logger       // nil: no logging
 	NoSync    bool               // the layout's durability off, for disks wiped at boot
 	OnPublish func(PublishEvent) // optional; called once per Publish after its outcome is known, never under a lock
@@ -52,7 +68,7 @@ type PublisherOptions struct {
 type platformPublisher = publish.Publisher[int64, *kernel.Platform, kernel.SkewPolicy]
 
 // A Publisher is a [publish.Publisher] with the generation as key,
-// [kernel.Kernel.BuildPlatform] as build step and the skew policy as the
+// its [Evaluator]'s BuildPlatform as build step and the skew policy as the
 // per-publish value: Write, BuildPlatform, SetGenerated (refusing a stale
 // generation), then removal of every directory that is neither current
 // nor leased. It boots by emptying Root before any reader exists, removes
@@ -72,7 +88,7 @@ type Publisher struct {
 	root      string
 	noSync    bool
 	deadline  time.Duration
-	kernel    *kernel.Kernel
+	evaluator Evaluator
 	onPublish func(PublishEvent)
 	onReclaim func(ReclaimEvent)
 	store     Store // its slot is the one pub sets and leases from
@@ -81,10 +97,6 @@ type Publisher struct {
 
 	memo      *memo      // renders by RenderKey; entries of a reclaimed identity go
 	admission *admission // of the renders that evaluate
-
-	// Test seams, set before the first render: nil means the kernel's.
-	eval func(context.Context, kernel.RenderInput) (kernel.RenderOutput, error)
-	read func(context.Context, kernel.Instance) (*kernel.InstanceSnapshot, error)
 
 	seamMu sync.Mutex
 	disk   publish.Disk                                                  // the generic publisher's own
@@ -96,9 +108,9 @@ type Publisher struct {
 // NewPublisher returns a Publisher whose layout owns root. It touches
 // nothing on disk: call [Publisher.Boot] (or Start) before Publish.
 func NewPublisher(root string, opts PublisherOptions) *Publisher {
-	p := &Publisher{root: root, noSync: opts.NoSync, deadline: opts.RemovalDeadline, kernel: opts.Kernel, onPublish: opts.OnPublish, onReclaim: opts.OnReclaim}
-	if p.kernel == nil {
-		p.kernel = kernel.New()
+	p := &Publisher{root: root, noSync: opts.NoSync, deadline: opts.RemovalDeadline, evaluator: opts.Evaluator, onPublish: opts.OnPublish, onReclaim: opts.OnReclaim}
+	if p.evaluator == nil {
+		p.evaluator = kernel.New()
 	}
 	p.memo = newMemo(orDefault(opts.MemoBudget, DefaultMemoBudget))
 	p.admission = newAdmission(orDefault(opts.AdmissionCapacity, DefaultAdmissionCapacity))
@@ -131,7 +143,7 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 			p.onReclaim(reclaimEvent(ev))
 		}
 	}
-	p.pub = publish.New(root, genCodec, p.kernel.BuildPlatform, gopts)
+	p.pub = publish.New(root, genCodec, p.evaluator.BuildPlatform, gopts)
 	return p
 }
 
@@ -271,7 +283,7 @@ func (p *Publisher) Stats() Stats {
 		Memo:            p.memo.snapshot(),
 		Admission:       p.admission.snapshot(),
 	}
-	if ws := p.kernel.Workers; ws != nil {
+	if ws, ok := p.evaluator.(*isolate.Workers); ok {
 		s.Workers = ws.Stats()
 	}
 	for _, d := range gs.Dirs {
@@ -378,12 +390,9 @@ func (p *Publisher) renderRecord(ctx context.Context, rec Generated, inst kernel
 	return out, rec, key, err
 }
 
-// readInstance reads inst with the kernel, or the test seam.
+// readInstance reads inst with the evaluator.
 func (p *Publisher) readInstance(ctx context.Context, inst kernel.Instance) (*kernel.InstanceSnapshot, error) {
-	if p.read != nil {
-		return p.read(ctx, inst)
-	}
-	return p.kernel.ReadInstance(ctx, inst)
+	return p.evaluator.ReadInstance(ctx, inst)
 }
 
 // key returns the key of a render against rec of an instance with the
@@ -392,7 +401,7 @@ func (p *Publisher) key(rec Generated, digest, dir string) RenderKey {
 	return RenderKey{
 		Platform: rec.Identity, PlatformDir: rec.Dir,
 		Instance: digest, InstanceDir: dir,
-		Skew: rec.Skew, Limits: p.kernel.Limits, Version: moduleVersion(),
+		Skew: rec.Skew, Limits: p.evaluator.Bounds(), Version: moduleVersion(),
 	}
 }
 
@@ -408,8 +417,5 @@ func (p *Publisher) evaluate(ctx context.Context, rec Generated, snap *kernel.In
 	}
 	defer release()
 	in := kernel.RenderInput{Platform: rec.Platform, Snapshot: snap, Skew: rec.Skew}
-	if p.eval != nil {
-		return p.eval(ctx, in)
-	}
-	return p.kernel.Render(ctx, in)
+	return p.evaluator.Render(ctx, in)
 }

@@ -1,17 +1,15 @@
-package kernel
+package isolate
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"reflect"
-	"syscall"
+
+	"leasekit.dev/platform/kernel"
 )
 
 // The worker protocol: after the hello line, each request and each
@@ -21,199 +19,21 @@ const workerHello = "leasekit.dev/platform/kernel worker v1\n"
 
 // A workerRequest is one build or render for a worker.
 type workerRequest struct {
-	Op       string        `json:"op"` // "build" or "render"
-	Limits   Limits        `json:"limits"`
-	Dir      string        `json:"dir,omitempty"` // a build's absolute directory
-	Platform *wirePlatform `json:"platform,omitempty"`
-	Instance *wireInstance `json:"instance,omitempty"`
-	Skew     SkewPolicy    `json:"skew,omitempty"`
+	Op       string                   `json:"op"` // "build" or "render"
+	Limits   kernel.Limits            `json:"limits"`
+	Dir      string                   `json:"dir,omitempty"` // a build's absolute directory
+	Platform *kernel.Platform         `json:"platform,omitempty"`
+	Instance *kernel.InstanceSnapshot `json:"instance,omitempty"`
+	Unread   kernel.Instance          `json:"unread"` // an input the Kernel refuses unread
+	Skew     kernel.SkewPolicy        `json:"skew,omitempty"`
 }
 
-// A workerResponse is a worker's answer to a request.
+// A workerResponse is a worker's answer to a request: its error as
+// kernel.EncodeError encodes it.
 type workerResponse struct {
-	Platform *wirePlatform `json:"platform,omitempty"`
-	Output   *RenderOutput `json:"output,omitempty"`
-	Err      *wireError    `json:"err,omitempty"`
-}
-
-// A wirePlatform is a Platform, what a render needs of its build included.
-type wirePlatform struct {
-	Name     string            `json:"name"`
-	Type     string            `json:"type"`
-	Module   string            `json:"module"`
-	Labels   map[string]string `json:"labels"`
-	Catalogs []Catalog         `json:"catalogs"`
-	Dir      string            `json:"dir"`
-	Digest   string            `json:"digest"`
-	Size     int64             `json:"size"`
-	Built    *wireBuilt        `json:"built,omitempty"`
-}
-
-type wireBuilt struct {
-	Digest   string            `json:"digest"`
-	Name     string            `json:"name"`
-	Type     string            `json:"type"`
-	Labels   map[string]string `json:"labels"`
-	Versions map[string]string `json:"versions"`
-}
-
-func toWirePlatform(p *Platform) *wirePlatform {
-	if p == nil {
-		return nil
-	}
-	w := &wirePlatform{Name: p.Name, Type: p.Type, Module: p.Module, Labels: p.Labels,
-		Catalogs: p.Catalogs, Dir: p.Dir, Digest: p.Digest, Size: p.size}
-	if b := p.built; b != nil {
-		w.Built = &wireBuilt{Digest: b.digest, Name: b.name, Type: b.typ, Labels: b.labels, Versions: b.versions}
-	}
-	return w
-}
-
-func (w *wirePlatform) platform() *Platform {
-	if w == nil {
-		return nil
-	}
-	p := &Platform{Name: w.Name, Type: w.Type, Module: w.Module, Labels: w.Labels,
-		Catalogs: w.Catalogs, Dir: w.Dir, Digest: w.Digest, size: w.Size}
-	if b := w.Built; b != nil {
-		p.built = &builtPlatform{digest: b.Digest, name: b.Name, typ: b.Type, labels: b.Labels, versions: b.Versions}
-	}
-	return p
-}
-
-// A wireInstance is an instance module as one read found it.
-type wireInstance struct {
-	Dir    string            `json:"dir"`
-	Files  map[string][]byte `json:"files"`
-	Digest string            `json:"digest"`
-	Size   int64             `json:"size"`
-}
-
-// A wireError is an error the kernel returns, as plain data: its type and
-// fields, and the errors it wraps. Each of the kernel's own errors, the
-// errors they wrap (an *fs.PathError, a syscall.Errno, a flattened error,
-// a join) and the sentinels they match travel as they are, so that the
-// error rebuilt on the other side equals the one sent, by type and by
-// text. Any other error travels flattened.
-type wireError struct {
-	Kind      string       `json:"kind"`
-	Op        string       `json:"op,omitempty"`
-	Dir       string       `json:"dir,omitempty"`
-	Path      string       `json:"path,omitempty"`
-	File      string       `json:"file,omitempty"`
-	Rule      string       `json:"rule,omitempty"`
-	Component string       `json:"component,omitempty"`
-	Position  string       `json:"position,omitempty"`
-	Want      string       `json:"want,omitempty"`
-	Got       string       `json:"got,omitempty"`
-	Limit     string       `json:"limit,omitempty"`
-	Msg       string       `json:"msg,omitempty"`
-	Value     int64        `json:"value,omitempty"`
-	Max       int64        `json:"max,omitempty"`
-	Problems  []Problem    `json:"problems,omitempty"`
-	Errs      []*wireError `json:"errs,omitempty"` // what it wraps
-}
-
-// wireSentinels are the sentinels an error may be or match, by name.
-var wireSentinels = map[string]error{
-	"Canceled": context.Canceled, "DeadlineExceeded": context.DeadlineExceeded,
-	"ErrNotExist": fs.ErrNotExist, "ErrPermission": fs.ErrPermission, "ErrExist": fs.ErrExist,
-	"ErrInvalid": fs.ErrInvalid, "ErrClosed": fs.ErrClosed,
-}
-
-var textErrorType = reflect.TypeOf(errors.New(""))
-
-func toWireError(err error) *wireError {
-	if err == nil {
-		return nil
-	}
-	for name, s := range wireSentinels {
-		if err == s {
-			return &wireError{Kind: "sentinel", Msg: name}
-		}
-	}
-	wrapped := func(errs ...error) []*wireError {
-		var w []*wireError
-		for _, e := range errs {
-			w = append(w, toWireError(e))
-		}
-		return w
-	}
-	switch e := err.(type) {
-	case *Error:
-		return &wireError{Kind: "Error", Op: e.Op, Dir: e.Dir, Problems: e.Problems, Errs: wrapped(e.Err)}
-	case *SkewError:
-		return &wireError{Kind: "SkewError", Path: e.Path, Want: e.InstanceVersion, Got: e.PlatformVersion}
-	case *CatalogError:
-		return &wireError{Kind: "CatalogError", Path: e.Path, Component: e.Component, Rule: e.Rule, Position: e.Position}
-	case *ContentError:
-		return &wireError{Kind: "ContentError", Dir: e.Dir, Want: e.Want, Got: e.Got, Errs: wrapped(e.Err)}
-	case *FileError:
-		return &wireError{Kind: "FileError", Dir: e.Dir, File: e.File, Rule: e.Rule, Errs: wrapped(e.Err)}
-	case *LimitError:
-		return &wireError{Kind: "LimitError", Limit: e.Limit, Dir: e.Dir, File: e.File, Value: e.Value, Max: e.Max}
-	case *flatError:
-		return &wireError{Kind: "flat", Msg: e.msg, Errs: wrapped(e.is...)}
-	case *fs.PathError:
-		return &wireError{Kind: "PathError", Op: e.Op, Path: e.Path, Errs: wrapped(e.Err)}
-	case syscall.Errno:
-		return &wireError{Kind: "Errno", Value: int64(e)}
-	}
-	if reflect.TypeOf(err) == textErrorType {
-		return &wireError{Kind: "text", Msg: err.Error()}
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok && reflect.TypeOf(err) == joinErrorType {
-		return &wireError{Kind: "join", Errs: wrapped(j.Unwrap()...)}
-	}
-	return toWireError(flatten(err))
-}
-
-var joinErrorType = reflect.TypeOf(errors.Join(errors.New("")))
-
-// error rebuilds the error w describes.
-func (w *wireError) error() error {
-	if w == nil {
-		return nil
-	}
-	var errs []error
-	for _, e := range w.Errs {
-		errs = append(errs, e.error())
-	}
-	first := func() error {
-		if len(errs) == 0 {
-			return nil
-		}
-		return errs[0]
-	}
-	switch w.Kind {
-	case "sentinel":
-		if s, ok := wireSentinels[w.Msg]; ok {
-			return s
-		}
-	case "Error":
-		return &Error{Op: w.Op, Dir: w.Dir, Problems: w.Problems, Err: first()}
-	case "SkewError":
-		return &SkewError{Path: w.Path, InstanceVersion: w.Want, PlatformVersion: w.Got}
-	case "CatalogError":
-		return &CatalogError{Path: w.Path, Component: w.Component, Rule: w.Rule, Position: w.Position}
-	case "ContentError":
-		return &ContentError{Dir: w.Dir, Want: w.Want, Got: w.Got, Err: first()}
-	case "FileError":
-		return &FileError{Dir: w.Dir, File: w.File, Rule: w.Rule, Err: first()}
-	case "LimitError":
-		return &LimitError{Limit: w.Limit, Dir: w.Dir, File: w.File, Value: w.Value, Max: w.Max}
-	case "flat":
-		return &flatError{msg: w.Msg, is: errs}
-	case "PathError":
-		return &fs.PathError{Op: w.Op, Path: w.Path, Err: first()}
-	case "Errno":
-		return syscall.Errno(w.Value)
-	case "text":
-		return errors.New(w.Msg)
-	case "join":
-		return errors.Join(errs...)
-	}
-	return fmt.Errorf("kernel: a worker answered with an error of unknown kind %q: %s", w.Kind, w.Msg)
+	Platform *kernel.Platform     `json:"platform,omitempty"`
+	Output   *kernel.RenderOutput `json:"output,omitempty"`
+	Err      json.RawMessage      `json:"err,omitempty"`
 }
 
 // writeFrame writes v, in JSON, as one frame.
@@ -299,13 +119,6 @@ func readResponse(r *bufio.Reader, max int64) (*workerResponse, error) {
 	return &resp, nil
 }
 
-func (w *wireInstance) snapshot() *InstanceSnapshot {
-	if w == nil {
-		return nil
-	}
-	return &InstanceSnapshot{dir: w.Dir, files: w.Files, digest: w.Digest, size: w.Size}
-}
-
 // A rendered output travels in a binary form of its own: encoding/json
 // would cost, with its reflection over map[string]any, a good part of the
 // render it carries. Each value of a resource is a tag and its data.
@@ -373,7 +186,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 }
 
 // appendOutput appends out to b.
-func appendOutput(b []byte, out *RenderOutput) ([]byte, error) {
+func appendOutput(b []byte, out *kernel.RenderOutput) ([]byte, error) {
 	b = appendString(append(b, responseOutput), out.Instance)
 	n := uint64(0) // a nil slice
 	if out.Resources != nil {
@@ -491,13 +304,13 @@ func (d *decoder) value() any {
 }
 
 // decodeOutput decodes what appendOutput wrote, after its first byte.
-func decodeOutput(b []byte) (*RenderOutput, error) {
+func decodeOutput(b []byte) (*kernel.RenderOutput, error) {
 	d := &decoder{b: b}
-	out := &RenderOutput{Instance: d.string()}
+	out := &kernel.RenderOutput{Instance: d.string()}
 	if n := d.uvarint(); n > 0 && n-1 <= uint64(len(d.b)) {
-		out.Resources = make([]Resource, 0, n-1)
+		out.Resources = make([]kernel.Resource, 0, n-1)
 		for range n - 1 {
-			r := Resource{Component: d.string(), Kind: d.string(), Name: d.string()}
+			r := kernel.Resource{Component: d.string(), Kind: d.string(), Name: d.string()}
 			r.Object, _ = d.value().(map[string]any)
 			out.Resources = append(out.Resources, r)
 		}
