@@ -19,7 +19,6 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"golang.org/x/sync/semaphore"
-	"golang.org/x/sync/singleflight"
 
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/publish"
@@ -40,7 +39,7 @@ const DefaultAdmissionCapacity = 64 << 20
 // A RenderKey is everything the result of a [Publisher.Render] is a
 // function of: the leased record's identity and directory, the digest of
 // the instance's files and the name its errors give it, the skew policy,
-// the kernel's Limits and the version of this module. Renders with equal
+// the evaluator's Limits and the version of this module. Renders with equal
 // keys give byte-identical results; it is the key of the Publisher's
 // render memo. A RenderKey is comparable.
 //
@@ -53,7 +52,7 @@ type RenderKey struct {
 	Instance    string                  // the digest of the instance's Files ("files-sha256:…"), or of what was read of its Dir ([kernel.InstanceSnapshot.Digest])
 	InstanceDir string                  // the name its errors give the instance ([kernel.InstanceSnapshot.Dir])
 	Skew        kernel.SkewPolicy
-	Limits      kernel.Limits // as the Kernel holds them: a zero field means its default
+	Limits      kernel.Limits // as the Evaluator holds them (Bounds): a zero field means its default
 	Version     string        // of leasekit.dev/platform in the binary; "(devel)" when not known
 }
 
@@ -312,15 +311,17 @@ type identityEntries struct {
 	gone    bool // reclaimed: nothing more is stored for it
 }
 
-// A flight is one evaluation of a key that renders wait for.
+// A flight is one evaluation of a key that renders wait for: it runs on
+// a goroutine of its own, on a context of its own that its last waiter
+// to leave cancels.
 type flight struct {
-	key       string // the singleflight key: the RenderKey's String
-	ctx       context.Context
-	cancel    context.CancelFunc
-	ie        *identityEntries
-	waiters   int
-	ran       bool // its evaluation began
-	abandoned bool // its last waiter left
+	ctx     context.Context
+	cancel  context.CancelFunc
+	ie      *identityEntries
+	waiters int           // under the memo's mu
+	done    chan struct{} // closed once the fields below are set
+	e       *entry        // the result; nil when the evaluation panicked
+	panic   any           // what the evaluation panicked with
 }
 
 // A memo is a Publisher's render memo: an LRU of results bounded by
@@ -333,9 +334,8 @@ type memo struct {
 	lru        *simplelru.LRU[RenderKey, *entry]
 	bytes      int64
 	identities map[publish.Identity[int64]]*identityEntries
-	flights    map[RenderKey]*flight
+	flights    map[RenderKey]*flight // the flights that renders may join
 	stats      MemoStats
-	group      singleflight.Group
 }
 
 func newMemo(budget int64) *memo {
@@ -374,22 +374,22 @@ func (m *memo) bypass() {
 // evaluate returns the result of key's evaluation by eval, run once for
 // every render of key that waits for it at once, on a context of its own
 // that is cancelled when its last waiter leaves. It returns ctx.Err() as
-// soon as ctx is done. An evaluation cancelled because its other waiters
-// left is run again for a waiter that stayed.
+// soon as ctx is done. When eval panics, every render waiting for it
+// panics, each in its own goroutine, with the value eval panicked with;
+// nothing is stored, and the next render of key evaluates again.
 func (m *memo) evaluate(ctx context.Context, key RenderKey, eval func(context.Context) (kernel.RenderOutput, error)) (kernel.RenderOutput, error) {
 	for {
-		f, ch := m.join(ctx, key, eval)
+		f := m.join(ctx, key, eval)
 		select {
-		case r := <-ch:
+		case <-f.done:
 			m.leave(key, f)
-			e := r.Val.(*entry)
-			if e.cancelled {
-				if err := ctx.Err(); err != nil {
-					return kernel.RenderOutput{}, err
-				}
+			if f.e == nil {
+				panic(f.panic)
+			}
+			if f.e.cancelled && ctx.Err() == nil {
 				continue // cancelled by waiters who left, not by this one
 			}
-			return e.result()
+			return f.e.result()
 		case <-ctx.Done():
 			m.leave(key, f)
 			return kernel.RenderOutput{}, ctx.Err()
@@ -397,52 +397,50 @@ func (m *memo) evaluate(ctx context.Context, key RenderKey, eval func(context.Co
 	}
 }
 
-// join waits for key's flight, starting one if none runs.
-func (m *memo) join(ctx context.Context, key RenderKey, eval func(context.Context) (kernel.RenderOutput, error)) (*flight, <-chan singleflight.Result) {
+// join returns key's flight, starting one if none runs.
+func (m *memo) join(ctx context.Context, key RenderKey, eval func(context.Context) (kernel.RenderOutput, error)) *flight {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f := m.flights[key]
-	if f == nil {
-		f = &flight{key: key.String(), ie: m.begin(key.Platform)}
-		f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
-		m.flights[key] = f
-	} else {
+	if f != nil {
 		m.stats.Shared++
+		f.waiters++
+		return f
 	}
-	f.waiters++
-	// A flight in the map has a call in the group: its evaluation
-	// removes it from the map before the call ends. A flight made after
-	// that removal may join the ending call, whose result is then this
-	// waiter's, and its own evaluation never begins (see leave).
-	ch := m.group.DoChan(f.key, func() (any, error) { return m.run(key, f, eval), nil })
-	return f, ch
+	f = &flight{ie: m.begin(key.Platform), waiters: 1, done: make(chan struct{})}
+	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	m.flights[key] = f
+	go m.run(key, f, eval)
+	return f
 }
 
-// run is f's evaluation.
-func (m *memo) run(key RenderKey, f *flight, eval func(context.Context) (kernel.RenderOutput, error)) *entry {
-	m.mu.Lock()
-	if f.abandoned {
+// run is f's evaluation. It stores the result if it may, and ends f; a
+// panic of eval ends f with the panic's value, and stores nothing.
+func (m *memo) run(key RenderKey, f *flight, eval func(context.Context) (kernel.RenderOutput, error)) {
+	var e *entry
+	panicked := true
+	defer func() {
+		var v any
+		if panicked {
+			v = recover()
+		}
+		m.mu.Lock()
+		m.finish(key, f.ie, e)
+		if m.flights[key] == f {
+			delete(m.flights, key)
+		}
+		f.e, f.panic = e, v
 		m.mu.Unlock()
-		return &entry{err: context.Canceled, cancelled: true}
-	}
-	f.ran = true
-	m.mu.Unlock()
-
+		close(f.done)
+	}()
 	out, err := eval(f.ctx)
-	e := newEntry(key, out, err)
+	e = newEntry(key, out, err)
 	e.cancelled = err != nil && f.ctx.Err() != nil && errors.Is(err, context.Canceled)
-
-	m.mu.Lock()
-	m.finish(key, f.ie, e)
-	if m.flights[key] == f {
-		delete(m.flights, key)
-	}
-	m.mu.Unlock()
-	return e
+	panicked = false
 }
 
 // leave records that a waiter of f left; the last one cancels f's
-// evaluation.
+// evaluation, which no render joins any more.
 func (m *memo) leave(key RenderKey, f *flight) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -452,10 +450,6 @@ func (m *memo) leave(key RenderKey, f *flight) {
 	if m.flights[key] == f {
 		delete(m.flights, key)
 	}
-	if !f.ran && !f.abandoned {
-		m.finish(key, f.ie, nil) // its evaluation never begins
-	}
-	f.abandoned = true
 	f.cancel()
 }
 
@@ -471,7 +465,7 @@ func (m *memo) begin(id publish.Identity[int64]) *identityEntries {
 }
 
 // finish records an evaluation of key against ie's identity ending with
-// e (nil: it never ran), and stores e if it may. m.mu is held.
+// e (nil: it panicked), and stores e if it may. m.mu is held.
 func (m *memo) finish(key RenderKey, ie *identityEntries, e *entry) {
 	if ie.pending--; ie.pending == 0 && m.identities[key.Platform] == ie {
 		delete(m.identities, key.Platform)
