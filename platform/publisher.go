@@ -305,14 +305,16 @@ func (p *Publisher) Stats() Stats {
 // returns a copy of an earlier render's result and reads nothing of the
 // platform's directory: a leased identity's directory never changes. An
 // instance given as Files is keyed by their digest; one in a Dir is read
-// once ([kernel.Kernel.ReadInstance]), hit or miss. A miss renders the
+// once ([Evaluator].ReadInstance), hit or miss. A miss renders the
 // bytes read, checking the platform directory's content, once for every
 // render of the key that waits for it, after admission with ctx
-// ([PublisherOptions].AdmissionCapacity). Errors of the input's content
-// are memoized: a [*kernel.CatalogError] or [*kernel.SkewError], and the
-// instance module's [*kernel.Error] or [*kernel.LimitError]; never ctx's,
-// a [*kernel.ContentError], a [*kernel.FileError], an I/O error or any
-// other. A record set by hand (no Identity) is never memoized. Render does
+// ([PublisherOptions].AdmissionCapacity); when that evaluation panics,
+// each render waiting for it panics in its own goroutine with the same
+// value. Errors of the instance's content are memoized, as
+// [kernel.IsContent] tells them: a [*kernel.CatalogError] or
+// [*kernel.SkewError], and the instance module's [*kernel.Error] or
+// [*kernel.LimitError]; never ctx's, a [*kernel.ContentError], a
+// [*kernel.FileError], an I/O error or any other. A record set by hand (no Identity) is never memoized. Render does
 // not return the key: [Publisher.RenderKeyed] does.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
 	out, rec, _, err := p.RenderKeyed(ctx, inst)

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,22 +111,15 @@ type wireError struct {
 	Errs      []*wireError `json:"errs,omitempty"` // what it wraps
 }
 
-// wireSentinels are the sentinels an error may be or match, by name.
-var wireSentinels = map[string]error{
-	"Canceled": context.Canceled, "DeadlineExceeded": context.DeadlineExceeded,
-	"ErrNotExist": fs.ErrNotExist, "ErrPermission": fs.ErrPermission, "ErrExist": fs.ErrExist,
-	"ErrInvalid": fs.ErrInvalid, "ErrClosed": fs.ErrClosed,
-}
-
 var textErrorType = reflect.TypeOf(errors.New(""))
 
 func toWireError(err error) *wireError {
 	if err == nil {
 		return nil
 	}
-	for name, s := range wireSentinels {
-		if err == s {
-			return &wireError{Kind: "sentinel", Msg: name}
+	for _, s := range sentinels {
+		if err == s.err {
+			return &wireError{Kind: "sentinel", Msg: s.name}
 		}
 	}
 	wrapped := func(errs ...error) []*wireError {
@@ -137,21 +129,12 @@ func toWireError(err error) *wireError {
 		}
 		return w
 	}
+	if k := kindOf(err); k != nil {
+		w, errs := k.encode(err)
+		w.Kind, w.Errs = k.name, wrapped(errs...)
+		return w
+	}
 	switch e := err.(type) {
-	case *Error:
-		return &wireError{Kind: "Error", Op: e.Op, Dir: e.Dir, Problems: e.Problems, Errs: wrapped(e.Err)}
-	case *SkewError:
-		return &wireError{Kind: "SkewError", Path: e.Path, Want: e.InstanceVersion, Got: e.PlatformVersion}
-	case *CatalogError:
-		return &wireError{Kind: "CatalogError", Path: e.Path, Component: e.Component, Rule: e.Rule, Position: e.Position}
-	case *ContentError:
-		return &wireError{Kind: "ContentError", Dir: e.Dir, Want: e.Want, Got: e.Got, Errs: wrapped(e.Err)}
-	case *FileError:
-		return &wireError{Kind: "FileError", Dir: e.Dir, File: e.File, Rule: e.Rule, Errs: wrapped(e.Err)}
-	case *LimitError:
-		return &wireError{Kind: "LimitError", Limit: e.Limit, Dir: e.Dir, File: e.File, Value: e.Value, Max: e.Max}
-	case *flatError:
-		return &wireError{Kind: "flat", Msg: e.msg, Errs: wrapped(e.is...)}
 	case *fs.PathError:
 		return &wireError{Kind: "PathError", Op: e.Op, Path: e.Path, Errs: wrapped(e.Err)}
 	case syscall.Errno:
@@ -177,33 +160,18 @@ func (w *wireError) error() error {
 	for _, e := range w.Errs {
 		errs = append(errs, e.error())
 	}
-	first := func() error {
-		if len(errs) == 0 {
-			return nil
-		}
-		return errs[0]
+	if k := kindNamed(w.Kind); k != nil {
+		return k.decode(w, errs)
 	}
 	switch w.Kind {
 	case "sentinel":
-		if s, ok := wireSentinels[w.Msg]; ok {
-			return s
+		for _, s := range sentinels {
+			if s.name == w.Msg {
+				return s.err
+			}
 		}
-	case "Error":
-		return &Error{Op: w.Op, Dir: w.Dir, Problems: w.Problems, Err: first()}
-	case "SkewError":
-		return &SkewError{Path: w.Path, InstanceVersion: w.Want, PlatformVersion: w.Got}
-	case "CatalogError":
-		return &CatalogError{Path: w.Path, Component: w.Component, Rule: w.Rule, Position: w.Position}
-	case "ContentError":
-		return &ContentError{Dir: w.Dir, Want: w.Want, Got: w.Got, Err: first()}
-	case "FileError":
-		return &FileError{Dir: w.Dir, File: w.File, Rule: w.Rule, Err: first()}
-	case "LimitError":
-		return &LimitError{Limit: w.Limit, Dir: w.Dir, File: w.File, Value: w.Value, Max: w.Max}
-	case "flat":
-		return &flatError{msg: w.Msg, is: errs}
 	case "PathError":
-		return &fs.PathError{Op: w.Op, Path: w.Path, Err: first()}
+		return &fs.PathError{Op: w.Op, Path: w.Path, Err: first(errs)}
 	case "Errno":
 		return syscall.Errno(w.Value)
 	case "text":
