@@ -53,13 +53,34 @@ func (p *Publisher) SetSettle(settle func(ctx context.Context) error) {
 // SetEval replaces the evaluation of a render that misses the memo
 // (after admission); call it before the first render.
 func (p *Publisher) SetEval(eval func(context.Context, kernel.RenderInput) (kernel.RenderOutput, error)) {
-	p.eval = eval
+	p.evaluator = seam{Evaluator: p.evaluator, render: eval}
 }
 
 // SetRead replaces the read of an instance; call it before the first
 // render.
 func (p *Publisher) SetRead(read func(context.Context, kernel.Instance) (*kernel.InstanceSnapshot, error)) {
-	p.read = read
+	p.evaluator = seam{Evaluator: p.evaluator, read: read}
+}
+
+// A seam is an Evaluator with its render or its read replaced.
+type seam struct {
+	Evaluator
+	render func(context.Context, kernel.RenderInput) (kernel.RenderOutput, error)
+	read   func(context.Context, kernel.Instance) (*kernel.InstanceSnapshot, error)
+}
+
+func (s seam) Render(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error) {
+	if s.render == nil {
+		return s.Evaluator.Render(ctx, in)
+	}
+	return s.render(ctx, in)
+}
+
+func (s seam) ReadInstance(ctx context.Context, in kernel.Instance) (*kernel.InstanceSnapshot, error) {
+	if s.read == nil {
+		return s.Evaluator.ReadInstance(ctx, in)
+	}
+	return s.read(ctx, in)
 }
 
 // MemoIdentities returns the identities the memo holds entries of.

@@ -9,17 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"reflect"
 	"runtime/debug"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
-	"golang.org/x/sync/semaphore"
-	"golang.org/x/sync/singleflight"
 
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/publish"
@@ -32,15 +27,10 @@ import (
 // copies take a few times their JSON length on the heap.
 const DefaultMemoBudget = 32 << 20
 
-// DefaultAdmissionCapacity is the most instance and platform bytes the
-// renders a [Publisher] evaluates at once may read together, when
-// [PublisherOptions].AdmissionCapacity is zero: 64 MiB.
-const DefaultAdmissionCapacity = 64 << 20
-
 // A RenderKey is everything the result of a [Publisher.Render] is a
 // function of: the leased record's identity and directory, the digest of
 // the instance's files and the name its errors give it, the skew policy,
-// the kernel's Limits and the version of this module. Renders with equal
+// the evaluator's Limits and the version of this module. Renders with equal
 // keys give byte-identical results; it is the key of the Publisher's
 // render memo. A RenderKey is comparable.
 //
@@ -53,7 +43,7 @@ type RenderKey struct {
 	Instance    string                  // the digest of the instance's Files ("files-sha256:…"), or of what was read of its Dir ([kernel.InstanceSnapshot.Digest])
 	InstanceDir string                  // the name its errors give the instance ([kernel.InstanceSnapshot.Dir])
 	Skew        kernel.SkewPolicy
-	Limits      kernel.Limits // as the Kernel holds them: a zero field means its default
+	Limits      kernel.Limits // as the Evaluator holds them (Bounds): a zero field means its default
 	Version     string        // of leasekit.dev/platform in the binary; "(devel)" when not known
 }
 
@@ -98,105 +88,6 @@ type MemoStats struct {
 	Entries   int    // entries held
 	Bytes     int64  // bytes accounted for the entries held: output JSON length plus key length
 	Budget    int64  // the most Bytes may reach; 0 when the memo is off
-}
-
-// AdmissionStats describes the admission of a Publisher's evaluations.
-type AdmissionStats struct {
-	Capacity int64  // the most bytes admitted at once; 0 when admission is off
-	Admitted int64  // bytes of the evaluations running now
-	Running  int64  // evaluations running now
-	Waiting  int64  // evaluations waiting for admission now
-	Waits    uint64 // evaluations that had to wait for admission, in all
-}
-
-// memoLimits are the Limits fields whose *kernel.LimitError is a
-// function of the instance's content and the Limits: memoized.
-var memoLimits = []string{"MaxFileSize", "MaxTotalSize", "MaxFiles", "MaxDepth", "MaxComponents"}
-
-// joinType is the type of errors.Join's errors.
-var joinType = reflect.TypeOf(errors.Join(errors.New("a"), errors.New("b")))
-
-// memoizable reports whether err, a render's error for an instance whose
-// errors name instDir, is a function of the RenderKey alone: an error of
-// the instance's content against the platform's, never a context error,
-// a platform directory that changed, a refused file or an I/O error.
-// Allowed are a *kernel.CatalogError and a *kernel.SkewError; a
-// *kernel.LimitError of the instance's module for one of memoLimits; a
-// *kernel.Error of the instance's module whose cause matches no context
-// or fs sentinel and wraps none of the kernel's errors; and an
-// errors.Join of those. Any other error, of any other type, is not.
-func memoizable(err error, instDir string) bool {
-	switch e := err.(type) {
-	case *kernel.CatalogError, *kernel.SkewError:
-		return true
-	case *kernel.LimitError:
-		return e.Dir == instDir && slices.Contains(memoLimits, e.Limit)
-	case *kernel.Error:
-		return e.Op == "render" && e.Dir == instDir && len(e.Problems) > 0 && !circumstantial(e.Err)
-	}
-	if err == nil || reflect.TypeOf(err) != joinType {
-		return false
-	}
-	errs := err.(interface{ Unwrap() []error }).Unwrap()
-	for _, e := range errs {
-		if !memoizable(e, instDir) {
-			return false
-		}
-	}
-	return len(errs) > 0
-}
-
-// circumstantial reports whether err, the cause of a *kernel.Error, says
-// anything of the circumstances of a render rather than its input: a
-// context error, an fs sentinel, or one of the kernel's own errors.
-func circumstantial(err error) bool {
-	if err == nil {
-		return false
-	}
-	for _, s := range []error{context.Canceled, context.DeadlineExceeded, fs.ErrNotExist, fs.ErrPermission, fs.ErrExist, fs.ErrInvalid, fs.ErrClosed} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	var (
-		ke *kernel.Error
-		ce *kernel.ContentError
-		fe *kernel.FileError
-		le *kernel.LimitError
-		se *kernel.SkewError
-		ca *kernel.CatalogError
-	)
-	return errors.As(err, &ke) || errors.As(err, &ce) || errors.As(err, &fe) || errors.As(err, &le) || errors.As(err, &se) || errors.As(err, &ca)
-}
-
-// cloneError returns a copy of err, a memoizable error, that shares no
-// memory a caller may change with err.
-func cloneError(err error) error {
-	switch e := err.(type) {
-	case *kernel.CatalogError:
-		c := *e
-		return &c
-	case *kernel.SkewError:
-		c := *e
-		return &c
-	case *kernel.LimitError:
-		c := *e
-		return &c
-	case *kernel.Error:
-		c := *e
-		c.Problems = make([]kernel.Problem, len(e.Problems))
-		for i, p := range e.Problems {
-			p.Positions = slices.Clone(p.Positions)
-			c.Problems[i] = p
-		}
-		return &c // c.Err is the kernel's flattened cause: unexported, never changed
-	}
-	errs := err.(interface{ Unwrap() []error }).Unwrap()
-	clones := make([]error, len(errs))
-	for i, e := range errs {
-		clones[i] = cloneError(e)
-	}
-	return errors.Join(clones...)
 }
 
 // jsonShaped reports whether v holds only what encoding/json decodes
@@ -262,19 +153,20 @@ func copyOutput(out kernel.RenderOutput) kernel.RenderOutput {
 type entry struct {
 	out        kernel.RenderOutput
 	err        error
-	size       int64 // accounted bytes; set for a memoizable result
+	encoded    json.RawMessage // a memoizable err, as kernel.EncodeError encodes it
+	size       int64           // accounted bytes; set for a memoizable result
 	memoizable bool
 	cancelled  bool // err is the cancellation of the evaluation's own context
 }
 
 // result returns a copy of e's result for one caller: its output copied,
-// a memoizable error cloned; another error as it is.
+// a memoizable error decoded afresh; another error as it is.
 func (e *entry) result() (kernel.RenderOutput, error) {
 	switch {
 	case e.err == nil:
 		return copyOutput(e.out), nil
 	case e.memoizable:
-		return kernel.RenderOutput{}, cloneError(e.err)
+		return kernel.RenderOutput{}, kernel.DecodeError(e.encoded)
 	}
 	return kernel.RenderOutput{}, e.err
 }
@@ -285,9 +177,12 @@ func newEntry(key RenderKey, out kernel.RenderOutput, err error) *entry {
 	var n int
 	switch {
 	case err != nil:
-		if !memoizable(err, key.InstanceDir) {
+		// An error about the instance's content is a function of the
+		// key: kept, as plain data a hit decodes afresh.
+		if !kernel.IsContent(err, key.InstanceDir) {
 			return e
 		}
+		e.encoded = kernel.EncodeError(err)
 		n = len(err.Error())
 	default:
 		for _, r := range out.Resources {
@@ -312,15 +207,17 @@ type identityEntries struct {
 	gone    bool // reclaimed: nothing more is stored for it
 }
 
-// A flight is one evaluation of a key that renders wait for.
+// A flight is one evaluation of a key that renders wait for: it runs on
+// a goroutine of its own, on a context of its own that its last waiter
+// to leave cancels.
 type flight struct {
-	key       string // the singleflight key: the RenderKey's String
-	ctx       context.Context
-	cancel    context.CancelFunc
-	ie        *identityEntries
-	waiters   int
-	ran       bool // its evaluation began
-	abandoned bool // its last waiter left
+	ctx     context.Context
+	cancel  context.CancelFunc
+	ie      *identityEntries
+	waiters int           // under the memo's mu
+	done    chan struct{} // closed once the fields below are set
+	e       *entry        // the result; nil when the evaluation panicked
+	panic   any           // what the evaluation panicked with
 }
 
 // A memo is a Publisher's render memo: an LRU of results bounded by
@@ -333,9 +230,8 @@ type memo struct {
 	lru        *simplelru.LRU[RenderKey, *entry]
 	bytes      int64
 	identities map[publish.Identity[int64]]*identityEntries
-	flights    map[RenderKey]*flight
+	flights    map[RenderKey]*flight // the flights that renders may join
 	stats      MemoStats
-	group      singleflight.Group
 }
 
 func newMemo(budget int64) *memo {
@@ -374,22 +270,22 @@ func (m *memo) bypass() {
 // evaluate returns the result of key's evaluation by eval, run once for
 // every render of key that waits for it at once, on a context of its own
 // that is cancelled when its last waiter leaves. It returns ctx.Err() as
-// soon as ctx is done. An evaluation cancelled because its other waiters
-// left is run again for a waiter that stayed.
+// soon as ctx is done. When eval panics, every render waiting for it
+// panics, each in its own goroutine, with the value eval panicked with;
+// nothing is stored, and the next render of key evaluates again.
 func (m *memo) evaluate(ctx context.Context, key RenderKey, eval func(context.Context) (kernel.RenderOutput, error)) (kernel.RenderOutput, error) {
 	for {
-		f, ch := m.join(ctx, key, eval)
+		f := m.join(ctx, key, eval)
 		select {
-		case r := <-ch:
+		case <-f.done:
 			m.leave(key, f)
-			e := r.Val.(*entry)
-			if e.cancelled {
-				if err := ctx.Err(); err != nil {
-					return kernel.RenderOutput{}, err
-				}
+			if f.e == nil {
+				panic(f.panic)
+			}
+			if f.e.cancelled && ctx.Err() == nil {
 				continue // cancelled by waiters who left, not by this one
 			}
-			return e.result()
+			return f.e.result()
 		case <-ctx.Done():
 			m.leave(key, f)
 			return kernel.RenderOutput{}, ctx.Err()
@@ -397,52 +293,50 @@ func (m *memo) evaluate(ctx context.Context, key RenderKey, eval func(context.Co
 	}
 }
 
-// join waits for key's flight, starting one if none runs.
-func (m *memo) join(ctx context.Context, key RenderKey, eval func(context.Context) (kernel.RenderOutput, error)) (*flight, <-chan singleflight.Result) {
+// join returns key's flight, starting one if none runs.
+func (m *memo) join(ctx context.Context, key RenderKey, eval func(context.Context) (kernel.RenderOutput, error)) *flight {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f := m.flights[key]
-	if f == nil {
-		f = &flight{key: key.String(), ie: m.begin(key.Platform)}
-		f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
-		m.flights[key] = f
-	} else {
+	if f != nil {
 		m.stats.Shared++
+		f.waiters++
+		return f
 	}
-	f.waiters++
-	// A flight in the map has a call in the group: its evaluation
-	// removes it from the map before the call ends. A flight made after
-	// that removal may join the ending call, whose result is then this
-	// waiter's, and its own evaluation never begins (see leave).
-	ch := m.group.DoChan(f.key, func() (any, error) { return m.run(key, f, eval), nil })
-	return f, ch
+	f = &flight{ie: m.begin(key.Platform), waiters: 1, done: make(chan struct{})}
+	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	m.flights[key] = f
+	go m.run(key, f, eval)
+	return f
 }
 
-// run is f's evaluation.
-func (m *memo) run(key RenderKey, f *flight, eval func(context.Context) (kernel.RenderOutput, error)) *entry {
-	m.mu.Lock()
-	if f.abandoned {
+// run is f's evaluation. It stores the result if it may, and ends f; a
+// panic of eval ends f with the panic's value, and stores nothing.
+func (m *memo) run(key RenderKey, f *flight, eval func(context.Context) (kernel.RenderOutput, error)) {
+	var e *entry
+	panicked := true
+	defer func() {
+		var v any
+		if panicked {
+			v = recover()
+		}
+		m.mu.Lock()
+		m.finish(key, f.ie, e)
+		if m.flights[key] == f {
+			delete(m.flights, key)
+		}
+		f.e, f.panic = e, v
 		m.mu.Unlock()
-		return &entry{err: context.Canceled, cancelled: true}
-	}
-	f.ran = true
-	m.mu.Unlock()
-
+		close(f.done)
+	}()
 	out, err := eval(f.ctx)
-	e := newEntry(key, out, err)
+	e = newEntry(key, out, err)
 	e.cancelled = err != nil && f.ctx.Err() != nil && errors.Is(err, context.Canceled)
-
-	m.mu.Lock()
-	m.finish(key, f.ie, e)
-	if m.flights[key] == f {
-		delete(m.flights, key)
-	}
-	m.mu.Unlock()
-	return e
+	panicked = false
 }
 
 // leave records that a waiter of f left; the last one cancels f's
-// evaluation.
+// evaluation, which no render joins any more.
 func (m *memo) leave(key RenderKey, f *flight) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -452,10 +346,6 @@ func (m *memo) leave(key RenderKey, f *flight) {
 	if m.flights[key] == f {
 		delete(m.flights, key)
 	}
-	if !f.ran && !f.abandoned {
-		m.finish(key, f.ie, nil) // its evaluation never begins
-	}
-	f.abandoned = true
 	f.cancel()
 }
 
@@ -471,7 +361,7 @@ func (m *memo) begin(id publish.Identity[int64]) *identityEntries {
 }
 
 // finish records an evaluation of key against ie's identity ending with
-// e (nil: it never ran), and stores e if it may. m.mu is held.
+// e (nil: it panicked), and stores e if it may. m.mu is held.
 func (m *memo) finish(key RenderKey, ie *identityEntries, e *entry) {
 	if ie.pending--; ie.pending == 0 && m.identities[key.Platform] == ie {
 		delete(m.identities, key.Platform)
@@ -530,56 +420,6 @@ func (m *memo) snapshot() MemoStats {
 		s.Entries = m.lru.Len()
 	}
 	return s
-}
-
-// An admission bounds the bytes that the evaluations running at once
-// read: each is weighed at its instance's and platform's bytes, clamped
-// to the capacity, so that a heavier one runs alone.
-type admission struct {
-	capacity int64 // 0: no bound
-	sem      *semaphore.Weighted
-	admitted atomic.Int64
-	running  atomic.Int64
-	waiting  atomic.Int64
-	waits    atomic.Uint64
-}
-
-func newAdmission(capacity int64) *admission {
-	a := &admission{}
-	if capacity > 0 {
-		a.capacity = capacity
-		a.sem = semaphore.NewWeighted(capacity)
-	}
-	return a
-}
-
-// acquire admits an evaluation of weight bytes, waiting while the
-// evaluations running hold too much of the capacity, and returns its
-// release. On failure it returns ctx.Err() and admits nothing.
-func (a *admission) acquire(ctx context.Context, weight int64) (func(), error) {
-	weight = min(max(weight, 0), a.capacity)
-	if a.sem != nil && !a.sem.TryAcquire(weight) {
-		a.waits.Add(1)
-		a.waiting.Add(1)
-		err := a.sem.Acquire(ctx, weight)
-		a.waiting.Add(-1)
-		if err != nil {
-			return nil, err
-		}
-	}
-	a.admitted.Add(weight)
-	a.running.Add(1)
-	return func() {
-		a.running.Add(-1)
-		a.admitted.Add(-weight)
-		if a.sem != nil {
-			a.sem.Release(weight)
-		}
-	}, nil
-}
-
-func (a *admission) snapshot() AdmissionStats {
-	return AdmissionStats{Capacity: a.capacity, Admitted: a.admitted.Load(), Running: a.running.Load(), Waiting: a.waiting.Load(), Waits: a.waits.Load()}
 }
 
 // filesDir is the name a render's errors give an instance given as Files.

@@ -148,7 +148,7 @@ func TestMemoDifferential(t *testing.T) {
 		}
 		budget := rapid.SampledFrom([]int64{0, 2 << 10, 16 << 10}).Draw(t, "budget")
 		p := platform.NewPublisher(filepath.Join(tmp, "platform"), platform.PublisherOptions{
-			NoSync: true, Kernel: &kernel.Kernel{Limits: limits}, MemoBudget: budget, AdmissionCapacity: 4 << 10,
+			NoSync: true, Evaluator: &kernel.Kernel{Limits: limits}, MemoBudget: budget, AdmissionCapacity: 4 << 10,
 		})
 		if err := p.Boot(); err != nil {
 			t.Fatal(err)

@@ -236,15 +236,17 @@ func TestConcurrentMissesEvaluateOnce(t *testing.T) {
 	})
 }
 
-// A render that joins an evaluation its last waiter has just left, still
+// A render of a key whose evaluation its last waiter has just left, still
 // ending with that waiter's cancellation, gets its own evaluation: it
 // never sees another caller's context.Canceled.
 func TestJoinerOfACancelledEvaluationRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := published(t, platform.PublisherOptions{})
 		var calls atomic.Int64
+		ended := make(chan struct{})
 		p.SetEval(func(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error) {
 			if calls.Add(1) == 1 {
+				defer close(ended)
 				<-ctx.Done()
 				time.Sleep(time.Second) // slow to notice
 				return kernel.RenderOutput{}, ctx.Err()
@@ -260,13 +262,14 @@ func TestJoinerOfACancelledEvaluationRetries(t *testing.T) {
 		if err := <-a; !errors.Is(err, context.Canceled) {
 			t.Fatal(err)
 		}
-		out, _, err := p.Render(context.Background(), inst) // joins the ending call
+		out, _, err := p.Render(context.Background(), inst) // while the first evaluation ends
 		if err != nil || out.Instance != "shop" {
 			t.Fatalf("the render after the cancelled one: %+v, %v", out, err)
 		}
 		if n := calls.Load(); n != 2 {
 			t.Fatalf("%d evaluations, want 2", n)
 		}
+		<-ended
 	})
 }
 
@@ -431,4 +434,53 @@ func TestRenderLeased(t *testing.T) {
 	if st := p.Stats().Memo; st.Hits != 1 || st.Misses != 1 {
 		t.Fatalf("memo %+v", st)
 	}
+}
+
+// An evaluation that panics makes every render waiting for it panic, each
+// in its own goroutine, where its caller's recover catches it, with the
+// value the evaluation panicked with; nothing is memoized, no flight is
+// left, and the next render of the key evaluates again.
+func TestPanickingEvaluationPanicsInEachWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := published(t, platform.PublisherOptions{})
+		gate := make(chan struct{})
+		var calls atomic.Int64
+		type boom struct{ n int }
+		p.SetEval(func(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error) {
+			if calls.Add(1) == 1 {
+				<-gate
+				panic(&boom{7})
+			}
+			return kernel.RenderOutput{Instance: "shop"}, nil
+		})
+		inst := sizedInstance(t, 0, 10)
+		const waiters = 3
+		recovered := make(chan any, waiters)
+		for range waiters {
+			go func() {
+				defer func() { recovered <- recover() }()
+				p.Render(context.Background(), inst)
+			}()
+		}
+		synctest.Wait()
+		if st := p.Stats().Memo; st.Shared != waiters-1 {
+			t.Fatalf("memo %+v: the renders do not all wait for one evaluation", st)
+		}
+		close(gate)
+		for range waiters {
+			if v, ok := (<-recovered).(*boom); !ok || v.n != 7 {
+				t.Fatalf("a waiter recovered %v, want the evaluation's own panic value", v)
+			}
+		}
+		if n := p.MemoFlights(); n != 0 {
+			t.Fatalf("%d flights left after the panic", n)
+		}
+		if st := p.Stats().Memo; st.Entries != 0 {
+			t.Fatalf("memo %+v: a panic was memoized", st)
+		}
+		out, _, err := p.Render(context.Background(), inst)
+		if err != nil || out.Instance != "shop" || calls.Load() != 2 {
+			t.Fatalf("the render after the panic: %+v, %v, %d evaluations (want 2)", out, err, calls.Load())
+		}
+	})
 }

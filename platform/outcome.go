@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/publish"
 )
 
@@ -142,8 +142,9 @@ type Stats struct {
 	Memo      MemoStats      // the render memo
 	Admission AdmissionStats // the admission of renders that evaluate
 
-	// Workers describes the worker processes of the Publisher's Kernel
-	// (renders killed past a budget, restarts, pool size); the zero value
-	// when the Kernel evaluates in-process.
-	Workers kernel.WorkerStats
+	// Workers describes the worker processes of the Publisher's
+	// Evaluator when it is an [*isolate.Workers] (renders killed past a
+	// budget, restarts, pool size); the zero value when it evaluates
+	// in-process.
+	Workers isolate.Stats
 }

@@ -10,14 +10,30 @@ import (
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/platform/platformmodule"
 	"leasekit.dev/publish"
 )
 
+// An Evaluator builds platforms and reads and renders instances: a
+// [*kernel.Kernel], which evaluates in the caller's process, or an
+// [*isolate.Workers], which evaluates in worker processes that a budget or
+// a cancelled context can stop. Both give the same results and errors.
+type Evaluator interface {
+	BuildPlatform(ctx context.Context, dir string) (*kernel.Platform, error)
+	ReadInstance(ctx context.Context, in kernel.Instance) (*kernel.InstanceSnapshot, error)
+	Render(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error)
+
+	// Bounds returns the Limits the evaluator reads and evaluates under,
+	// as set: a zero field means its default. They are part of every
+	// RenderKey.
+	Bounds() kernel.Limits
+}
+
 // PublisherOptions configures a [Publisher]. The zero value is a durable
 // publisher with a fresh kernel and no logging.
 type PublisherOptions struct {
-	Kernel    *kernel.Kernel     // nil: kernel.New()
+	Evaluator Evaluator          // nil: kernel.New()
 	Logger    *slog.Logger       // nil: no logging
 	NoSync    bool               // the layout's durability off, for disks wiped at boot
 	OnPublish func(PublishEvent) // optional; called once per Publish after its outcome is known, never under a lock
@@ -52,7 +68,7 @@ type PublisherOptions struct {
 type platformPublisher = publish.Publisher[int64, *kernel.Platform, kernel.SkewPolicy]
 
 // A Publisher is a [publish.Publisher] with the generation as key,
-// [kernel.Kernel.BuildPlatform] as build step and the skew policy as the
+// its [Evaluator]'s BuildPlatform as build step and the skew policy as the
 // per-publish value: Write, BuildPlatform, SetGenerated (refusing a stale
 // generation), then removal of every directory that is neither current
 // nor leased. It boots by emptying Root before any reader exists, removes
@@ -72,7 +88,7 @@ type Publisher struct {
 	root      string
 	noSync    bool
 	deadline  time.Duration
-	kernel    *kernel.Kernel
+	evaluator Evaluator
 	onPublish func(PublishEvent)
 	onReclaim func(ReclaimEvent)
 	store     Store // its slot is the one pub sets and leases from
@@ -81,10 +97,6 @@ type Publisher struct {
 
 	memo      *memo      // renders by RenderKey; entries of a reclaimed identity go
 	admission *admission // of the renders that evaluate
-
-	// Test seams, set before the first render: nil means the kernel's.
-	eval func(context.Context, kernel.RenderInput) (kernel.RenderOutput, error)
-	read func(context.Context, kernel.Instance) (*kernel.InstanceSnapshot, error)
 
 	seamMu sync.Mutex
 	disk   publish.Disk                                                  // the generic publisher's own
@@ -96,9 +108,9 @@ type Publisher struct {
 // NewPublisher returns a Publisher whose layout owns root. It touches
 // nothing on disk: call [Publisher.Boot] (or Start) before Publish.
 func NewPublisher(root string, opts PublisherOptions) *Publisher {
-	p := &Publisher{root: root, noSync: opts.NoSync, deadline: opts.RemovalDeadline, kernel: opts.Kernel, onPublish: opts.OnPublish, onReclaim: opts.OnReclaim}
-	if p.kernel == nil {
-		p.kernel = kernel.New()
+	p := &Publisher{root: root, noSync: opts.NoSync, deadline: opts.RemovalDeadline, evaluator: opts.Evaluator, onPublish: opts.OnPublish, onReclaim: opts.OnReclaim}
+	if p.evaluator == nil {
+		p.evaluator = kernel.New()
 	}
 	p.memo = newMemo(orDefault(opts.MemoBudget, DefaultMemoBudget))
 	p.admission = newAdmission(orDefault(opts.AdmissionCapacity, DefaultAdmissionCapacity))
@@ -132,7 +144,7 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 			p.onReclaim(reclaimEvent(ev))
 		}
 	}
-	p.pub = publish.New(root, genCodec, p.kernel.BuildPlatform, gopts)
+	p.pub = publish.New(root, genCodec, p.evaluator.BuildPlatform, gopts)
 	return p
 }
 
@@ -272,7 +284,7 @@ func (p *Publisher) Stats() Stats {
 		Memo:            p.memo.snapshot(),
 		Admission:       p.admission.snapshot(),
 	}
-	if ws := p.kernel.Workers; ws != nil {
+	if ws, ok := p.evaluator.(*isolate.Workers); ok {
 		s.Workers = ws.Stats()
 	}
 	for _, d := range gs.Dirs {
@@ -294,14 +306,16 @@ func (p *Publisher) Stats() Stats {
 // returns a copy of an earlier render's result and reads nothing of the
 // platform's directory: a leased identity's directory never changes. An
 // instance given as Files is keyed by their digest; one in a Dir is read
-// once ([kernel.Kernel.ReadInstance]), hit or miss. A miss renders the
+// once ([Evaluator].ReadInstance), hit or miss. A miss renders the
 // bytes read, checking the platform directory's content, once for every
 // render of the key that waits for it, after admission with ctx
-// ([PublisherOptions].AdmissionCapacity). Errors of the input's content
-// are memoized: a [*kernel.CatalogError] or [*kernel.SkewError], and the
-// instance module's [*kernel.Error] or [*kernel.LimitError]; never ctx's,
-// a [*kernel.ContentError], a [*kernel.FileError], an I/O error or any
-// other. A record set by hand (no Identity) is never memoized. Render does
+// ([PublisherOptions].AdmissionCapacity); when that evaluation panics,
+// each render waiting for it panics in its own goroutine with the same
+// value. Errors of the instance's content are memoized, as
+// [kernel.IsContent] tells them: a [*kernel.CatalogError] or
+// [*kernel.SkewError], and the instance module's [*kernel.Error] or
+// [*kernel.LimitError]; never ctx's, a [*kernel.ContentError], a
+// [*kernel.FileError], an I/O error or any other. A record set by hand (no Identity) is never memoized. Render does
 // not return the key: [Publisher.RenderKeyed] does.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
 	out, rec, _, err := p.RenderKeyed(ctx, inst)
@@ -379,12 +393,9 @@ func (p *Publisher) renderRecord(ctx context.Context, rec Generated, inst kernel
 	return out, rec, key, err
 }
 
-// readInstance reads inst with the kernel, or the test seam.
+// readInstance reads inst with the evaluator.
 func (p *Publisher) readInstance(ctx context.Context, inst kernel.Instance) (*kernel.InstanceSnapshot, error) {
-	if p.read != nil {
-		return p.read(ctx, inst)
-	}
-	return p.kernel.ReadInstance(ctx, inst)
+	return p.evaluator.ReadInstance(ctx, inst)
 }
 
 // key returns the key of a render against rec of an instance with the
@@ -393,7 +404,7 @@ func (p *Publisher) key(rec Generated, digest, dir string) RenderKey {
 	return RenderKey{
 		Platform: rec.Identity, PlatformDir: rec.Dir,
 		Instance: digest, InstanceDir: dir,
-		Skew: rec.Skew, Limits: p.kernel.Limits, Version: moduleVersion(),
+		Skew: rec.Skew, Limits: p.evaluator.Bounds(), Version: moduleVersion(),
 	}
 }
 
@@ -409,8 +420,5 @@ func (p *Publisher) evaluate(ctx context.Context, rec Generated, snap *kernel.In
 	}
 	defer release()
 	in := kernel.RenderInput{Platform: rec.Platform, Snapshot: snap, Skew: rec.Skew}
-	if p.eval != nil {
-		return p.eval(ctx, in)
-	}
-	return p.kernel.Render(ctx, in)
+	return p.evaluator.Render(ctx, in)
 }

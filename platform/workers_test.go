@@ -7,29 +7,29 @@ import (
 	"time"
 
 	"leasekit.dev/platform"
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
-// TestRendersThroughWorkers: a Publisher whose Kernel has Workers renders
+// TestRendersThroughWorkers: a Publisher whose Evaluator is Workers renders
 // through them and reports them in Stats; a render killed past its time
-// budget fails with the *kernel.BudgetError, is not memoized (the next
+// budget fails with the *isolate.BudgetError, is not memoized (the next
 // render of it is killed again), and a good render afterwards succeeds
 // and is memoized.
 func TestRendersThroughWorkers(t *testing.T) {
 	// The time budget is generous: a cold worker of a race-detecting test
 	// binary must still build and render the good instance within it.
-	ws := &kernel.Workers{Size: 1, Timeout: 4 * time.Second}
+	ws := &isolate.Workers{Size: 1, Timeout: 4 * time.Second}
 	t.Cleanup(func() { ws.Close() })
-	p := published(t, platform.PublisherOptions{Kernel: &kernel.Kernel{Workers: ws}})
+	p := published(t, platform.PublisherOptions{Evaluator: ws})
 	ctx := context.Background()
 
 	bomb := renderInstance(t)
 	bomb.Files["bomb.cue"] = []byte("package shop\nimport \"list\"\nx: [for i in list.Range(0, 200000, 1) {i}]\n")
 	for range 2 {
 		_, _, err := p.Render(ctx, bomb)
-		var be *kernel.BudgetError
-		if !errors.As(err, &be) || be.Budget != "time" || !errors.Is(err, kernel.ErrBudget) {
-			t.Fatalf("Render of the bomb: %v, want a *kernel.BudgetError for time", err)
+		var be *isolate.BudgetError
+		if !errors.As(err, &be) || be.Budget != "time" || !errors.Is(err, isolate.ErrBudget) {
+			t.Fatalf("Render of the bomb: %v, want a *isolate.BudgetError for time", err)
 		}
 	}
 	good := renderInstance(t)

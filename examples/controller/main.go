@@ -24,7 +24,9 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
 	"leasekit.dev/examples/internal/size"
+	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // LeaderElectionID names the coordination.k8s.io Lease the replicas elect
@@ -33,7 +35,7 @@ const LeaderElectionID = "platform-controller.examples.leasekit.dev"
 
 func main() {
 	// The kernel's workers are this executable started again.
-	kernel.MainWorker()
+	isolate.Main()
 	o, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return
@@ -94,9 +96,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader before reconciling, so that several replicas are safe; --leader-elect=false only for a single replica")
 	fs.DurationVar(&o.timeout, "reconcile-timeout", 2*time.Minute, "bound on each reconcile; a publish waiting for renders to release a directory gives up and retries with backoff")
 	fs.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
-	o.renderTimeout = kernel.DefaultWorkerTimeout
+	o.renderTimeout = isolate.DefaultTimeout
 	fs.DurationVar(&o.renderTimeout, "render-timeout", o.renderTimeout, "time budget of each build and render: past it, the worker process evaluating it is killed and it fails (a Release so killed gets RenderFailed and is not rendered again until its spec changes)")
-	o.renderMemory = kernel.DefaultWorkerMemory
+	o.renderMemory = isolate.DefaultMemory
 	fs.Var((*size.Flag)(&o.renderMemory), "render-memory", "memory budget of each worker process evaluating builds and renders, a `size` such as 256MiB or 1GiB: past it, the worker is killed and its build or render fails")
 	fs.IntVar(&o.renderWorkers, "render-workers", 0, "the most worker processes evaluating at once (0: GOMAXPROCS)")
 	fs.BoolVar(&o.inProcess, "in-process", false, "evaluate builds and renders in the controller's own process, with no time or memory budget: only for trusted Releases")
@@ -117,7 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case o.renderTimeout <= 0:
 		return o, fmt.Errorf("--render-timeout %v: must be positive", o.renderTimeout)
-	case o.renderMemory < kernel.MinWorkerMemory:
+	case o.renderMemory < isolate.MinMemory:
 		return o, fmt.Errorf("--render-memory %d bytes: must be at least 32MiB, what a worker holds before its first render", o.renderMemory)
 	case o.renderWorkers < 0:
 		return o, fmt.Errorf("--render-workers %d: must be positive, or 0 for GOMAXPROCS", o.renderWorkers)
@@ -160,16 +162,16 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	k := kernel.New()
+	var k platform.Evaluator = kernel.New()
 	if !o.inProcess {
-		ws := &kernel.Workers{Size: o.renderWorkers, Timeout: o.renderTimeout, Memory: o.renderMemory}
+		ws := &isolate.Workers{Size: o.renderWorkers, Timeout: o.renderTimeout, Memory: o.renderMemory}
 		defer ws.Close()
-		k.Workers = ws
+		k = ws
 	}
 	w, err := controller.Setup(mgr, controller.Config{
 		PlatformDir: o.platformDir,
 		NoSync:      o.noSync,
-		Kernel:      k,
+		Evaluator:   k,
 		Logger:      slog.New(logr.ToSlogHandler(ctrl.Log.WithName("publisher"))),
 	})
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 func TestFlagsHelpExplainsEveryFlag(t *testing.T) {
@@ -35,7 +35,7 @@ func TestFlagsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.platformDir != "dir" || !o.leaderElect || o.timeout != 2*time.Minute || o.noSync ||
-		o.inProcess || o.renderTimeout != kernel.DefaultWorkerTimeout || o.renderMemory != kernel.DefaultWorkerMemory {
+		o.inProcess || o.renderTimeout != isolate.DefaultTimeout || o.renderMemory != isolate.DefaultMemory {
 		t.Errorf("options %+v: want dir, leader election on, 2m timeout, sync on", o)
 	}
 }

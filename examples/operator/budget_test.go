@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // TestMain serves as a kernel worker when the command's Workers, run by a
 // test, start this binary as one.
 func TestMain(m *testing.M) {
-	kernel.MainWorker()
+	isolate.Main()
 	os.Exit(m.Run())
 }
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"leasekit.dev/examples/internal/size"
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // options are the command's flags.
@@ -69,9 +69,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.noSync, "no-sync", false, "turn the layout's durability (fsync) off, as for a disk wiped at boot")
 	fs.BoolVar(&o.json, "json", false, "print the summary (or, with --render, the render) as JSON on stdout and nothing else there; progress goes to stderr")
 	fs.StringVar(&o.render, "render", "", "render the instance module in directory `DIR` against a default generation, print the resources as YAML, and exit")
-	o.renderTimeout = kernel.DefaultWorkerTimeout
+	o.renderTimeout = isolate.DefaultTimeout
 	fs.Var((*durationFlag)(&o.renderTimeout), "render-timeout", "the time budget of each render and build, a `duration` such as 2s: past it, the worker evaluating it is killed and it fails")
-	o.renderMemory = kernel.DefaultWorkerMemory
+	o.renderMemory = isolate.DefaultMemory
 	fs.Var((*size.Flag)(&o.renderMemory), "render-memory", "the memory budget of each worker evaluating renders and builds, a `size` such as 256MiB or 1GiB: past it, the worker is killed and its render fails")
 	fs.BoolVar(&o.inProcess, "in-process", false, "evaluate renders and builds in this process, with no time or memory budget, rather than in worker processes")
 	fs.Usage = func() {
@@ -90,7 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	case err != nil:
 		return o, usageError(fs, "%v", err)
 	}
-	minMemory := int64(kernel.MinWorkerMemory)
+	minMemory := int64(isolate.MinMemory)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.generations > 0 && !set["duration"] {
@@ -111,7 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usageError(fs, "--publish-every %v: must be positive", o.publishEvery)
 	case o.renderTimeout <= 0:
 		return o, usageError(fs, "--render-timeout %v: must be positive", o.renderTimeout)
-	case o.renderMemory < kernel.MinWorkerMemory:
+	case o.renderMemory < isolate.MinMemory:
 		return o, usageError(fs, "--render-memory %s: must be at least %s, what a worker holds before its first render", (*size.Flag)(&o.renderMemory), (*size.Flag)(&minMemory))
 	case o.inProcess && (set["render-timeout"] || set["render-memory"]):
 		return o, usageError(fs, "--in-process with --render-timeout or --render-memory: budgets are kept by worker processes only")

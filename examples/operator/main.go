@@ -6,12 +6,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 func main() {
 	// The kernel's workers are this executable started again.
-	kernel.MainWorker()
+	isolate.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -14,12 +14,13 @@ import (
 	"leasekit.dev/examples/operator/internal/demo"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // renderOne publishes the default generation on dir and renders the
 // instance module in o.render against it: resources as YAML (or JSON with
 // --json) on stdout, diagnostics and errors on stderr.
-func renderOne(ctx context.Context, o options, k *kernel.Kernel, dir string, stdout, stderr io.Writer) int {
+func renderOne(ctx context.Context, o options, k platform.Evaluator, dir string, stdout, stderr io.Writer) int {
 	// fail reports err on stderr, and with --json as an object on stdout
 	// too, and returns code (the interrupt's when ctx has ended).
 	fail := func(code int, generation int64, what string, err error) int {
@@ -33,7 +34,7 @@ func renderOne(ctx context.Context, o options, k *kernel.Kernel, dir string, std
 		}
 		return code
 	}
-	pub := platform.NewPublisher(dir, platform.PublisherOptions{NoSync: o.noSync, Kernel: k})
+	pub := platform.NewPublisher(dir, platform.PublisherOptions{NoSync: o.noSync, Evaluator: k})
 	if err := pub.Boot(); err != nil {
 		return fail(exitUsage, 0, "booting the publisher on "+dir, dirError(err))
 	}
@@ -122,7 +123,7 @@ func writeError(w io.Writer, err error) {
 		return
 	}
 	fmt.Fprintf(w, "  %v\n", err)
-	var budget *kernel.BudgetError
+	var budget *isolate.BudgetError
 	if errors.As(err, &budget) {
 		flag := map[string]string{"time": "--render-timeout", "memory": "--render-memory"}[budget.Budget]
 		fmt.Fprintf(w, "  (the %s budget is set by %s)\n", budget.Budget, flag)

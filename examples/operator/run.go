@@ -12,7 +12,9 @@ import (
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/examples/operator/internal/demo"
+	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // Exit statuses.
@@ -49,12 +51,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // newKernel returns the kernel o asks for: evaluating in worker processes
 // with o's budgets, unless --in-process; and what stops its workers.
-func newKernel(o options) (*kernel.Kernel, func()) {
+func newKernel(o options) (platform.Evaluator, func()) {
 	if o.inProcess {
 		return kernel.New(), func() {}
 	}
-	ws := &kernel.Workers{Timeout: o.renderTimeout, Memory: o.renderMemory}
-	return &kernel.Kernel{Workers: ws}, func() { ws.Close() }
+	ws := &isolate.Workers{Timeout: o.renderTimeout, Memory: o.renderMemory}
+	return ws, func() { ws.Close() }
 }
 
 // platformDir returns the directory the publisher owns and what to do with
@@ -78,7 +80,7 @@ func platformDir(o options, stderr io.Writer) (string, func(), error) {
 }
 
 // runDemo runs the operator's main job and prints its summary.
-func runDemo(ctx context.Context, o options, k *kernel.Kernel, dir string, stdout, stderr io.Writer) int {
+func runDemo(ctx context.Context, o options, k platform.Evaluator, dir string, stdout, stderr io.Writer) int {
 	seed := o.seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -89,7 +91,7 @@ func runDemo(ctx context.Context, o options, k *kernel.Kernel, dir string, stdou
 	}
 	cfg := demo.Config{
 		Dir: dir, Duration: o.duration, Generations: o.generations, Seed: seed,
-		Renders: o.renders, PublishEvery: o.publishEvery, NoSync: o.noSync, Kernel: k,
+		Renders: o.renders, PublishEvery: o.publishEvery, NoSync: o.noSync, Evaluator: k,
 		Progress: progress, Terminal: isTerminal(progress), Width: terminalWidth(progress),
 	}
 	if !o.json {

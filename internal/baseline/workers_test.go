@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 	"pgregory.net/rapid"
 )
 
 // TestMain serves as a kernel worker when the Workers of a test start this
 // binary as one.
 func TestMain(m *testing.M) {
-	kernel.MainWorker()
+	isolate.Main()
 	os.Exit(m.Run())
 }
 
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 // their build as well.
 func TestWorkersMatchKernel(t *testing.T) {
 	ctx := context.Background()
-	ws := &kernel.Workers{Size: 2}
+	ws := &isolate.Workers{Size: 2}
 	defer ws.Close()
 	var rendered, failed int
 	rapid.Check(t, func(t *rapid.T) {
@@ -43,7 +44,13 @@ func TestWorkersMatchKernel(t *testing.T) {
 		if g.rare("limited", 10) {
 			inproc.Limits = kernel.Limits{MaxComponents: 1, MaxFileSize: int64(rapid.IntRange(64, 1024).Draw(t, "maxFileSize"))}
 		}
-		isolated := &kernel.Kernel{Limits: inproc.Limits, Workers: ws}
+		// Workers evaluate for one Kernel, with its Limits: limited
+		// inputs get Workers of their own.
+		isolated := ws
+		if inproc.Limits != (kernel.Limits{}) {
+			isolated = &isolate.Workers{Kernel: inproc, Size: 1}
+			defer isolated.Close()
+		}
 
 		p, err := isolated.BuildPlatform(ctx, pdir)
 		want, wantErr := inproc.BuildPlatform(ctx, pdir)

@@ -12,6 +12,7 @@ import (
 
 	"leasekit.dev/internal/baseline"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/platform/platformmodule"
 )
 
@@ -194,7 +195,7 @@ func BenchmarkBuildPlatform(b *testing.B) {
 
 // BenchmarkRender renders instances of 0 to 20 components, from their
 // directories, against the 20-catalog platform: in this process
-// (impl=leasekit), through a warm worker of kernel.Workers (impl=worker),
+// (impl=leasekit), through a warm worker of isolate.Workers (impl=worker),
 // and by the naive kernel.
 func BenchmarkRender(b *testing.B) {
 	ctx := context.Background()
@@ -224,9 +225,8 @@ func BenchmarkRender(b *testing.B) {
 		b.Run(fmt.Sprintf("components=%d/impl=worker", n), func(b *testing.B) {
 			// A render through a warm worker: the instance read here and
 			// sent, the platform read and the render evaluated there.
-			ws := &kernel.Workers{Size: 1}
-			defer ws.Close()
-			k := &kernel.Kernel{Workers: ws}
+			k := &isolate.Workers{Size: 1}
+			defer k.Close()
 			in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Dir: inst}}
 			if _, err := k.Render(ctx, in); err != nil {
 				b.Fatal(err)

@@ -4,12 +4,12 @@ import (
 	"os"
 	"testing"
 
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // TestMain serves as a kernel worker when the Workers of a benchmark
 // start this binary as one.
 func TestMain(m *testing.M) {
-	kernel.MainWorker()
+	isolate.Main()
 	os.Exit(m.Run())
 }

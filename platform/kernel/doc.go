@@ -138,16 +138,13 @@
 // # Evaluation that can be stopped
 //
 // CUE's evaluator cannot be cancelled, and a few bytes of CUE can take it
-// minutes and gigabytes. A Kernel with [Workers] set evaluates each build
-// and render in a worker process, the running executable started again
-// (its main, or TestMain, calls [MainWorker] first): when the call's ctx
-// ends the worker is killed and the call returns ctx.Err() at once, and
-// past the Workers' time or memory budget it is killed and the call fails
-// with a [*BudgetError]. The worker reads the platform's directory under
-// the same rules and Limits; the instance is read by the caller
-// ([Kernel.ReadInstance]) and sent. Results and errors are those of the
-// in-process path, positions included: a differential test holds them
-// equal. Without Workers, a Kernel evaluates in the caller's process.
+// minutes and gigabytes. A Kernel evaluates in the caller's process and
+// knows nothing of processes; package [leasekit.dev/platform/kernel/isolate]
+// wraps a Kernel and runs each build and render in a worker process that
+// a cancelled context or a time or memory budget can kill, with the
+// Kernel's results and errors. The values it sends between processes
+// travel as this package encodes them: a [Platform] and an
+// [InstanceSnapshot] in JSON, an error by [EncodeError] and [DecodeError].
 //
 // # Concurrency
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -253,4 +254,185 @@ func unprefixed(err error) string {
 		return "<nil>"
 	}
 	return strings.TrimPrefix(err.Error(), "kernel: ")
+}
+
+// The kernel's own error types, each described once: its name on the
+// wire, its fields as plain data and back, and whether it is about the
+// content of the module its errors name. flatten, plainOf, the codec
+// (EncodeError, DecodeError) and IsContent know the kernel's errors only
+// through this table: adding an error type to the kernel is declaring it
+// and adding its row here.
+var errorKinds []errorKind
+
+// The rows refer to functions that read the table.
+func init() { errorKinds = kernelErrorKinds() }
+
+func kernelErrorKinds() []errorKind {
+	return []errorKind{
+		kind("Error",
+			func(e *Error) (*wireError, []error) {
+				return &wireError{Op: e.Op, Dir: e.Dir, Problems: e.Problems}, []error{e.Err}
+			},
+			func(w *wireError, errs []error) *Error {
+				return &Error{Op: w.Op, Dir: w.Dir, Problems: w.Problems, Err: first(errs)}
+			},
+			// Its problems, unless its cause says anything of the
+			// circumstances: a context error, an fs sentinel, or another of
+			// the kernel's errors.
+			func(e *Error, dir string) bool {
+				return e.Dir == dir && len(e.Problems) > 0 && !circumstantial(e.Err)
+			}),
+		kind("SkewError",
+			func(e *SkewError) (*wireError, []error) {
+				return &wireError{Path: e.Path, Want: e.InstanceVersion, Got: e.PlatformVersion}, nil
+			},
+			func(w *wireError, _ []error) *SkewError {
+				return &SkewError{Path: w.Path, InstanceVersion: w.Want, PlatformVersion: w.Got}
+			},
+			func(*SkewError, string) bool { return true }),
+		kind("CatalogError",
+			func(e *CatalogError) (*wireError, []error) {
+				return &wireError{Path: e.Path, Component: e.Component, Rule: e.Rule, Position: e.Position}, nil
+			},
+			func(w *wireError, _ []error) *CatalogError {
+				return &CatalogError{Path: w.Path, Component: w.Component, Rule: w.Rule, Position: w.Position}
+			},
+			func(*CatalogError, string) bool { return true }),
+		kind("ContentError",
+			func(e *ContentError) (*wireError, []error) {
+				return &wireError{Dir: e.Dir, Want: e.Want, Got: e.Got}, []error{e.Err}
+			},
+			func(w *wireError, errs []error) *ContentError {
+				return &ContentError{Dir: w.Dir, Want: w.Want, Got: w.Got, Err: first(errs)}
+			},
+			func(*ContentError, string) bool { return false }), // a directory that changed
+		kind("FileError",
+			func(e *FileError) (*wireError, []error) {
+				return &wireError{Dir: e.Dir, File: e.File, Rule: e.Rule}, []error{e.Err}
+			},
+			func(w *wireError, errs []error) *FileError {
+				return &FileError{Dir: w.Dir, File: w.File, Rule: w.Rule, Err: first(errs)}
+			},
+			func(*FileError, string) bool { return false }), // what a file is, not its content
+		kind("LimitError",
+			func(e *LimitError) (*wireError, []error) {
+				return &wireError{Limit: e.Limit, Dir: e.Dir, File: e.File, Value: e.Value, Max: e.Max}, nil
+			},
+			func(w *wireError, _ []error) *LimitError {
+				return &LimitError{Limit: w.Limit, Dir: w.Dir, File: w.File, Value: w.Value, Max: w.Max}
+			},
+			func(e *LimitError, dir string) bool {
+				return e.Dir == dir && slices.Contains([]string{"MaxFileSize", "MaxTotalSize", "MaxFiles", "MaxDepth", "MaxComponents"}, e.Limit)
+			}),
+		kind("flat",
+			func(e *flatError) (*wireError, []error) { return &wireError{Msg: e.msg}, e.is },
+			func(w *wireError, errs []error) *flatError { return &flatError{msg: w.Msg, is: errs} },
+			func(*flatError, string) bool { return false }),
+	}
+}
+
+// An errorKind is one row of errorKinds.
+type errorKind struct {
+	name    string
+	of      func(error) bool
+	encode  func(error) (*wireError, []error) // the error's fields, and the errors it wraps
+	decode  func(*wireError, []error) error
+	content func(err error, dir string) bool
+}
+
+// kind returns the row of the error type E.
+func kind[E error](name string, encode func(E) (*wireError, []error), decode func(*wireError, []error) E, content func(E, string) bool) errorKind {
+	return errorKind{
+		name:    name,
+		of:      func(err error) bool { _, ok := err.(E); return ok },
+		encode:  func(err error) (*wireError, []error) { return encode(err.(E)) },
+		decode:  func(w *wireError, errs []error) error { return decode(w, errs) },
+		content: func(err error, dir string) bool { return content(err.(E), dir) },
+	}
+}
+
+// kindOf returns the row of err's type, nil when err is none of the
+// kernel's own errors.
+func kindOf(err error) *errorKind {
+	for i := range errorKinds {
+		if errorKinds[i].of(err) {
+			return &errorKinds[i]
+		}
+	}
+	return nil
+}
+
+// kindNamed returns the row of the given name, nil when there is none.
+func kindNamed(name string) *errorKind {
+	for i := range errorKinds {
+		if errorKinds[i].name == name {
+			return &errorKinds[i]
+		}
+	}
+	return nil
+}
+
+func first(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs[0]
+}
+
+// IsContent reports whether err, an error of a build or render whose
+// errors name the module dir ("instance" for an instance given as
+// Files), is about the content of its input alone: the same input under
+// the same Limits fails the same way, so err may be kept with the
+// input's result. It is for a *CatalogError and a *SkewError; a
+// *LimitError of dir for a limit on its files or its components; an
+// *Error of dir whose cause matches no context or fs sentinel and wraps
+// none of the kernel's other errors; and an errors.Join of those. It is
+// false for any other error: a context error, a *ContentError (a
+// directory changed), a *FileError, an I/O error, an error of another
+// module or of any other type.
+func IsContent(err error, dir string) bool {
+	if k := kindOf(err); k != nil {
+		return k.content(err, dir)
+	}
+	if err == nil || reflect.TypeOf(err) != joinErrorType {
+		return false
+	}
+	errs := err.(interface{ Unwrap() []error }).Unwrap()
+	for _, e := range errs {
+		if !IsContent(e, dir) {
+			return false
+		}
+	}
+	return len(errs) > 0
+}
+
+// circumstantial reports whether err, the cause of an *Error, says
+// anything of the circumstances of a build or render rather than its
+// input: it matches a context error or an fs sentinel, or wraps one of
+// the kernel's own errors.
+func circumstantial(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return true
+		}
+	}
+	return wrapsKernelError(err)
+}
+
+// wrapsKernelError reports whether err's tree holds one of the kernel's
+// own errors, a flattened error aside.
+func wrapsKernelError(err error) bool {
+	if _, flat := err.(*flatError); !flat && kindOf(err) != nil {
+		return true
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() error }:
+		return e.Unwrap() != nil && wrapsKernelError(e.Unwrap())
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(e.Unwrap(), wrapsKernelError)
+	}
+	return false
 }

@@ -16,10 +16,15 @@ type flatError struct {
 func (e *flatError) Error() string   { return e.msg }
 func (e *flatError) Unwrap() []error { return e.is }
 
-// plainSentinels are the sentinels a flattened error still matches.
-var plainSentinels = []error{
-	context.Canceled, context.DeadlineExceeded,
-	fs.ErrNotExist, fs.ErrPermission, fs.ErrExist, fs.ErrInvalid, fs.ErrClosed,
+// sentinels are the sentinels a flattened error still matches, by the
+// names they travel under (see EncodeError).
+var sentinels = []struct {
+	name string
+	err  error
+}{
+	{"Canceled", context.Canceled}, {"DeadlineExceeded", context.DeadlineExceeded},
+	{"ErrNotExist", fs.ErrNotExist}, {"ErrPermission", fs.ErrPermission}, {"ErrExist", fs.ErrExist},
+	{"ErrInvalid", fs.ErrInvalid}, {"ErrClosed", fs.ErrClosed},
 }
 
 // flatten returns err reduced to plain data: an error with its text that
@@ -32,9 +37,9 @@ func flatten(err error) error {
 		return nil
 	}
 	f := &flatError{msg: err.Error()}
-	for _, s := range plainSentinels {
-		if errors.Is(err, s) {
-			f.is = append(f.is, s)
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			f.is = append(f.is, s.err)
 		}
 	}
 	f.is = append(f.is, kernelErrors(err)...)
@@ -43,11 +48,13 @@ func flatten(err error) error {
 
 // kernelErrors returns the kernel's own errors, plain data, in err's tree.
 func kernelErrors(err error) []error {
-	switch e := err.(type) {
-	case nil:
+	if err == nil {
 		return nil
-	case *Error, *SkewError, *CatalogError, *ContentError, *FileError, *LimitError, *flatError:
-		return []error{e}
+	}
+	if kindOf(err) != nil {
+		return []error{err}
+	}
+	switch e := err.(type) {
 	case interface{ Unwrap() error }:
 		return kernelErrors(e.Unwrap())
 	case interface{ Unwrap() []error }:
@@ -64,8 +71,7 @@ func kernelErrors(err error) []error {
 // own error types, a context error, or a join of nothing else (joined
 // afresh).
 func plainOf(err error) (error, bool) {
-	switch err.(type) {
-	case *Error, *SkewError, *CatalogError, *ContentError, *FileError, *LimitError, *flatError:
+	if kindOf(err) != nil {
 		return err, true
 	}
 	if err == context.Canceled || err == context.DeadlineExceeded {

@@ -36,18 +36,13 @@ const (
 
 // A Kernel builds platforms and renders instances. The zero value is ready
 // to use, with the default [Limits], and so is the result of [New]. A
-// Kernel holds no state but its limits and its workers, which its calls
-// only read: it is safe for concurrent use by multiple goroutines, with no
-// mutex. Set its fields before the Kernel's first use.
+// Kernel holds no state but its limits, which its calls only read: it is
+// safe for concurrent use by multiple goroutines, with no mutex. Set its
+// fields before the Kernel's first use.
 type Kernel struct {
 	// Limits bounds what each build and render reads and evaluates; its
 	// zero fields mean the defaults.
 	Limits Limits
-
-	// Workers, if set, runs the CUE evaluation of each build and render
-	// in a worker process of its own, which the call's ctx and the
-	// Workers' budgets can stop; see [Workers]. Nil: in this process.
-	Workers *Workers
 }
 
 // limits returns the Kernel's limits with their defaults; a nil Kernel
@@ -57,6 +52,15 @@ func (k *Kernel) limits() (Limits, error) {
 		return Limits{}.resolved()
 	}
 	return k.Limits.resolved()
+}
+
+// Bounds returns k's Limits as set, a zero field meaning its default: the
+// Limits its calls read and evaluate under. A nil Kernel's are zero.
+func (k *Kernel) Bounds() Limits {
+	if k == nil {
+		return Limits{}
+	}
+	return k.Limits
 }
 
 // New returns a Kernel.
@@ -132,9 +136,7 @@ func (p *Platform) Catalog(path string) (Catalog, bool) {
 // parsed. Any other problem is reported in one *Error with its file
 // positions. BuildPlatform reads on a goroutine of its own; when ctx is
 // done it returns ctx.Err() at once, even while a read is blocked, and
-// that goroutine reads nothing more once its current read returns. With
-// Workers, the build runs in a worker process, and fails as Render does
-// when the worker is killed or lost.
+// that goroutine reads nothing more once its current read returns.
 func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -147,9 +149,6 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	fail := func(err error) (*Platform, error) { return nil, moduleError("build", abs, err) }
 	if err := ctx.Err(); err != nil {
 		return nil, err
-	}
-	if k != nil && k.Workers != nil {
-		return k.Workers.buildPlatform(ctx, limits, abs)
 	}
 	m, err := loadAside(ctx, func() (loadedModule, error) { return loadDir(ctx, limits, abs) })
 	if err != nil {

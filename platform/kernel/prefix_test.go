@@ -11,11 +11,18 @@ import (
 	"testing"
 
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/platform/platformmodule"
 )
 
 // joinType is the type of errors.Join's errors.
 var joinType = reflect.TypeOf(errors.Join(errors.New("a"), errors.New("b")))
+
+// evaluator is what both the kernel and its worker pool offer.
+type evaluator interface {
+	BuildPlatform(ctx context.Context, dir string) (*kernel.Platform, error)
+	Render(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error)
+}
 
 // TestErrorsBeginWithKernelOnce: every error an exported method or
 // function of the package returns begins with "kernel: ", and says it
@@ -68,21 +75,21 @@ func TestErrorsBeginWithKernelOnce(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	closed := &kernel.Workers{}
+	closed := &isolate.Workers{Kernel: k}
 	if err := closed.Close(); err != nil {
 		t.Fatal(err)
 	}
 	small := &kernel.Kernel{Limits: kernel.Limits{MaxFileSize: 64}}
 	bad := &kernel.Kernel{Limits: kernel.Limits{MaxFiles: -1}}
-	badWorkers := &kernel.Kernel{Workers: &kernel.Workers{Size: -1}}
+	badWorkers := &isolate.Workers{Kernel: k, Size: -1}
 
-	build := func(k *kernel.Kernel, files map[string]string) func() error {
+	build := func(k evaluator, files map[string]string) func() error {
 		return func() error {
 			_, err := k.BuildPlatform(ctx, writeModule(t, files))
 			return err
 		}
 	}
-	render := func(k *kernel.Kernel, in kernel.RenderInput) func() error {
+	render := func(k evaluator, in kernel.RenderInput) func() error {
 		return func() error {
 			_, err := k.Render(ctx, in)
 			return err
@@ -112,7 +119,7 @@ requires: {"` + webPath + `": "v1.4.0", "` + batchPath + `": "v2.1.0"}
 		{"BuildPlatform: a file past MaxFileSize", build(small, platformModule(`name: "acme"`+strings.Repeat(" ", 100)))},
 		{"BuildPlatform: bad Limits", build(bad, platformModule(`name: "acme"`))},
 		{"BuildPlatform: bad Workers", build(badWorkers, platformModule(`name: "acme"`))},
-		{"BuildPlatform: closed Workers", build(&kernel.Kernel{Workers: closed}, platformModule(`name: "acme"`))},
+		{"BuildPlatform: closed Workers", build(closed, platformModule(`name: "acme"`))},
 		{"BuildPlatform: two packages", build(k, map[string]string{"cue.mod/module.cue": "module: \"a.com/p@v0\"\nlanguage: version: \"v0.14.0\"\n", "a.cue": "package a\n", "b.cue": "package b\n"})},
 		{"BuildPlatform: a syntax error", build(k, platformModule("name: {\n"))},
 		{"BuildPlatform: a schema violation", build(k, platformModule("name: 1\n"))},
@@ -137,7 +144,7 @@ components: a: {kind: "Nope", catalog: "`+webPath+`"}
 components: b: {kind: "Nada", catalog: "`+webPath+`"}`))},
 		{"Render: an instance past MaxFileSize", render(small, shopIn(p, `name: "shop"`+strings.Repeat(" ", 100)))},
 		{"Render: bad Limits", render(bad, shopIn(p, `name: "shop"`))},
-		{"Render: closed Workers", render(&kernel.Kernel{Workers: closed}, shopIn(p, `name: "shop"`))},
+		{"Render: closed Workers", render(closed, shopIn(p, `name: "shop"`))},
 		{"ReadInstance: a missing directory", func() error {
 			_, err := k.ReadInstance(ctx, kernel.Instance{Dir: filepath.Join(t.TempDir(), "none")})
 			return err

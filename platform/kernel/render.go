@@ -71,16 +71,11 @@ type Resource struct {
 // (joined), a [*ContentError] when the platform's directory no longer holds
 // what it was built from, a [*FileError] or [*LimitError] for input refused
 // before it is parsed, or one [*Error] naming the files and positions of
-// either module. With Workers, a render killed past a budget fails with a
-// [*BudgetError], and one whose worker could not start or ended before it
-// answered with a [*WorkerError].
+// either module.
 func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, error) {
 	limits, err := k.limits()
 	if err != nil {
 		return RenderOutput{}, err
-	}
-	if k != nil && k.Workers != nil {
-		return k.Workers.render(ctx, limits, in)
 	}
 	r, err := prepare(ctx, limits, in)
 	if err != nil {

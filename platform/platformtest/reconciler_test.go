@@ -199,7 +199,7 @@ type publisher struct {
 }
 
 func newPublisher(root string) (platformtest.Target, error) {
-	pub := platform.NewPublisher(root, platform.PublisherOptions{Kernel: kern, NoSync: true})
+	pub := platform.NewPublisher(root, platform.PublisherOptions{Evaluator: kern, NoSync: true})
 	if err := pub.Boot(); err != nil {
 		return nil, err
 	}

@@ -13,13 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // TestMain serves as a kernel worker when the Workers of a test start this
 // binary as one.
 func TestMain(m *testing.M) {
-	kernel.MainWorker()
+	isolate.Main()
 	os.Exit(m.Run())
 }
 
@@ -40,9 +40,9 @@ func TestReleaseOverBudgetIsNotRetried(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out a time budget")
 	}
-	ws := &kernel.Workers{Size: 1, Timeout: time.Second}
+	ws := &isolate.Workers{Size: 1, Timeout: time.Second}
 	defer ws.Close()
-	f := newFixtureWith(t, &kernel.Kernel{Workers: ws}, true, newPlatform(acme(), 1), newRelease(bomb(), 1))
+	f := newFixtureWith(t, ws, true, newPlatform(acme(), 1), newRelease(bomb(), 1))
 	if _, _, err := f.reconcilePlatform(t); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestReleaseOverBudgetIsNotRetried(t *testing.T) {
 		return &rel, err
 	}
 	rel, err := reconcileOnce()
-	if !errors.Is(err, reconcile.TerminalError(nil)) || !errors.Is(err, kernel.ErrBudget) {
+	if !errors.Is(err, reconcile.TerminalError(nil)) || !errors.Is(err, isolate.ErrBudget) {
 		t.Fatalf("Reconcile: %v, want a terminal error wrapping the budget's", err)
 	}
 	c := wantCondition(t, rel.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionFalse, v1alpha1.ReasonRenderFailed)

@@ -40,13 +40,13 @@ func newFixture(t *testing.T, boot bool, objs ...client.Object) *fixture {
 	return newFixtureWith(t, nil, boot, objs...)
 }
 
-// newFixtureWith is newFixture with a Publisher on the kernel k (nil: in-process).
-func newFixtureWith(t *testing.T, k *kernel.Kernel, boot bool, objs ...client.Object) *fixture {
+// newFixtureWith is newFixture with a Publisher on the evaluator k (nil: in-process).
+func newFixtureWith(t *testing.T, k platform.Evaluator, boot bool, objs ...client.Object) *fixture {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(newScheme()).
 		WithStatusSubresource(&v1alpha1.Platform{}, &v1alpha1.Release{}).
 		WithObjects(objs...).Build()
-	pub := platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), platform.PublisherOptions{NoSync: true, Kernel: k})
+	pub := platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), platform.PublisherOptions{NoSync: true, Evaluator: k})
 	if boot {
 		if err := pub.Boot(); err != nil {
 			t.Fatal(err)

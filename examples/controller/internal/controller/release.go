@@ -20,6 +20,7 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // ReleaseReconciler renders each Release's instance module against the
@@ -50,7 +51,7 @@ type ReleaseReconciler struct {
 // With no platform served it records PlatformNotReady and waits for the
 // Publisher to serve one; a render that fails is not retried until the
 // Release or the platform changes. A render killed past a kernel budget
-// (a [kernel.BudgetError]: the spec's evaluation takes too long or too
+// (a [isolate.BudgetError]: the spec's evaluation takes too long or too
 // much memory) records RenderFailed naming the budget and returns a
 // reconcile.TerminalError: that spec is not rendered again, whatever the
 // platform, until the Release changes. A transient failure returns an
@@ -114,7 +115,7 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	r.setAgainst(req.NamespacedName, rec.Platform, true)
-	over := errors.Is(err, kernel.ErrBudget)
+	over := errors.Is(err, isolate.ErrBudget)
 	r.setOverBudget(req.NamespacedName, rel.Generation, over)
 	if changed {
 		kind := "Normal"

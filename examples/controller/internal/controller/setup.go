@@ -23,7 +23,7 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/metrics"
 	"leasekit.dev/platform"
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // Config is what [Setup] needs.
@@ -43,11 +43,11 @@ type Config struct {
 	// on a disk wiped at boot (an emptyDir).
 	NoSync bool
 
-	// Kernel builds platforms and renders Releases; nil means
-	// kernel.New(), in-process. With Workers set, its builds and renders
-	// run in worker processes with time and memory budgets, and the
-	// workers' metrics are registered too.
-	Kernel *kernel.Kernel
+	// Evaluator builds platforms and renders Releases; nil means
+	// kernel.New(), in-process. An *isolate.Workers runs builds and
+	// renders in worker processes with time and memory budgets, and its
+	// metrics are registered too.
+	Evaluator platform.Evaluator
 }
 
 // Wiring is what [Setup] added to the manager.
@@ -96,13 +96,13 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		NoSync:    cfg.NoSync,
 		OnPublish: m.ObservePublish,
 		OnReclaim: m.ObserveReclaim,
-		Kernel:    cfg.Kernel,
+		Evaluator: cfg.Evaluator,
 	})
 	if err := m.Register(reg, pub.Stats); err != nil {
 		return nil, fmt.Errorf("controller: register metrics: %w", err)
 	}
-	if cfg.Kernel != nil && cfg.Kernel.Workers != nil {
-		if err := m.RegisterWorkers(reg, cfg.Kernel.Workers.Stats); err != nil {
+	if ws, ok := cfg.Evaluator.(*isolate.Workers); ok {
+		if err := m.RegisterWorkers(reg, ws.Stats); err != nil {
 			return nil, fmt.Errorf("controller: register worker metrics: %w", err)
 		}
 	}
@@ -153,8 +153,8 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	// this process, or one per worker, so that a Release whose render
 	// waits out a budget holds up no other.
 	renders := 1
-	if cfg.Kernel != nil && cfg.Kernel.Workers != nil {
-		renders = cfg.Kernel.Workers.Stats().Size
+	if ws, ok := cfg.Evaluator.(*isolate.Workers); ok {
+		renders = ws.Stats().Size
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("release").

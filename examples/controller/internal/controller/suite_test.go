@@ -20,7 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"leasekit.dev/examples/controller/internal/controller"
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // The envtest suite runs a real kube-apiserver and etcd, a real manager
@@ -129,11 +129,11 @@ func newManager(cfg *rest.Config, dir string, reg *prometheus.Registry) (ctrl.Ma
 	}
 	// Builds and renders run in worker processes with a short time
 	// budget, stopped with the manager.
-	ws := &kernel.Workers{Timeout: 2 * time.Second}
+	ws := &isolate.Workers{Timeout: 2 * time.Second}
 	if err := mgr.Add(closeOnStop{ws}); err != nil {
 		return nil, nil, err
 	}
-	w, err := controller.Setup(mgr, controller.Config{PlatformDir: dir, Registerer: reg, NoSync: true, Kernel: &kernel.Kernel{Workers: ws}})
+	w, err := controller.Setup(mgr, controller.Config{PlatformDir: dir, Registerer: reg, NoSync: true, Evaluator: ws})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -142,7 +142,7 @@ func newManager(cfg *rest.Config, dir string, reg *prometheus.Registry) (ctrl.Ma
 
 // closeOnStop closes the kernel's workers when the manager stops, elected
 // or not.
-type closeOnStop struct{ ws *kernel.Workers }
+type closeOnStop struct{ ws *isolate.Workers }
 
 func (c closeOnStop) Start(ctx context.Context) error {
 	<-ctx.Done()

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"leasekit.dev/platform"
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // Namespace prefixes every metric name.
@@ -124,7 +124,7 @@ func (m *Metrics) ObserveRender(secs float64, err error) {
 	switch {
 	case errors.Is(err, platform.ErrNotReady):
 		result = "not-ready"
-	case errors.Is(err, kernel.ErrBudget):
+	case errors.Is(err, isolate.ErrBudget):
 		result = "over-budget"
 	case err != nil:
 		result = "failed"

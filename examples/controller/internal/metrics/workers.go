@@ -5,28 +5,28 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // RegisterWorkers registers, with reg, the metrics of the kernel's worker
-// processes, read from stats (a kernel.Workers' Stats method) at each
+// processes, read from stats (an isolate.Workers' Stats method) at each
 // scrape: builds and renders killed by budget, workers restarted and
 // crashed, and the pool's size, running and busy workers.
-func (m *Metrics) RegisterWorkers(reg prometheus.Registerer, stats func() kernel.WorkerStats) error {
+func (m *Metrics) RegisterWorkers(reg prometheus.Registerer, stats func() isolate.Stats) error {
 	if stats == nil {
 		return errors.New("metrics: RegisterWorkers needs a stats function")
 	}
 	return reg.Register(newWorkersCollector(stats))
 }
 
-// workersCollector reads a kernel.Workers' Stats at each scrape.
+// workersCollector reads an isolate.Workers' Stats at each scrape.
 type workersCollector struct {
-	read                      func() kernel.WorkerStats
+	read                      func() isolate.Stats
 	killed, restarts, crashed *prometheus.Desc
 	size, running, busy       *prometheus.Desc
 }
 
-func newWorkersCollector(read func() kernel.WorkerStats) *workersCollector {
+func newWorkersCollector(read func() isolate.Stats) *workersCollector {
 	return &workersCollector{
 		read: read,
 		killed: prometheus.NewDesc(Namespace+"_worker_kills_total",

@@ -8,13 +8,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"leasekit.dev/examples/controller/internal/metrics"
-	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 func TestWorkerMetricsReadTheStats(t *testing.T) {
-	stats := kernel.WorkerStats{Size: 4, Running: 3, Busy: 2, Restarts: 5, Crashed: 1, KilledTime: 7, KilledMemory: 2}
+	stats := isolate.Stats{Size: 4, Running: 3, Busy: 2, Restarts: 5, Crashed: 1, KilledTime: 7, KilledMemory: 2}
 	reg := prometheus.NewRegistry()
-	if err := metrics.New().RegisterWorkers(reg, func() kernel.WorkerStats { return stats }); err != nil {
+	if err := metrics.New().RegisterWorkers(reg, func() isolate.Stats { return stats }); err != nil {
 		t.Fatal(err)
 	}
 	want := `

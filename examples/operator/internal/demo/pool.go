@@ -43,7 +43,7 @@ const maxFailureDetails = 20
 // for a random time, every lease watched by a Checker.
 type Pool struct {
 	store     *platform.Store
-	kernel    *kernel.Kernel
+	kernel    platform.Evaluator
 	check     *Checker
 	instances []Instance
 	workers   int
@@ -71,7 +71,7 @@ type Pool struct {
 // NewPool returns a pool of workers rendering against store's records and
 // checked by check. Its random choices are a function of seed; a slow
 // reader holds its lease for about longHold.
-func NewPool(store *platform.Store, k *kernel.Kernel, check *Checker, workers int, seed uint64, longHold time.Duration) *Pool {
+func NewPool(store *platform.Store, k platform.Evaluator, check *Checker, workers int, seed uint64, longHold time.Duration) *Pool {
 	return &Pool{store: store, kernel: k, check: check, instances: Instances(),
 		workers: workers, seed: seed, longHold: longHold}
 }

@@ -66,8 +66,8 @@ type Config struct {
 	// Logger receives the publisher's log; nil means none.
 	Logger *slog.Logger
 
-	// Kernel builds and renders; nil means kernel.New(), in-process.
-	Kernel *kernel.Kernel
+	// Evaluator builds and renders; nil means kernel.New(), in-process.
+	Evaluator platform.Evaluator
 
 	// afterLease is passed to the pool: see Pool.afterLease.
 	afterLease func(platform.Generated)
@@ -111,12 +111,12 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, errors.New("demo: a run needs a duration or a number of generations")
 	}
 	rec := newRecorder()
-	k := cfg.Kernel
+	k := cfg.Evaluator
 	if k == nil {
 		k = kernel.New()
 	}
 	pub := platform.NewPublisher(cfg.Dir, platform.PublisherOptions{
-		Kernel: k, Logger: cfg.Logger, NoSync: cfg.NoSync,
+		Evaluator: k, Logger: cfg.Logger, NoSync: cfg.NoSync,
 		OnPublish: rec.publish, OnReclaim: rec.reclaim,
 	})
 	if err := pub.Boot(); err != nil {

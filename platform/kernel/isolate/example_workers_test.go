@@ -1,4 +1,4 @@
-package kernel_test
+package isolate_test
 
 import (
 	"context"
@@ -9,20 +9,21 @@ import (
 	"time"
 
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/platform/platformmodule"
 )
 
 // A Kernel with Workers evaluates in worker processes, which a budget can
 // stop; the program's main (here, the test binary's TestMain) calls
-// kernel.MainWorker first.
+// isolate.Main first.
 //
 // The example shows the time budget alone: the memory budget is set far
 // above what the bomb below can allocate in a second on any machine, so
 // the time budget is the one that stops it, however fast the machine.
 func ExampleWorkers() {
-	ws := &kernel.Workers{Size: 2, Timeout: time.Second, Memory: 8 << 30}
+	ws := &isolate.Workers{Size: 2, Timeout: time.Second, Memory: 8 << 30}
 	defer ws.Close()
-	k := &kernel.Kernel{Workers: ws}
+	k := ws
 
 	files, _ := platformmodule.Generate(platformmodule.Input{
 		Name:     "acme",
@@ -60,7 +61,7 @@ requires: "example.com/catalogs/web@v1": "v1.0.0"
 x: [for i in list.Range(0, 200000, 1) {i}]
 `),
 	}}})
-	var budget *kernel.BudgetError
+	var budget *isolate.BudgetError
 	fmt.Println(errors.As(err, &budget), budget.Budget)
 	fmt.Println(err)
 	// Output:

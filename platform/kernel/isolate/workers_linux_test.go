@@ -1,4 +1,4 @@
-package kernel_test
+package isolate_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // TestWorkersKilledFromOutside: a worker killed mid-render by SIGKILL
@@ -23,8 +24,8 @@ func TestWorkersKilledFromOutside(t *testing.T) {
 	p := build(t)
 	ignore := goleak.IgnoreCurrent()
 	fds := openFiles(t)
-	ws := &kernel.Workers{Size: 1, Timeout: time.Hour}
-	k := &kernel.Kernel{Workers: ws}
+	ws := &isolate.Workers{Size: 1, Timeout: time.Hour}
+	k := ws
 	ctx := context.Background()
 	if _, err := k.Render(ctx, shop(p, "v1.0.0", 1)); err != nil {
 		t.Fatal(err)
@@ -39,9 +40,9 @@ func TestWorkersKilledFromOutside(t *testing.T) {
 			}
 		}()
 		_, err := k.Render(ctx, kernel.RenderInput{Platform: p, Instance: bombInstance(bombs[0].body)})
-		var we *kernel.WorkerError
+		var we *isolate.WorkerError
 		if !errors.As(err, &we) || we.Op != "render" || we.Dir != "instance" || !strings.Contains(err.Error(), "signal: killed") {
-			t.Fatalf("%v, want a *kernel.WorkerError saying the worker was killed", err)
+			t.Fatalf("%v, want a *isolate.WorkerError saying the worker was killed", err)
 		}
 		t.Log(err)
 		if _, err := k.Render(ctx, shop(p, "v1.0.0", 2)); err != nil {
@@ -65,8 +66,8 @@ func TestWorkersKilledFromOutside(t *testing.T) {
 	if s := ws.Stats(); s.Running != 0 {
 		t.Fatalf("after Close, stats %+v", s)
 	}
-	if _, err := k.Render(ctx, shop(p, "v1.0.0", 1)); !errors.Is(err, kernel.ErrWorkersClosed) {
-		t.Fatalf("after Close: %v, want ErrWorkersClosed", err)
+	if _, err := k.Render(ctx, shop(p, "v1.0.0", 1)); !errors.Is(err, isolate.ErrClosed) {
+		t.Fatalf("after Close: %v, want ErrClosed", err)
 	}
 	if left := children(t); len(left) > 0 {
 		t.Fatalf("child processes left: %v", left)

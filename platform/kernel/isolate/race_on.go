@@ -1,6 +1,6 @@
 //go:build race
 
-package kernel
+package isolate
 
 // raceEnabled reports whether the race detector is on: its shadow memory
 // counts against RLIMIT_DATA, so a worker then sets no data limit.

@@ -1,6 +1,6 @@
 //go:build !race
 
-package kernel
+package isolate
 
 // raceEnabled reports whether the race detector is on.
 const raceEnabled = false

@@ -1,8 +1,9 @@
-package kernel
+package isolate
 
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"time"
+
+	"leasekit.dev/platform/kernel"
 )
 
 // workerEnv marks a process that a Workers started as a worker; its value
@@ -20,20 +23,20 @@ const workerEnv = "LEASEKIT_KERNEL_WORKER"
 // memory budget.
 const exitMemory = 86
 
-// MainWorker serves as a kernel worker and exits, if a [Workers] started
-// the process as one; otherwise it returns at once and does nothing.
-// Workers start the running executable again, so a program whose Kernel
-// has Workers calls MainWorker first in its main, and a test binary first
-// in its TestMain, before it parses flags or starts anything:
+// Main serves as a kernel worker and exits, if a [Workers] started the
+// process as one; otherwise it returns at once and does nothing. Workers
+// start the running executable again, so a program that uses Workers
+// calls Main first in its main, and a test binary first in its TestMain,
+// before it parses flags or starts anything:
 //
 //	func main() {
-//		kernel.MainWorker()
+//		isolate.Main()
 //		...
 //	}
 //
 // A worker reads requests on its standard input and answers on its
 // standard output, one at a time, until its input ends.
-func MainWorker() {
+func Main() {
 	v, ok := os.LookupEnv(workerEnv)
 	if !ok {
 		return
@@ -90,19 +93,27 @@ func serveWorker(in io.Reader, out io.Writer, budget int64) int {
 // req's limits.
 func answer(req *workerRequest) *workerResponse {
 	ctx := context.Background()
-	k := &Kernel{Limits: req.Limits}
+	k := &kernel.Kernel{Limits: req.Limits}
 	switch req.Op {
 	case "build":
 		p, err := k.BuildPlatform(ctx, req.Dir)
-		return &workerResponse{Platform: toWirePlatform(p), Err: toWireError(err)}
+		return &workerResponse{Platform: p, Err: encodeError(err)}
 	case "render":
-		out, err := k.Render(ctx, RenderInput{Platform: req.Platform.platform(), Snapshot: req.Instance.snapshot(), Skew: req.Skew})
+		out, err := k.Render(ctx, kernel.RenderInput{Platform: req.Platform, Instance: req.Unread, Snapshot: req.Instance, Skew: req.Skew})
 		if err != nil {
-			return &workerResponse{Err: toWireError(err)}
+			return &workerResponse{Err: encodeError(err)}
 		}
 		return &workerResponse{Output: &out}
 	}
-	return &workerResponse{Err: toWireError(fmt.Errorf("kernel: worker: unknown request %q", req.Op))}
+	return &workerResponse{Err: encodeError(fmt.Errorf("kernel: worker: unknown request %q", req.Op))}
+}
+
+// encodeError returns err encoded for a response, nil for none.
+func encodeError(err error) json.RawMessage {
+	if err == nil {
+		return nil
+	}
+	return kernel.EncodeError(err)
 }
 
 // maxFrame is the largest frame a worker of the memory budget reads or

@@ -1,4 +1,4 @@
-package kernel
+package isolate
 
 import (
 	"bufio"
@@ -9,35 +9,39 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"leasekit.dev/platform/kernel"
 )
 
 // The default budgets and sizes of Workers; see Workers.
 const (
-	DefaultWorkerTimeout = 10 * time.Second
-	DefaultWorkerMemory  = 512 << 20
-	DefaultWorkerCalls   = 1000
+	DefaultTimeout = 10 * time.Second
+	DefaultMemory  = 512 << 20
+	DefaultCalls   = 1000
 
-	// MinWorkerMemory is the least memory budget a worker may have: a
+	// MinMemory is the least memory budget a worker may have: a
 	// worker's runtime and CUE hold about 20 MiB before their first call.
-	MinWorkerMemory = 32 << 20
+	MinMemory = 32 << 20
 )
 
-// Workers is a pool of worker processes that a [Kernel] with Workers set
-// runs its builds' and renders' CUE evaluation in, so that the evaluation
-// can be stopped: CUE's evaluator cannot be cancelled, but a process can
-// be killed. A call gets a worker of its own for its duration; when ctx
+// Workers is a pool of worker processes that runs the CUE evaluation of
+// a [kernel.Kernel]'s builds and renders, so that the evaluation can be
+// stopped: CUE's evaluator cannot be cancelled, but a process can be
+// killed. Workers offer the Kernel's three verbs, BuildPlatform,
+// ReadInstance and Render, with its results and errors. A call gets a worker of its own for its duration; when ctx
 // ends, or the call is past a budget, the worker is killed and the call
 // returns at once, ctx.Err() or a [*BudgetError]; the next call gets
 // another worker. A worker otherwise stays warm for further calls, up to
 // Calls of them.
 //
 // A worker is the running executable started again, whose main function
-// (or TestMain) calls [MainWorker] first. It reads the platform's
+// (or TestMain) calls [Main] first. It reads the platform's
 // directory itself, through the same rules and Limits as the Kernel does
 // in-process; the instance it renders is read by the caller and sent to
 // it. Its results and errors are those the Kernel gives in-process.
@@ -53,22 +57,26 @@ const (
 // watching the worker's resident memory (/proc/<pid>/statm); elsewhere the
 // worker's own watch keeps it, which sees the Go runtime's memory only.
 type Workers struct {
+	// Kernel is the kernel whose evaluation the workers run, with its
+	// Limits; nil: kernel.New().
+	Kernel *kernel.Kernel
+
 	// Size is the most workers at once, and so the most calls evaluating
 	// at once: a call past it waits for a worker as long as its ctx allows.
 	// Zero means runtime.GOMAXPROCS(0).
 	Size int
 
 	// Timeout is the time budget of one call, from when a worker has it
-	// until the worker answers. Zero means DefaultWorkerTimeout.
+	// until the worker answers. Zero means DefaultTimeout.
 	Timeout time.Duration
 
 	// Memory is the memory budget of one worker, in bytes: the most
 	// memory it may hold while it evaluates. Zero means
-	// DefaultWorkerMemory; a budget below MinWorkerMemory is refused.
+	// DefaultMemory; a budget below MinMemory is refused.
 	Memory int64
 
 	// Calls is how many calls a worker answers before it is replaced by a
-	// fresh one. Zero means DefaultWorkerCalls.
+	// fresh one. Zero means DefaultCalls.
 	Calls int
 
 	mu      sync.Mutex
@@ -83,14 +91,14 @@ type Workers struct {
 	stats   workerCounters
 }
 
-// workerCounters are the counters of WorkerStats.
+// workerCounters are the counters of Stats.
 type workerCounters struct {
 	started, restarts, calls, killedTime, killedMemory, cancelled, crashed, recycled atomic.Uint64
 	busy                                                                             atomic.Int64
 }
 
-// WorkerStats is a snapshot of Workers for metrics.
-type WorkerStats struct {
+// Stats is a snapshot of Workers for metrics.
+type Stats struct {
 	Size    int // the most workers at once
 	Running int // worker processes running, idle or busy
 	Busy    int // workers evaluating a call
@@ -115,8 +123,8 @@ func (ws *Workers) resolved() (size int, timeout time.Duration, memory int64, ca
 		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Size is %d: must be positive, or zero for GOMAXPROCS", size)
 	case timeout < 0:
 		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Timeout is %v: must be positive, or zero for the default", timeout)
-	case memory < 0 || (memory > 0 && memory < MinWorkerMemory):
-		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Memory is %d bytes: must be at least %s, or zero for the default", memory, formatBytes(MinWorkerMemory))
+	case memory < 0 || (memory > 0 && memory < MinMemory):
+		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Memory is %d bytes: must be at least %s, or zero for the default", memory, formatBytes(MinMemory))
 	case calls < 0:
 		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Calls is %d: must be positive, or zero for the default", calls)
 	}
@@ -124,25 +132,25 @@ func (ws *Workers) resolved() (size int, timeout time.Duration, memory int64, ca
 		size = runtime.GOMAXPROCS(0)
 	}
 	if timeout == 0 {
-		timeout = DefaultWorkerTimeout
+		timeout = DefaultTimeout
 	}
 	if memory == 0 {
-		memory = DefaultWorkerMemory
+		memory = DefaultMemory
 	}
 	if calls == 0 {
-		calls = DefaultWorkerCalls
+		calls = DefaultCalls
 	}
 	return size, timeout, memory, calls, nil
 }
 
 // Stats returns a snapshot of ws. It does not block on calls in flight.
-func (ws *Workers) Stats() WorkerStats {
+func (ws *Workers) Stats() Stats {
 	size, _, _, _, _ := ws.resolved()
 	ws.mu.Lock()
 	running := len(ws.all)
 	ws.mu.Unlock()
 	c := &ws.stats
-	return WorkerStats{
+	return Stats{
 		Size: size, Running: running, Busy: int(c.busy.Load()),
 		Started: c.started.Load(), Restarts: c.restarts.Load(), Calls: c.calls.Load(),
 		KilledTime: c.killedTime.Load(), KilledMemory: c.killedMemory.Load(),
@@ -152,7 +160,7 @@ func (ws *Workers) Stats() WorkerStats {
 
 // Close kills every worker, idle or busy, and returns once each has
 // ended. A call in flight fails with a *WorkerError wrapping
-// ErrWorkersClosed, and so does every later call. Close is idempotent.
+// ErrClosed, and so does every later call. Close is idempotent.
 func (ws *Workers) Close() error {
 	ws.mu.Lock()
 	ws.closed = true
@@ -221,7 +229,7 @@ func (ws *Workers) start(ctx context.Context, memory int64, timeout time.Duratio
 		inW.Close()
 		outR.Close()
 		outW.Close()
-		return nil, ErrWorkersClosed
+		return nil, ErrClosed
 	}
 	err = cmd.Start()
 	inR.Close()
@@ -276,9 +284,9 @@ func (ws *Workers) start(ctx context.Context, memory int64, timeout time.Duratio
 	closed := ws.closed
 	ws.mu.Unlock()
 	if closed {
-		return nil, ErrWorkersClosed
+		return nil, ErrClosed
 	}
-	return nil, fmt.Errorf("%s did not start as a kernel worker (does its main, or TestMain, call kernel.MainWorker first?): %v%s",
+	return nil, fmt.Errorf("%s did not start as a kernel worker (does its main, or TestMain, call isolate.Main first?): %v%s",
 		exe, err, w.describeExit())
 }
 
@@ -337,7 +345,7 @@ func (ws *Workers) acquire(ctx context.Context, size int, memory int64, timeout 
 	slots, closed := ws.slots, ws.closed
 	ws.mu.Unlock()
 	if closed {
-		return nil, nil, ErrWorkersClosed
+		return nil, nil, ErrClosed
 	}
 	select {
 	case slots <- struct{}{}:
@@ -349,7 +357,7 @@ func (ws *Workers) acquire(ctx context.Context, size int, memory int64, timeout 
 	if ws.closed {
 		ws.mu.Unlock()
 		release()
-		return nil, nil, ErrWorkersClosed
+		return nil, nil, ErrClosed
 	}
 	for n := len(ws.idle); n > 0; n-- {
 		w := ws.idle[n-1]
@@ -482,7 +490,7 @@ func (ws *Workers) lost(ctx context.Context, w *worker, op, dir string, memory i
 	case <-w.exited:
 	default:
 		if closed {
-			return &WorkerError{Op: op, Dir: dir, Err: ErrWorkersClosed}
+			return &WorkerError{Op: op, Dir: dir, Err: ErrClosed}
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
@@ -491,7 +499,7 @@ func (ws *Workers) lost(ctx context.Context, w *worker, op, dir string, memory i
 		return &WorkerError{Op: op, Dir: dir, Err: fmt.Errorf("the worker stopped answering: %v", err)}
 	}
 	if closed {
-		return &WorkerError{Op: op, Dir: dir, Err: ErrWorkersClosed}
+		return &WorkerError{Op: op, Dir: dir, Err: ErrClosed}
 	}
 	if w.pastMemory() {
 		ws.stats.killedMemory.Add(1)
@@ -534,36 +542,77 @@ func (b *headBuffer) bytes() []byte {
 	return bytes.Clone(b.buf)
 }
 
-// buildPlatform builds the platform module in dir, an absolute path, in a
-// worker.
-func (ws *Workers) buildPlatform(ctx context.Context, limits Limits, dir string) (*Platform, error) {
-	resp, err := ws.call(ctx, "build", dir, &workerRequest{Op: "build", Limits: limits, Dir: dir})
+// kernel returns the Kernel the workers evaluate for.
+func (ws *Workers) kernel() *kernel.Kernel {
+	if ws.Kernel == nil {
+		return kernel.New()
+	}
+	return ws.Kernel
+}
+
+// Bounds returns the Kernel's Limits as it holds them: the Limits each
+// worker reads and evaluates under.
+func (ws *Workers) Bounds() kernel.Limits { return ws.Kernel.Bounds() }
+
+// BuildPlatform is [kernel.Kernel.BuildPlatform] in a worker, which reads
+// the directory itself: its result and errors are the Kernel's. It waits
+// for a free worker as long as ctx allows. When ctx ends the worker is
+// killed and BuildPlatform returns ctx.Err() at once; past a budget it
+// fails with a [*BudgetError], and when its worker cannot start or ends
+// before it answers, with a [*WorkerError].
+func (ws *Workers) BuildPlatform(ctx context.Context, dir string) (*kernel.Platform, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	resp, err := ws.call(ctx, "build", abs, &workerRequest{Op: "build", Limits: ws.Bounds(), Dir: abs})
 	if err != nil {
 		return nil, err
 	}
 	if resp.Err != nil {
-		return nil, resp.Err.error()
+		return nil, kernel.DecodeError(resp.Err)
 	}
-	return resp.Platform.platform(), nil
+	return resp.Platform, nil
 }
 
-// render renders in in a worker: the instance is read here, and sent.
-func (ws *Workers) render(ctx context.Context, limits Limits, in RenderInput) (RenderOutput, error) {
-	if err := checkRenderInput(ctx, in); err != nil {
-		return RenderOutput{}, err
+// ReadInstance is [kernel.Kernel.ReadInstance], in the caller's process:
+// a read evaluates nothing.
+func (ws *Workers) ReadInstance(ctx context.Context, in kernel.Instance) (*kernel.InstanceSnapshot, error) {
+	return ws.kernel().ReadInstance(ctx, in)
+}
+
+// Render is [kernel.Kernel.Render] in a worker: the instance is read in
+// the caller's process (unless in.Snapshot holds it) and sent; the worker
+// reads the platform's directory itself. Its result and errors are the
+// Kernel's; it waits, and fails, as BuildPlatform does.
+func (ws *Workers) Render(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return kernel.RenderOutput{}, err
 	}
-	s, err := snapshotOf(ctx, limits, in)
-	if err != nil {
-		return RenderOutput{}, err
+	// An input the Kernel refuses (no Platform, or both an Instance and
+	// a Snapshot) goes as it is: the worker refuses it as the Kernel
+	// does, before it reads anything. Otherwise the instance is read here.
+	if in.Platform != nil && in.Snapshot == nil {
+		snap, err := ws.ReadInstance(ctx, in.Instance)
+		if err != nil {
+			return kernel.RenderOutput{}, err
+		}
+		in.Snapshot, in.Instance = snap, kernel.Instance{}
 	}
-	req := &workerRequest{Op: "render", Limits: limits, Platform: toWirePlatform(in.Platform),
-		Instance: &wireInstance{Dir: s.dir, Files: s.files, Digest: s.digest, Size: s.size}, Skew: in.Skew}
-	resp, err := ws.call(ctx, "render", s.dir, req)
+	dir := ""
+	if in.Snapshot != nil {
+		dir = in.Snapshot.Dir()
+	}
+	req := &workerRequest{Op: "render", Limits: ws.Bounds(), Platform: in.Platform, Instance: in.Snapshot, Unread: in.Instance, Skew: in.Skew}
+	resp, err := ws.call(ctx, "render", dir, req)
 	if err != nil {
-		return RenderOutput{}, err
+		return kernel.RenderOutput{}, err
 	}
 	if resp.Err != nil {
-		return RenderOutput{}, resp.Err.error()
+		return kernel.RenderOutput{}, kernel.DecodeError(resp.Err)
 	}
 	return *resp.Output, nil
 }

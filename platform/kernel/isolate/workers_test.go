@@ -1,4 +1,4 @@
-package kernel_test
+package isolate_test
 
 import (
 	"context"
@@ -14,19 +14,20 @@ import (
 	"time"
 
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 // TestMain serves as a kernel worker when the Workers of a test start this
 // binary as one. KERNEL_TEST_NO_WORKER makes it a binary that does not.
 func TestMain(m *testing.M) {
 	if os.Getenv("KERNEL_TEST_NO_WORKER") == "" {
-		kernel.MainWorker()
+		isolate.Main()
 	}
 	os.Exit(m.Run())
 }
 
 // newWorkers returns Workers that the test closes when it ends.
-func newWorkers(t testing.TB, ws *kernel.Workers) *kernel.Workers {
+func newWorkers(t testing.TB, ws *isolate.Workers) *isolate.Workers {
 	t.Helper()
 	t.Cleanup(func() { ws.Close() })
 	return ws
@@ -69,8 +70,8 @@ func sameResult(t testing.TB, what string, got, want any, gotErr, wantErr error)
 // included, for every kind of outcome.
 func TestWorkersMatchInProcess(t *testing.T) {
 	ctx := context.Background()
-	ws := newWorkers(t, &kernel.Workers{Size: 2})
-	inproc, isolated := kernel.New(), &kernel.Kernel{Workers: ws}
+	ws := newWorkers(t, &isolate.Workers{Size: 2})
+	inproc, isolated := kernel.New(), ws
 
 	bad := writeModule(t, platformModule(`name: "Acme"
 catalogs: "x": {version: 1}
@@ -83,7 +84,7 @@ catalogs: "x": {version: 1}
 		sameResult(t, "build "+dir, p, q, err, qerr)
 	}
 	small := &kernel.Kernel{Limits: kernel.Limits{MaxFileSize: 64}}
-	smallIsolated := &kernel.Kernel{Limits: small.Limits, Workers: ws}
+	smallIsolated := newWorkers(t, &isolate.Workers{Kernel: small, Size: 2})
 	p, err := smallIsolated.BuildPlatform(ctx, limited)
 	q, qerr := small.BuildPlatform(ctx, limited)
 	sameResult(t, "build past a limit", p, q, err, qerr)
@@ -127,7 +128,7 @@ components: nightly: {kind: "CronJob", catalog: "` + batchPath + `", replicas: "
 		sameResult(t, name, out, want, err, wantErr)
 	}
 	components := &kernel.Kernel{Limits: kernel.Limits{MaxComponents: 3}}
-	out, err := (&kernel.Kernel{Limits: components.Limits, Workers: ws}).Render(ctx, shop(platform, "v1.0.0", 4))
+	out, err := newWorkers(t, &isolate.Workers{Kernel: components, Size: 1}).Render(ctx, shop(platform, "v1.0.0", 4))
 	want, wantErr := components.Render(ctx, shop(platform, "v1.0.0", 4))
 	sameResult(t, "past MaxComponents", out, want, err, wantErr)
 	if wantErr == nil {
@@ -147,8 +148,8 @@ func TestWorkersBombs(t *testing.T) {
 	}
 	ctx := context.Background()
 	const timeout, memory = 2 * time.Second, 256 << 20
-	ws := newWorkers(t, &kernel.Workers{Size: 2, Timeout: timeout, Memory: memory})
-	k := &kernel.Kernel{Workers: ws}
+	ws := newWorkers(t, &isolate.Workers{Size: 2, Timeout: timeout, Memory: memory})
+	k := ws
 	dir := generated(t, acme)
 	p, err := k.BuildPlatform(ctx, dir)
 	if err != nil {
@@ -180,9 +181,9 @@ func TestWorkersBombs(t *testing.T) {
 		start := time.Now()
 		err := call()
 		took := time.Since(start)
-		var be *kernel.BudgetError
-		if !errors.As(err, &be) || !errors.Is(err, kernel.ErrBudget) {
-			t.Fatalf("%s: %v, want a *kernel.BudgetError", name, err)
+		var be *isolate.BudgetError
+		if !errors.As(err, &be) || !errors.Is(err, isolate.ErrBudget) {
+			t.Fatalf("%s: %v, want a *isolate.BudgetError", name, err)
 		}
 		if be.Op != op || be.Dir != wantDir || (be.Budget == "time") != (be.Value == int64(timeout)) ||
 			(be.Budget == "memory") != (be.Value == memory) || !strings.Contains(err.Error(), be.Budget+" budget") {
@@ -244,11 +245,11 @@ func TestWorkersMemoryBudget(t *testing.T) {
 		t.Skip("a bomb")
 	}
 	ctx := context.Background()
-	ws := newWorkers(t, &kernel.Workers{Size: 1, Timeout: time.Minute, Memory: 128 << 20})
-	k := &kernel.Kernel{Workers: ws}
+	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Minute, Memory: 128 << 20})
+	k := ws
 	p := build(t)
 	_, err := k.Render(ctx, kernel.RenderInput{Platform: p, Instance: bombInstance(bombs[2].body)})
-	var be *kernel.BudgetError
+	var be *isolate.BudgetError
 	if !errors.As(err, &be) || be.Budget != "memory" || be.Value != 128<<20 {
 		t.Fatalf("%v, want the memory budget", err)
 	}
@@ -267,8 +268,8 @@ func TestWorkersMemoryBudget(t *testing.T) {
 // killed, and the call returns ctx.Err(); the next call gets a fresh
 // worker.
 func TestWorkersContext(t *testing.T) {
-	ws := newWorkers(t, &kernel.Workers{Size: 1, Timeout: time.Hour})
-	k := &kernel.Kernel{Workers: ws}
+	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour})
+	k := ws
 	p := build(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -297,8 +298,8 @@ func TestWorkersContext(t *testing.T) {
 // TestWorkersRecycle: a worker answers Calls calls, then a fresh one
 // takes its place.
 func TestWorkersRecycle(t *testing.T) {
-	ws := newWorkers(t, &kernel.Workers{Size: 1, Calls: 2})
-	k := &kernel.Kernel{Workers: ws}
+	ws := newWorkers(t, &isolate.Workers{Size: 1, Calls: 2})
+	k := ws
 	p := build(t)
 	for range 5 {
 		if _, err := k.Render(context.Background(), shop(p, "v1.0.0", 1)); err != nil {
@@ -315,15 +316,15 @@ func TestWorkersRecycle(t *testing.T) {
 func TestWorkersRefuseBadConfiguration(t *testing.T) {
 	p := build(t)
 	for _, c := range []struct {
-		ws   *kernel.Workers
+		ws   *isolate.Workers
 		want string
 	}{
-		{&kernel.Workers{Size: -1}, "Workers.Size is -1"},
-		{&kernel.Workers{Timeout: -time.Second}, "Workers.Timeout is -1s"},
-		{&kernel.Workers{Memory: 1 << 20}, "Workers.Memory is 1048576 bytes: must be at least 32MiB"},
-		{&kernel.Workers{Calls: -2}, "Workers.Calls is -2"},
+		{&isolate.Workers{Size: -1}, "Workers.Size is -1"},
+		{&isolate.Workers{Timeout: -time.Second}, "Workers.Timeout is -1s"},
+		{&isolate.Workers{Memory: 1 << 20}, "Workers.Memory is 1048576 bytes: must be at least 32MiB"},
+		{&isolate.Workers{Calls: -2}, "Workers.Calls is -2"},
 	} {
-		_, err := (&kernel.Kernel{Workers: c.ws}).Render(context.Background(), shop(p, "v1.0.0", 1))
+		_, err := c.ws.Render(context.Background(), shop(p, "v1.0.0", 1))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.ws, err, c.want)
 		}
@@ -333,24 +334,24 @@ func TestWorkersRefuseBadConfiguration(t *testing.T) {
 	}
 }
 
-// TestWorkersNotServed: an executable that does not call MainWorker fails
+// TestWorkersNotServed: an executable that does not call Main fails
 // the call with an error that says so.
 func TestWorkersNotServed(t *testing.T) {
 	t.Setenv("KERNEL_TEST_NO_WORKER", "1")
-	ws := newWorkers(t, &kernel.Workers{Size: 1})
-	_, err := (&kernel.Kernel{Workers: ws}).BuildPlatform(context.Background(), t.TempDir())
-	var we *kernel.WorkerError
-	if !errors.As(err, &we) || !strings.Contains(err.Error(), "call kernel.MainWorker first") {
-		t.Fatalf("%v, want a *kernel.WorkerError naming MainWorker", err)
+	ws := newWorkers(t, &isolate.Workers{Size: 1})
+	_, err := ws.BuildPlatform(context.Background(), t.TempDir())
+	var we *isolate.WorkerError
+	if !errors.As(err, &we) || !strings.Contains(err.Error(), "call isolate.Main first") {
+		t.Fatalf("%v, want a *isolate.WorkerError naming Main", err)
 	}
 }
 
 // TestWorkersCloseStopsCallsInFlight: Close kills a busy worker, its call
-// fails with ErrWorkersClosed, and Close returns once the worker is gone.
+// fails with ErrClosed, and Close returns once the worker is gone.
 func TestWorkersCloseStopsCallsInFlight(t *testing.T) {
 	p := build(t)
-	ws := &kernel.Workers{Size: 1, Timeout: time.Hour}
-	k := &kernel.Kernel{Workers: ws}
+	ws := &isolate.Workers{Size: 1, Timeout: time.Hour}
+	k := ws
 	errc := make(chan error, 1)
 	go func() {
 		_, err := k.Render(context.Background(), kernel.RenderInput{Platform: p, Instance: bombInstance(bombs[0].body)})
@@ -363,8 +364,8 @@ func TestWorkersCloseStopsCallsInFlight(t *testing.T) {
 	if s := ws.Stats(); s.Running != 0 {
 		t.Fatalf("after Close: %+v", s)
 	}
-	var we *kernel.WorkerError
-	if err := <-errc; !errors.As(err, &we) || !errors.Is(err, kernel.ErrWorkersClosed) {
-		t.Fatalf("%v, want a *kernel.WorkerError wrapping ErrWorkersClosed", err)
+	var we *isolate.WorkerError
+	if err := <-errc; !errors.As(err, &we) || !errors.Is(err, isolate.ErrClosed) {
+		t.Fatalf("%v, want a *isolate.WorkerError wrapping ErrClosed", err)
 	}
 }

@@ -1,8 +1,9 @@
-package kernel
+package isolate
 
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -11,9 +12,9 @@ import (
 // budgets.
 var ErrBudget = errors.New("kernel: evaluation past a budget")
 
-// ErrWorkersClosed is the error a build or render returns, wrapped in a
+// ErrClosed is the error a build or render returns, wrapped in a
 // *WorkerError, when its Workers are closed before or while it runs.
-var ErrWorkersClosed = errors.New("kernel: workers closed")
+var ErrClosed = errors.New("kernel: workers closed")
 
 // A BudgetError reports a build or render whose worker was killed past
 // one of the budgets of its [Workers]: the time a call may take, or the
@@ -51,7 +52,7 @@ func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
 type WorkerError struct {
 	Op  string // "build" or "render"
 	Dir string // the module, as for a BudgetError
-	Err error  // what happened: the process's exit status and the start of what it wrote to its standard error, ErrWorkersClosed, ...
+	Err error  // what happened: the process's exit status and the start of what it wrote to its standard error, ErrClosed, ...
 }
 
 // Error names the module and what happened to the worker.
@@ -74,4 +75,13 @@ func formatBytes(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// unprefixed returns the text of err without the "kernel: " it may begin
+// with: the WorkerError wrapping it says it once, in front.
+func unprefixed(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return strings.TrimPrefix(err.Error(), "kernel: ")
 }
