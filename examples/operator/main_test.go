@@ -25,9 +25,12 @@ func runArgs(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// TestMainJSON: --json prints the summary alone on stdout. The run is
+// bounded by a count of publishes, not by a duration, so that it publishes
+// more than once on any machine.
 func TestMainJSON(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "platform")
-	code, stdout, stderr := runArgs(t, "--duration", "1s", "--json", "--seed", "5", "--renders", "4", "--no-sync", "--platform-dir", dir)
+	code, stdout, stderr := runArgs(t, "--generations", "5", "--json", "--seed", "5", "--renders", "4", "--no-sync", "--platform-dir", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
