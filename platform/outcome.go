@@ -18,13 +18,14 @@ const (
 	// ([ErrNoFiles]), a skew policy other than Warn or Refuse
 	// ([*SkewPolicyError]), a file name the layout refuses (a
 	// [*dirlife.NameError]) and a Publisher not booted ([ErrNotBooted]) are
-	// refused before anything is touched: a refused rewrite drains no lease.
-	// A context that ends while a rewrite waits for leases puts the record
-	// back, with nothing on disk changed. A failed Write, also one that
-	// published but could not sync ([dirlife.ErrNotDurable]), removes the
-	// new directory, or writes a rewrite's old files back; a retry
-	// publishes again. The current record and its directory are as they
-	// were.
+	// refused before anything is touched. A context that ends while the
+	// call waits for its turn touches nothing; one that ends during the
+	// build leaves the new directory to the removal that follows. A failed
+	// Write, also one that published but could not sync
+	// ([dirlife.ErrNotDurable]), leaves at most its own new directory,
+	// which the next removal pass clears; a retry publishes again. No
+	// directory is ever written over: the current record and its
+	// directory are as they were.
 	Failed Outcome = iota + 1
 
 	// Published: a new generation was written, built and set.

@@ -16,15 +16,18 @@ import (
 // render of it is killed again), and a good render afterwards succeeds
 // and is memoized.
 func TestRendersThroughWorkers(t *testing.T) {
-	// The time budget is generous: a cold worker of a race-detecting test
-	// binary must still build and render the good instance within it.
-	ws := &isolate.Workers{Size: 1, Timeout: 4 * time.Second}
+	// The time budget is ten times what a cold worker of a
+	// race-detecting test binary takes to build and render the good
+	// instance on a loaded machine; the bomb never ends, and holds a few
+	// hundred MiB at most by the time budget, far below the memory budget.
+	ws := &isolate.Workers{Size: 1, Timeout: 10 * time.Second, Memory: 8 << 30}
 	t.Cleanup(func() { ws.Close() })
 	p := published(t, platform.PublisherOptions{Evaluator: ws})
 	ctx := context.Background()
 
 	bomb := renderInstance(t)
-	bomb.Files["bomb.cue"] = []byte("package shop\nimport \"list\"\nx: [for i in list.Range(0, 200000, 1) {i}]\n")
+	// Ten billion steps in little memory: it never ends on any machine.
+	bomb.Files["bomb.cue"] = []byte("package shop\nimport \"list\"\nr: list.Range(0, 100000, 1)\nx: [for i in r for j in r if i < 0 {i}]\n")
 	for range 2 {
 		_, _, err := p.Render(ctx, bomb)
 		var be *isolate.BudgetError

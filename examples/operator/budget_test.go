@@ -19,19 +19,23 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// bombDir writes the instance shop with a body whose evaluation takes CUE
-// over a minute and half a gigabyte: 50 bytes.
+// bombDir writes the instance shop with a body whose evaluation never
+// ends on any machine (ten billion steps) and holds little memory while
+// it runs (a few hundred MiB after ten seconds).
 func bombDir(t *testing.T) string {
 	return writeInstance(t, "shop", func(files map[string][]byte) {
 		files["shop.cue"] = []byte("package shop\n\nimport \"list\"\n\nname: \"shop\"\n" +
 			"requires: \"example.com/catalogs/web@v1\": \"v1.2.0\"\n" +
-			"x: [for i in list.Range(0, 200000, 1) {i}]\n")
+			"r: list.Range(0, 100000, 1)\nx: [for i in r for j in r if i < 0 {i}]\n")
 	})
 }
 
 // TestRenderBombExitsNamingTheTimeBudget: the command, built and run as a
-// user runs it, renders the bomb with --render-timeout 2s and exits 1,
-// naming the time budget and the flag that sets it.
+// user runs it, renders the bomb with --render-timeout 10s and exits 1,
+// naming the time budget and the flag that sets it. The time budget is
+// ten times what the platform's build takes on a loaded machine, and the
+// memory budget is out of the bomb's reach, so only the time budget can
+// stop it.
 func TestRenderBombExitsNamingTheTimeBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command and waits out its budget")
@@ -40,7 +44,7 @@ func TestRenderBombExitsNamingTheTimeBudget(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "--render", bombDir(t), "--render-timeout", "2s", "--no-sync")
+	cmd := exec.Command(bin, "--render", bombDir(t), "--render-timeout", "10s", "--render-memory", "8GiB", "--no-sync")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -50,7 +54,7 @@ func TestRenderBombExitsNamingTheTimeBudget(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != exitViolation {
 		t.Fatalf("%v, want exit status %d\nstderr:\n%s", err, exitViolation, &stderr)
 	}
-	if got := stderr.String(); !strings.Contains(got, "killed past the time budget of 2s") || !strings.Contains(got, "--render-timeout") || stdout.Len() != 0 {
+	if got := stderr.String(); !strings.Contains(got, "killed past the time budget of 10s") || !strings.Contains(got, "--render-timeout") || stdout.Len() != 0 {
 		t.Fatalf("stdout %q\nstderr:\n%s\nwant the time budget named on stderr, nothing on stdout", &stdout, got)
 	}
 	t.Logf("exit %d after %v:\n%s", exit.ExitCode(), took.Round(time.Millisecond), &stderr)

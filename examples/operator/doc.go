@@ -25,9 +25,12 @@
 // progress (redrawn in place on a terminal, plain periodic lines
 // elsewhere); a summary follows, ending with "violations: N". The exit
 // status is 0 only when there were no violations and nothing unexpected
-// happened; 1 otherwise; 2 for bad flags or a directory it may not use;
-// 130 when interrupted (Ctrl-C) with no violation, the interrupted publish
-// counted as cancelled.
+// happened; 1 otherwise; 2 for bad flags or a directory it may not use
+// (a --platform-dir it does not own, a --render DIR that is missing or
+// not a directory); 130 when interrupted (Ctrl-C) with no violation, the
+// interrupted publish counted as cancelled. Under go run, the go command
+// reports any status but 0 as its own exit status 1, after a line "exit
+// status N"; build the command to see N itself.
 //
 // With --render DIR it publishes one default generation and renders the
 // instance module in DIR against it, printing the resources as YAML and

@@ -41,8 +41,11 @@ store and renders embedded instance modules, and checks from the outside
 that no leased directory is removed or changed and that superseded ones are
 reclaimed promptly. Shows a status line, then a summary ending in
 "violations: N". Exits 0 only when there were no violations and nothing
-unexpected happened, 1 otherwise, 2 for bad flags or an unusable directory,
-130 when interrupted (Ctrl-C) with no violation.
+unexpected happened, 1 otherwise, 2 for bad flags or an unusable directory
+(a --platform-dir it does not own, a --render DIR that is missing or not a
+directory), 130 when interrupted (Ctrl-C) with no violation. Under go run,
+the go command turns any status but 0 into its own 1, after printing
+"exit status N"; build the command (go build ./examples/operator) to see N.
 
 With --render DIR, publishes one default generation instead and renders the
 instance module in DIR against it, printing its resources as YAML (with

@@ -25,9 +25,12 @@ func runArgs(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// TestMainJSON: --json prints the summary alone on stdout. The run is
+// bounded by a count of publishes, not by a duration, so that it publishes
+// more than once on any machine.
 func TestMainJSON(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "platform")
-	code, stdout, stderr := runArgs(t, "--duration", "1s", "--json", "--seed", "5", "--renders", "4", "--no-sync", "--platform-dir", dir)
+	code, stdout, stderr := runArgs(t, "--generations", "5", "--json", "--seed", "5", "--renders", "4", "--no-sync", "--platform-dir", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -257,11 +260,57 @@ func TestMainRenderJSON(t *testing.T) {
 	}
 }
 
+// A --render directory that is missing, or not a directory, is an
+// unusable directory: exit 2, as -h says, naming it, with nothing on
+// stdout, also with --json.
 func TestMainRenderOfAMissingDirectory(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nowhere")
-	code, _, stderr := runArgs(t, "--render", missing)
-	if code != exitViolation || !strings.Contains(stderr, "nowhere") {
-		t.Errorf("exit %d, stderr %q: want %d and the directory named", code, stderr, exitViolation)
+	file := filepath.Join(t.TempDir(), "shop.cue")
+	if err := os.WriteFile(file, []byte("package shop\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dir, want string
+	}{
+		{missing, "--render " + missing + ": no such file or directory"},
+		{file, "--render " + file + ": not a directory"},
+	} {
+		for _, args := range [][]string{{"--render", tc.dir}, {"--render", tc.dir, "--json"}} {
+			code, stdout, stderr := runArgs(t, args...)
+			if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.want) {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, nothing on stdout and %q", args, code, stdout, stderr, exitUsage, tc.want)
+			}
+		}
+	}
+}
+
+// With --json, a render error is one object: "error" on one line that
+// does not end in the count's colon, and "problems" with one entry per
+// problem, its other positions on the same entry, never an entry of its
+// own.
+func TestMainRenderJSONErrorListsEachProblemOnce(t *testing.T) {
+	dir := writeInstance(t, "shop", func(files map[string][]byte) {
+		files["shop.cue"] = bytes.Replace(files["shop.cue"], []byte("replicas: 3"), []byte(`replicas: "three"`), 1)
+		files["shop.cue"] = bytes.Replace(files["shop.cue"], []byte("replicas: 2"), []byte(`replicas: "two"`), 1)
+	})
+	code, stdout, stderr := runArgs(t, "--render", dir, "--json")
+	if code != exitViolation {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitViolation, stderr)
+	}
+	var out jsonError
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, stdout)
+	}
+	if len(out.Problems) != 2 {
+		t.Errorf("problems %q, want the two replicas, one entry each", out.Problems)
+	}
+	for _, p := range out.Problems {
+		if !strings.HasPrefix(p, "shop.cue:") || !strings.Contains(p, "replicas") || strings.Contains(p, "\n") {
+			t.Errorf("problem %q: want one line, shop.cue:line:col first, naming the field", p)
+		}
+	}
+	if strings.HasSuffix(out.Error, ":") || strings.Contains(out.Error, "\n") || !strings.Contains(out.Error, "2 problems") {
+		t.Errorf("error %q: want one line counting the problems, not ending in a colon", out.Error)
 	}
 }
 

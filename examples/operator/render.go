@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,18 +90,53 @@ type jsonError struct {
 
 // writeJSONError writes err as a jsonError on stdout.
 func writeJSONError(stdout, stderr io.Writer, instance string, generation int64, what string, err error) {
-	var lines bytes.Buffer
-	writeError(&lines, err)
-	problems := []string{}
-	for line := range strings.Lines(lines.String()) {
-		problems = append(problems, strings.TrimSpace(line))
-	}
+	problems := problemList(err)
+	// The first line of a *kernel.Error of several problems is its count,
+	// "kernel: render DIR: 4 problems:", which the list then follows.
 	msg, _, _ := strings.Cut(err.Error(), "\n")
+	if trimmed, ok := strings.CutSuffix(msg, ":"); ok && len(problems) > 1 {
+		msg = trimmed + ", each in problems"
+	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(jsonError{Instance: instance, Generation: generation, Error: what + ": " + msg, Problems: problems}); err != nil {
 		fmt.Fprintf(stderr, "operator: %v\n", err)
 	}
+}
+
+// problemList returns err's problems for --json, one entry each: a
+// problem of a *kernel.Error as file:line:col: path: message, with its
+// other positions after it on the same line; each error of a joined error
+// (catalog and skew refusals); any other error's text on one line.
+func problemList(err error) []string {
+	var kerr *kernel.Error
+	if errors.As(err, &kerr) {
+		list := make([]string, len(kerr.Problems))
+		for i, p := range kerr.Problems {
+			first := min(1, len(p.Positions))
+			also := p.Positions[first:]
+			p.Positions = p.Positions[:first]
+			list[i] = p.String()
+			if len(also) > 0 {
+				list[i] += " (also " + strings.Join(also, ", ") + ")"
+			}
+		}
+		return list
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		list := []string{}
+		for _, e := range joined.Unwrap() {
+			list = append(list, problemList(e)...)
+		}
+		return list
+	}
+	line := strings.Join(strings.Fields(err.Error()), " ")
+	var budget *isolate.BudgetError
+	if errors.As(err, &budget) {
+		flag := map[string]string{"time": "--render-timeout", "memory": "--render-memory"}[budget.Budget]
+		line += fmt.Sprintf(" (the %s budget is set by %s)", budget.Budget, flag)
+	}
+	return []string{line}
 }
 
 // writeError writes err as the kernel reports it: every problem of a

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 
@@ -35,6 +36,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitUsage
 	}
+	if o.render != "" {
+		if err := renderDir(o.render); err != nil {
+			fmt.Fprintf(stderr, "operator: %v\n", err)
+			return exitUsage
+		}
+	}
 	dir, cleanup, err := platformDir(o, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "operator: %v\n", err)
@@ -47,6 +54,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return renderOne(ctx, o, k, dir, stdout, stderr)
 	}
 	return runDemo(ctx, o, k, dir, stdout, stderr)
+}
+
+// renderDir refuses a --render directory that cannot be used: one that is
+// missing, or not a directory. What is in it is the render's to judge.
+func renderDir(dir string) error {
+	info, err := os.Stat(dir)
+	if pathErr, ok := err.(*fs.PathError); ok {
+		err = pathErr.Err // the path is named already
+	}
+	if err != nil {
+		return fmt.Errorf("--render %s: %w", dir, err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("--render %s: not a directory: name the directory of an instance module", dir)
+	}
+	return nil
 }
 
 // newKernel returns the kernel o asks for: evaluating in worker processes

@@ -17,11 +17,13 @@ import (
 // stop; the program's main (here, the test binary's TestMain) calls
 // isolate.Main first.
 //
-// The example shows the time budget alone: the memory budget is set far
-// above what the bomb below can allocate in a second on any machine, so
-// the time budget is the one that stops it, however fast the machine.
+// The example shows the time budget alone, with a margin on either side
+// that no machine's speed closes: the good build and render take a small
+// part of the ten seconds, the bomb below never ends, and it holds so
+// little memory that the memory budget, set far out of its reach, never
+// trips first.
 func ExampleWorkers() {
-	ws := &isolate.Workers{Size: 2, Timeout: time.Second, Memory: 8 << 30}
+	ws := &isolate.Workers{Size: 2, Timeout: 10 * time.Second, Memory: 8 << 30}
 	defer ws.Close()
 	k := ws
 
@@ -50,15 +52,16 @@ components: web: {kind: "Deployment", catalog: "example.com/catalogs/web@v1"}
 	}
 	fmt.Println(out.Resources[0].Name)
 
-	// Fifty bytes that take CUE over a minute: the worker is killed at
-	// the time budget.
+	// Ten billion steps that keep CUE busy for hours in little memory:
+	// the worker is killed at the time budget.
 	_, err = k.Render(ctx, kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: map[string][]byte{
 		"cue.mod/module.cue": module,
 		"shop.cue": []byte(`package shop
 import "list"
 name: "shop"
 requires: "example.com/catalogs/web@v1": "v1.0.0"
-x: [for i in list.Range(0, 200000, 1) {i}]
+r: list.Range(0, 100000, 1)
+x: [for i in r for j in r if i < 0 {i}]
 `),
 	}}})
 	var budget *isolate.BudgetError
@@ -67,5 +70,5 @@ x: [for i in list.Range(0, 200000, 1) {i}]
 	// Output:
 	// shop-web
 	// true time
-	// kernel: render instance: the worker was killed past the time budget of 1s (Workers.Timeout)
+	// kernel: render instance: the worker was killed past the time budget of 10s (Workers.Timeout)
 }

@@ -24,7 +24,7 @@ func TestWorkersKilledFromOutside(t *testing.T) {
 	p := build(t)
 	ignore := goleak.IgnoreCurrent()
 	fds := openFiles(t)
-	ws := &isolate.Workers{Size: 1, Timeout: time.Hour}
+	ws := &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 8 << 30}
 	k := ws
 	ctx := context.Background()
 	if _, err := k.Render(ctx, shop(p, "v1.0.0", 1)); err != nil {
@@ -39,7 +39,7 @@ func TestWorkersKilledFromOutside(t *testing.T) {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}()
-		_, err := k.Render(ctx, kernel.RenderInput{Platform: p, Instance: bombInstance(bombs[0].body)})
+		_, err := k.Render(ctx, kernel.RenderInput{Platform: p, Instance: bombInstance(spin)})
 		var we *isolate.WorkerError
 		if !errors.As(err, &we) || we.Op != "render" || we.Dir != "instance" || !strings.Contains(err.Error(), "signal: killed") {
 			t.Fatalf("%v, want a *isolate.WorkerError saying the worker was killed", err)

@@ -41,6 +41,14 @@ var bombs = []struct{ name, body string }{
 	{"nested", `a: {for i in list.Range(0,3000,1) {"f\(i)": [for j in list.Range(0,3000,1) {j}]}}`},
 }
 
+// spin is an instance body that never ends on any machine (ten billion
+// steps) and holds little memory while it runs (a few hundred MiB after
+// ten seconds, with the race detector): a test that stops a call by its
+// ctx, a kill or Close uses it, with the memory budget out of its reach,
+// so that no budget can end the call first.
+const spin = `r: list.Range(0, 100000, 1)
+x: [for i in r for j in r if i < 0 {i}]`
+
 // bombInstance returns the instance module of a bomb body.
 func bombInstance(body string) kernel.Instance {
 	return kernel.Instance{Files: map[string][]byte{
@@ -144,10 +152,14 @@ components: nightly: {kind: "CronJob", catalog: "` + batchPath + `", replicas: "
 // Workers succeed; the process that asked grows by less than 64 MiB.
 func TestWorkersBombs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("each bomb takes its time budget")
+		t.Skip("each bomb takes a budget")
 	}
 	ctx := context.Background()
-	const timeout, memory = 2 * time.Second, 256 << 20
+	// Either budget may stop a bomb: within the memory budget each runs
+	// for tens of seconds. The time budget is ten times what a good
+	// render beside the bombs takes on a loaded machine, a cold worker's
+	// start included.
+	const timeout, memory = 5 * time.Second, 256 << 20
 	ws := newWorkers(t, &isolate.Workers{Size: 2, Timeout: timeout, Memory: memory})
 	k := ws
 	dir := generated(t, acme)
@@ -268,7 +280,7 @@ func TestWorkersMemoryBudget(t *testing.T) {
 // killed, and the call returns ctx.Err(); the next call gets a fresh
 // worker.
 func TestWorkersContext(t *testing.T) {
-	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour})
+	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 8 << 30})
 	k := ws
 	p := build(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -278,7 +290,7 @@ func TestWorkersContext(t *testing.T) {
 		}
 		cancel()
 	}()
-	_, err := k.Render(ctx, kernel.RenderInput{Platform: p, Instance: bombInstance(bombs[0].body)})
+	_, err := k.Render(ctx, kernel.RenderInput{Platform: p, Instance: bombInstance(spin)})
 	if err != context.Canceled {
 		t.Fatalf("%v, want context.Canceled", err)
 	}
@@ -290,7 +302,7 @@ func TestWorkersContext(t *testing.T) {
 	}
 	dctx, dcancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer dcancel()
-	if _, err := k.Render(dctx, kernel.RenderInput{Platform: p, Instance: bombInstance(bombs[0].body)}); err != context.DeadlineExceeded {
+	if _, err := k.Render(dctx, kernel.RenderInput{Platform: p, Instance: bombInstance(spin)}); err != context.DeadlineExceeded {
 		t.Fatalf("%v, want context.DeadlineExceeded", err)
 	}
 }
@@ -350,11 +362,11 @@ func TestWorkersNotServed(t *testing.T) {
 // fails with ErrClosed, and Close returns once the worker is gone.
 func TestWorkersCloseStopsCallsInFlight(t *testing.T) {
 	p := build(t)
-	ws := &isolate.Workers{Size: 1, Timeout: time.Hour}
+	ws := &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 8 << 30}
 	k := ws
 	errc := make(chan error, 1)
 	go func() {
-		_, err := k.Render(context.Background(), kernel.RenderInput{Platform: p, Instance: bombInstance(bombs[0].body)})
+		_, err := k.Render(context.Background(), kernel.RenderInput{Platform: p, Instance: bombInstance(spin)})
 		errc <- err
 	}()
 	for ws.Stats().Busy == 0 {

@@ -230,7 +230,7 @@ func testBombOverBudget(t *testing.T, s *suite) {
 		return nil
 	})
 	condition("bomb", func(c *metav1.Condition) error {
-		if c == nil || c.Reason != v1alpha1.ReasonRenderFailed || !strings.Contains(c.Message, "time budget of 2s") {
+		if c == nil || c.Reason != v1alpha1.ReasonRenderFailed || !strings.Contains(c.Message, "time budget of 10s") {
 			return fmt.Errorf("Rendered %+v, want RenderFailed naming the time budget", c)
 		}
 		return nil

@@ -127,9 +127,11 @@ func newManager(cfg *rest.Config, dir string, reg *prometheus.Registry) (ctrl.Ma
 	if err != nil {
 		return nil, nil, err
 	}
-	// Builds and renders run in worker processes with a short time
-	// budget, stopped with the manager.
-	ws := &isolate.Workers{Timeout: 2 * time.Second}
+	// Builds and renders run in worker processes, stopped with the
+	// manager. The time budget is ten times what a build or a good render
+	// takes on a loaded machine; the memory budget is out of the bomb's
+	// reach, so that only the time budget stops it.
+	ws := &isolate.Workers{Timeout: 10 * time.Second, Memory: 8 << 30}
 	if err := mgr.Add(closeOnStop{ws}); err != nil {
 		return nil, nil, err
 	}
