@@ -68,17 +68,17 @@ func TestCheckPassesHandWrittenReconciler(t *testing.T) {
 }
 
 // bugRuns is how many times TestCheckFailsBuggyReconcilers runs Check on
-// each buggy reconciler: 20 by default, 2 under -short or the race
+// each buggy reconciler: 20 by default, once under -short or the race
 // detector, which adds nothing to what the runs show (that Check finds
 // and shrinks each failure every time) and multiplies their cost.
-var bugRuns = flag.Int("platformtest.runs", 0, "how many times Check runs on each buggy reconciler (0: 20, or 2 under -short or -race)")
+var bugRuns = flag.Int("platformtest.runs", 0, "how many times Check runs on each buggy reconciler (0: 20, or 1 under -short or -race)")
 
 func runsPerBug() int {
 	switch {
 	case *bugRuns > 0:
 		return *bugRuns
 	case testing.Short() || raceEnabled:
-		return 2
+		return 1
 	}
 	return 20
 }

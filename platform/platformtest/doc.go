@@ -11,10 +11,9 @@
 // and release between steps, some hold their lease across many steps,
 // some lease in a loop while a Reconcile or Delete runs, and some lease
 // before one starts and hold their lease until it returns, rendering with
-// the kernel meanwhile; one render in some of the others renders with the
-// kernel too. Every render holds its directory open while it reads, as
-// the kernel does through an [os.Root]. Check checks exactly these
-// properties:
+// the kernel meanwhile (a render between steps does so too, at times).
+// Every render holds its directory open while it reads, as the kernel
+// does through an [os.Root]. Check checks exactly these properties:
 //
 //  1. No leased directory is removed or changed. Its path names the very
 //     directory that was leased, not another one put in its place, even
@@ -76,9 +75,9 @@
 // reads once a step is over: the record the store holds, and each lease
 // held across the step with its directory held open. A render holds its
 // lease through every identical reconcile, and through some new
-// generations, stale generations and deletes (steps a correct reconciler
-// takes without waiting for its readers); it is checked once the step
-// returns. So a sequence that fails fails again when rapid runs it again,
+// generations, stale generations, failing builds of a new generation and
+// deletes (steps a correct reconciler takes without waiting for its
+// readers); it is checked once the step returns. So a sequence that fails fails again when rapid runs it again,
 // and rapid shrinks it to a short one, which Check reports once, in words,
 // after the property and what broke it: "reconcile 1 (module 0, new
 // generation); reconcile 1 (identical), while a render holds generation 1".
