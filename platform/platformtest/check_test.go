@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,31 +52,88 @@ func TestCheckPassesPublisher(t *testing.T) {
 		platformtest.FailureKeepsServing(), platformtest.IdenticalIsNoop())
 }
 
+// TestCheckPassesExampleReconciler: the reconciler ExampleCheck defines,
+// which keeps the three rules of the package documentation and fails a
+// change of a leased generation for its controller to retry, passes
+// every default property, and IdenticalIsNoop.
+func TestCheckPassesExampleReconciler(t *testing.T) {
+	platformtest.Check(t, newReconciler, platformtest.IdenticalIsNoop())
+}
+
+// TestCheckPassesHandWrittenReconciler: a reconciler in the reference
+// operator's style, which waits for the renders of a generation it
+// rewrites, passes the strict properties but LeasesNeverRefused.
 func TestCheckPassesHandWrittenReconciler(t *testing.T) {
 	platformtest.Check(t, newOperator(correct), platformtest.ReconcilesSucceed(), platformtest.FailureKeepsServing(), platformtest.IdenticalIsNoop())
 }
 
-// TestCheckFailsBrokenReconcilers shows that Check, with its default
-// settings, fails each classic mistake, naming the property it breaks and
-// the sequence that breaks it.
-func TestCheckFailsBrokenReconcilers(t *testing.T) {
+// bugRuns is how many times TestCheckFailsBuggyReconcilers runs Check on
+// each buggy reconciler: 20 by default, once under -short or the race
+// detector, which adds nothing to what the runs show (that Check finds
+// and shrinks each failure every time) and multiplies their cost.
+var bugRuns = flag.Int("platformtest.runs", 0, "how many times Check runs on each buggy reconciler (0: 20, or 1 under -short or -race)")
+
+func runsPerBug() int {
+	switch {
+	case *bugRuns > 0:
+		return *bugRuns
+	case testing.Short() || raceEnabled:
+		return 1
+	}
+	return 20
+}
+
+// maxFailingSteps bounds the sequence Check reports for each buggy
+// reconciler: each breaks a property within a few steps, at a step
+// boundary, so the failure shrinks to one of those.
+const maxFailingSteps = 6
+
+// failingSequence matches the one sequence Check reports.
+var failingSequence = regexp.MustCompile(`the failing sequence \((\d+) steps\): `)
+
+// TestCheckFailsBuggyReconcilers shows that Check, with its default
+// settings, fails every buggy reconciler in every run, naming the
+// property it breaks and one short sequence that breaks it: the classic
+// mistakes, and the quiet ones (a Reconcile that returns nil without
+// serving its generation, a Platform built from a directory no lease
+// protects, a leased directory swapped for an identical copy).
+func TestCheckFailsBuggyReconcilers(t *testing.T) {
 	for _, tc := range []struct {
-		bug  bug
-		want string // the properties its failure may name, a regular expression
+		name      string
+		newTarget func(string) (platformtest.Target, error)
+		want      string // the properties its failure may name, a regular expression
 	}{
-		{pruneBeforeSet, "property [12] "},
-		{keepWithoutLeased, "property [12] "},
-		{rewriteLeased, "property [12] "},
-		{resetWithReaders, "property [12] "},
-		{acceptStale, "property 3 "},
+		{pruneBeforeSet.String(), newOperator(pruneBeforeSet), "property [12] "},
+		{keepWithoutLeased.String(), newOperator(keepWithoutLeased), "property [12] "},
+		{rewriteLeased.String(), newOperator(rewriteLeased), "property [12] "},
+		{resetWithReaders.String(), newOperator(resetWithReaders), "property [12] "},
+		{acceptStale.String(), newOperator(acceptStale), "property 3 "},
+		{ignoreNewer.String(), newOperator(ignoreNewer), "property 5 "},
+		{"Publisher under a reconciler that " + ignoreNewer.String(), newIgnoringPublisher, "property 5 "},
+		{neverSet.String(), newOperator(neverSet), "property 5 "},
+		{scratchPlatform.String(), newOperator(scratchPlatform), "property 2 "},
+		{identicalOverLeased.String(), newOperator(identicalOverLeased), "property 1 "},
 	} {
-		t.Run(strings.ReplaceAll(tc.bug.String(), " ", "_"), func(t *testing.T) {
-			out := mustFail(t, newOperator(tc.bug))
-			if !regexp.MustCompile("platformtest: " + tc.want).MatchString(out) {
-				t.Errorf("Check's failure does not name %s:\n%s", tc.want, out)
-			}
-			if !strings.Contains(out, "the shortest failing sequence found (") || !strings.Contains(out, "reconcile ") {
-				t.Errorf("Check's failure does not give the sequence in words:\n%s", out)
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			// Shrinking runs until it can shrink no more, so that no
+			// machine's speed decides how short the sequence gets.
+			setFlag(t, "rapid.shrinktime", "1h")
+			for run := range runsPerBug() {
+				out := mustFail(t, tc.newTarget)
+				if !regexp.MustCompile("platformtest: " + tc.want).MatchString(out) {
+					t.Fatalf("run %d: Check's failure does not name %s:\n%s", run+1, tc.want, out)
+				}
+				seqs := failingSequence.FindAllStringSubmatch(out, -1)
+				if len(seqs) != 1 {
+					t.Fatalf("run %d: Check reported %d sequences, not one:\n%s", run+1, len(seqs), out)
+				}
+				steps, _ := strconv.Atoi(seqs[0][1])
+				if steps > maxFailingSteps {
+					t.Fatalf("run %d: Check reported a sequence of %d steps, more than %d:\n%s", run+1, steps, maxFailingSteps, out)
+				}
+				if !strings.Contains(out, "reconcile ") {
+					t.Fatalf("run %d: Check's failure does not give the sequence in words:\n%s", run+1, out)
+				}
 			}
 		})
 	}
@@ -227,4 +285,13 @@ func (f *fakeTB) output() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.log.String()
+}
+
+// setFlag sets a flag for the rest of t.
+func setFlag(t *testing.T, name, value string) {
+	old := flag.Lookup(name).Value.String()
+	if err := flag.Set(name, value); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = flag.Set(name, old) })
 }

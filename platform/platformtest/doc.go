@@ -7,16 +7,23 @@
 //
 // Check draws new generations, same-generation changes, identical
 // re-reconciles, stale generations, modules that fail to build, deletes,
-// restarts (a new target on the same root) and renders that lease, read
-// their directory and release, some holding their lease across many steps.
-// After every step it checks exactly these properties:
+// restarts (a new target on the same root) and renders: some lease, read
+// and release between steps, some hold their lease across many steps,
+// some lease in a loop while a Reconcile or Delete runs, and some lease
+// before one starts and hold their lease until it returns, rendering with
+// the kernel meanwhile (a render between steps does so too, at times).
+// Every render holds its directory open while it reads, as the kernel
+// does through an [os.Root]. Check checks exactly these properties:
 //
-//  1. No leased directory is removed or changed (byte for byte).
-//  2. The store never holds a record whose directory (its Dir, wherever
-//     the target puts it) is absent, partial, or not the files of the last
-//     Reconcile of that generation that returned nil, since the last
-//     Delete or restart.
-//  3. A stale generation — older than the record the store holds now —
+//  1. No leased directory is removed or changed. Its path names the very
+//     directory that was leased, not another one put in its place, even
+//     an identical copy, and that directory holds the same bytes.
+//  2. The store holds only records renders can read: its Platform was
+//     built from its Dir (the same absolute, clean path: renders read the
+//     Platform's directory, leases protect Dir), which is complete, holds
+//     the files of the last Reconcile of its generation that returned nil
+//     since the last Delete or restart, and renders with the kernel.
+//  3. A stale generation (older than the record the store holds now)
 //     never replaces it. After a Delete or a restart nothing is stale.
 //  4. Once every lease is released and a Reconcile of the current
 //     generation with its files has returned nil (Check retries one that
@@ -25,14 +32,62 @@
 //     ([ReclaimWait]). Check ignores the layout's own files
 //     ([dirlife.MarkerFile] where the filesystem holds no extended
 //     attributes, [dirlife.LockFile] on Windows).
+//  5. A Reconcile that returns nil serves its generation: a module that
+//     builds, at a generation no older than the one the store holds,
+//     leaves the store serving that generation with those files, or a
+//     newer one. A module that does not build may return nil, as a
+//     controller that records a terminal failure in status does. After a
+//     Delete that returns nil, nothing is served.
 //
 // Check never requires a Reconcile to succeed, an identical re-reconcile
 // to be a no-op, a failed reconcile to keep the previous record serving, or
 // a lease never to be refused: those are the stricter properties
 // [ReconcilesSucceed], [IdenticalIsNoop], [FailureKeepsServing] and
-// [LeasesNeverRefused]. A failure is shrunk to a minimal sequence and
-// reported in words ("reconcile 1 (module 0, new generation); lease #1
-// held (generation 1); reconcile 2 (module 3, new generation)").
+// [LeasesNeverRefused].
+//
+// # Writing a reconciler
+//
+// A reconciler that calls Store and Layout by hand keeps three rules, and
+// Check catches each one broken:
+//
+//  1. Set before prune. Write, build, SetGenerated (refusing a stale
+//     generation), then Prune to the current generation and every one in
+//     Store.Leased. A prune before the set removes the directory the store
+//     still serves (property 2); a keep set without Leased removes one a
+//     render holds (property 1).
+//  2. An identical reconcile writes nothing, and still prunes. Layout.Write
+//     of the same files swaps a copy in for the directory renders hold,
+//     which property 1 reports as changed; the prune removes what renders
+//     released since (property 4).
+//  3. The current generation's files change only in a directory no render
+//     holds. Clear the store, so that no new lease starts, and write once
+//     Store.Leased no longer holds the generation, or set the record back
+//     and return an error for the controller to retry. A write over a
+//     leased directory changes it (property 1). A Publisher writes the new
+//     files beside the old ones instead.
+//
+// Whichever path it takes, a Reconcile returns nil only once the store
+// serves its generation (property 5): a requeue is not a success.
+//
+// # Failures
+//
+// The properties are decided at step boundaries, from what Check holds and
+// reads once a step is over: the record the store holds, and each lease
+// held across the step with its directory held open. A render holds its
+// lease through every identical reconcile, and through some new
+// generations, stale generations, failing builds of a new generation and
+// deletes (steps a correct reconciler takes without waiting for its
+// readers); it is checked once the step returns. So a sequence that fails fails again when rapid runs it again,
+// and rapid shrinks it to a short one, which Check reports once, in words,
+// after the property and what broke it: "reconcile 1 (module 0, new
+// generation); reconcile 1 (identical), while a render holds generation 1".
+//
+// What a render leasing in a loop while a Reconcile or Delete runs sees
+// depends on the scheduler, as a refused lease does for
+// LeasesNeverRefused: a rerun of the sequence may not see it, so it fails
+// no sequence. When every sequence has passed its checks at step
+// boundaries, Check fails the test with the shortest sequence in which
+// such a render saw a property broken.
 //
 // Concurrency: Check calls a target's Reconcile and Delete from one
 // goroutine, one at a time, and its Store's Lease from other goroutines,
@@ -44,4 +99,7 @@
 // records its store holds, and Root only through its listing. It runs in
 // the test's process, so a restart drops the old process's leases rather
 // than killing it; crashes mid-write are dirlife's own tests' concern.
+// Where the system refuses to remove a directory that is open (Windows),
+// a target's removal of a leased directory fails rather than goes
+// unseen.
 package platformtest

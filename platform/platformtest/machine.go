@@ -22,9 +22,10 @@ import (
 // The properties, as failure messages name them.
 const (
 	prop1 = "property 1 (no leased directory is removed or changed)"
-	prop2 = "property 2 (the store holds only complete directories of the last successful Reconcile of their generation)"
+	prop2 = "property 2 (the store holds only records renders can read: a Platform built from the record's Dir, holding the files of the last successful Reconcile of its generation)"
 	prop3 = "property 3 (a stale generation never replaces the record held)"
 	prop4 = "property 4 (once every lease is released and the current generation is reconciled, Root holds only the current directory)"
+	prop5 = "property 5 (a Reconcile that returns nil serves its generation, and nothing is served after a Delete that returns nil)"
 
 	optSucceed      = "ReconcilesSucceed"
 	optNoop         = "IdenticalIsNoop"
@@ -55,34 +56,45 @@ type machine struct {
 	builds bool // whether files is a module that builds
 
 	// What the store may hold, since the last Delete or restart: per
-	// generation, the files of its last Reconcile that returned nil.
+	// generation, the files of its last Reconcile of a module that builds
+	// that returned nil.
 	ok map[int64]platformmodule.Files
 
-	lastErr  error // what the last Reconcile returned
-	last     int64 // the generation the store held at the end of the last step; 0 after a Delete or restart
-	served   bool  // a Reconcile returned nil since the last Delete or restart
-	held     []*heldLease
-	leaseNo  int
-	pending  *violation  // what an action broke, for the check after it
-	shortest **violation // the failure with the fewest steps of all sequences
+	lastErr error // what the last Reconcile returned
+	last    int64 // the generation the store held at the end of the last step; 0 after a Delete or restart
+	served  bool  // a Reconcile of a module that builds returned nil since the last Delete or restart
+	held    []*heldLease
+	leaseNo int
+
+	// pending is what the last action broke, found at the step boundary
+	// and reported by the check that follows it. deferred is the first
+	// thing a render running during a Reconcile or Delete saw broken: it
+	// depends on the scheduler, so it fails no sequence (see
+	// deferProblem).
+	pending, deferred *violation
+	report            *report
 }
 
 // A heldLease is a render that holds its lease across steps, on a
-// goroutine of its own.
+// goroutine of its own, and its directory open.
 type heldLease struct {
 	n       int
 	rec     platform.Generated
+	dir     *dirHandle
 	files   platformmodule.Files // what its directory held when leased
 	release chan struct{}
 	done    chan struct{}
 }
 
+// end closes the directory and releases the lease, as a render that
+// finishes does.
 func (h *heldLease) end() {
+	h.dir.close()
 	close(h.release)
 	<-h.done
 }
 
-func newMachine(t *rapid.T, cfg config, base string, newTarget func(root string) (Target, error), shortest **violation) *machine {
+func newMachine(t *rapid.T, cfg config, base string, newTarget func(root string) (Target, error), rep *report) *machine {
 	dir, err := os.MkdirTemp(base, "seq-")
 	if err != nil {
 		t.Fatalf("platformtest: %v", err)
@@ -91,7 +103,7 @@ func newMachine(t *rapid.T, cfg config, base string, newTarget func(root string)
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatalf("platformtest: %v", err)
 	}
-	m := &machine{cfg: cfg, newTarget: newTarget, root: root, ok: map[int64]platformmodule.Files{}, shortest: shortest}
+	m := &machine{cfg: cfg, newTarget: newTarget, root: root, ok: map[int64]platformmodule.Files{}, report: rep}
 	t.Cleanup(func() {
 		m.releaseAll()
 		if c, ok := m.target.(io.Closer); ok {
@@ -125,38 +137,76 @@ func (m *machine) say(format string, args ...any) {
 	m.steps = append(m.steps, fmt.Sprintf(format, args...))
 }
 
-// fail fails the sequence, naming what broke and the steps that led there.
-// It panics with a violation, which guard turns into the failure.
-func (m *machine) fail(what, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if what != "" {
-		msg = what + ": " + msg
+// A problem is a property broken: which one, what broke, in words that
+// are the same each time the sequence runs, and, in detail, what may
+// differ between runs (a path outside Root).
+type problem struct {
+	what, msg, detail string
+}
+
+// bad returns the problem that what is broken as format says.
+func bad(what, format string, args ...any) *problem {
+	return &problem{what: what, msg: fmt.Sprintf(format, args...)}
+}
+
+// A violation is a failure of the sequence: what broke and the steps that
+// led there.
+type violation struct {
+	msg    string // the same each time its sequence runs, for rapid
+	detail string // what was seen, which may differ between runs
+	seq    string
+	steps  int
+}
+
+// text is the violation in full.
+func (v *violation) text() string {
+	if v.detail == "" {
+		return v.msg
+	}
+	return v.msg + "\n" + v.detail
+}
+
+// violation returns p as the sequence's violation, at the steps so far.
+func (m *machine) violation(p *problem) *violation {
+	msg := p.msg
+	if p.what != "" {
+		msg = p.what + ": " + msg
 	}
 	seq := "(none)"
 	if len(m.steps) > 0 {
 		seq = strings.Join(m.steps, "; ")
 	}
-	v := &violation{msg: m.paths("platformtest: " + msg), seq: m.paths(seq), steps: len(m.steps)}
-	if m.shortest != nil && (*m.shortest == nil || v.steps < (*m.shortest).steps) {
-		*m.shortest = v
-	}
-	panic(v)
+	return &violation{msg: m.paths("platformtest: " + msg), detail: m.paths(p.detail), seq: m.paths(seq), steps: len(m.steps)}
 }
 
-// A violation is a failure of the sequence, on its way to guard: what
-// broke, and the steps that led there.
-type violation struct {
-	msg, seq string
-	steps    int
+// fail fails the sequence at this step, naming what broke. It panics with
+// a violation, which guard turns into the failure.
+func (m *machine) fail(what, format string, args ...any) {
+	m.failWith(bad(what, format, args...))
+}
+
+func (m *machine) failWith(p *problem) {
+	panic(m.violation(p))
+}
+
+// deferProblem keeps p, which a render running during a Reconcile or
+// Delete saw, unless an earlier one was kept. It fails no sequence: what
+// such a render sees depends on the scheduler, and a rerun of the sequence
+// may not see it, so rapid could not shrink it. Check reports the shortest
+// sequence in which one was seen, when no sequence fails at a step
+// boundary.
+func (m *machine) deferProblem(p *problem) {
+	if m.deferred == nil {
+		m.deferred = m.violation(p)
+	}
 }
 
 // guard runs action, keeping the violation it panics with, if any, for
-// the check that follows every action. A violation the check finds itself
-// wins: it does not depend on what concurrent renders happened to see.
-// Every failure is raised from that one place because rapid takes two
-// failures for the same when they fail at the same place and read the
-// same, so shrinking may trade one property's failure for a shorter
-// sequence that breaks another.
+// the check that follows every action, which reports it unless the check
+// finds one itself. Every failure found at a step boundary is raised from
+// that one place, because rapid takes two failures for the same when they
+// fail at the same place and read the same: shrinking may then trade one
+// property's failure for a shorter sequence that breaks another.
 func (m *machine) guard(action func(*rapid.T), check bool) func(*rapid.T) {
 	return func(t *rapid.T) {
 		v := func() (v *violation) {
@@ -181,14 +231,51 @@ func (m *machine) guard(action func(*rapid.T), check bool) func(*rapid.T) {
 			v = m.pending
 		}
 		if v != nil {
-			// The sequence is logged, not part of the failure: a step's
-			// words may differ between two runs of one sequence (a
-			// Reconcile that fails only when a render holds a lease),
-			// and rapid shrinks only while a failure reads the same.
-			t.Log("sequence: " + v.seq)
-			t.Fatal(v.msg)
+			m.raise(t, v)
 		}
 	}
+}
+
+// raise fails the sequence with v.
+func (m *machine) raise(t *rapid.T, v *violation) {
+	m.report.failed(v)
+	t.Fatal(v.msg)
+}
+
+// A report is what the sequences of one Check found: the failure of the
+// sequence that ran last, the shortest failure of all, and the shortest
+// sequence in which a render running during a Reconcile or Delete saw a
+// property broken.
+type report struct {
+	last, shortest, seen *violation
+}
+
+// begin starts a sequence.
+func (r *report) begin() { r.last = nil }
+
+func (r *report) failed(v *violation) {
+	r.last = v
+	if r.shortest == nil || v.steps < r.shortest.steps {
+		r.shortest = v
+	}
+}
+
+// saw keeps v, a property a render running during a Reconcile or Delete
+// saw broken, if it is the shortest so far.
+func (r *report) saw(v *violation) {
+	if r.seen == nil || v.steps < r.seen.steps {
+		r.seen = v
+	}
+}
+
+// pick returns the failure to report: that of the sequence that ran last,
+// which is rapid's minimal failing sequence run once more to show it, or,
+// when that one passed, the shortest failing sequence of all.
+func (r *report) pick() *violation {
+	if r.last != nil {
+		return r.last
+	}
+	return r.shortest
 }
 
 // paths names the sequence's root "Root" in s, so that a failure reads
@@ -204,7 +291,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 		"reconcile a new generation": func(t *rapid.T) {
 			gen := m.gen + rapid.Int64Range(1, 2).Draw(t, "step")
 			mod := drawModule(t)
-			m.reconcile(t, gen, mod, "new generation")
+			m.reconcile(t, gen, mod, "new generation", throughDrawn)
 		},
 		"reconcile changed files": func(t *rapid.T) {
 			if m.gen == 0 {
@@ -214,13 +301,15 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			if sameFiles(mod.files, m.files) {
 				t.Skip("the same files")
 			}
-			m.reconcile(t, m.gen, mod, "same generation, changed files")
+			m.reconcile(t, m.gen, mod, "same generation, changed files", throughNever)
 		},
 		"reconcile again, identical": func(t *rapid.T) {
 			if m.gen == 0 {
 				t.Skip("no resource")
 			}
-			m.reconcile(t, m.gen, module{files: m.files, name: "identical", builds: m.builds}, "")
+			// A render holds the directory through it: an identical
+			// reconcile must leave it as it is.
+			m.reconcile(t, m.gen, module{files: m.files, name: "identical", builds: m.builds}, "", throughAlways)
 		},
 		"reconcile a stale generation": func(t *rapid.T) {
 			cur := m.store().Generation()
@@ -228,14 +317,14 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 				t.Skip("no generation older than the store's")
 			}
 			gen := rapid.Int64Range(1, cur-1).Draw(t, "stale generation")
-			m.reconcile(t, gen, drawModule(t), fmt.Sprintf("stale: the store holds %d", cur))
+			m.reconcile(t, gen, drawModule(t), fmt.Sprintf("stale: the store holds %d", cur), throughDrawn)
 		},
 		"reconcile a module that fails to build": func(t *rapid.T) {
-			gen := m.gen + 1
+			gen, through := m.gen+1, throughDrawn
 			if m.gen > 0 && rapid.Bool().Draw(t, "same generation") {
-				gen = m.gen
+				gen, through = m.gen, throughNever
 			}
-			m.reconcile(t, gen, drawBroken(t), "")
+			m.reconcile(t, gen, drawBroken(t), "", through)
 		},
 		"delete": func(t *rapid.T) {
 			if m.gen == 0 && !rapid.Bool().Draw(t, "delete with no resource") {
@@ -247,6 +336,7 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			m.restart()
 		},
 		"lease and hold": func(t *rapid.T) {
+			m.skipIfNothingToLease(t)
 			m.hold()
 		},
 		"release a held lease": func(t *rapid.T) {
@@ -260,9 +350,17 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 			m.say("release lease #%d", h.n)
 		},
 		"render": func(t *rapid.T) {
-			o := render(m.store())
-			m.say("render")
-			m.checkObservation(o, m.ok, m.last, m.served, "a render")
+			m.skipIfNothingToLease(t)
+			withKernel := rapid.Bool().Draw(t, "with the kernel")
+			o := render(m.store(), withKernel)
+			if withKernel {
+				m.say("render with the kernel")
+			} else {
+				m.say("render")
+			}
+			if p := m.observed(o, m.ok, m.last, m.served, "a render"); p != nil {
+				m.failWith(p)
+			}
 		},
 		"release every lease and reconcile": func(t *rapid.T) {
 			if m.gen == 0 {
@@ -278,11 +376,66 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 	return actions
 }
 
+// readers are the renders that run while a Reconcile or Delete does:
+// some that lease, read and release in a loop, and perhaps one that leases
+// before it starts and holds its lease until it returns, as a render
+// slower than the Reconcile does, rendering with the kernel meanwhile.
+type readers struct {
+	loops      int
+	through    bool // a render holds its lease through the Reconcile or Delete
+	withKernel bool // that render renders with the kernel
+}
+
+// skipIfNothingToLease skips a lease of a store that holds nothing, whose
+// refusal breaks no property.
+func (m *machine) skipIfNothingToLease(t *rapid.T) {
+	if _, held := m.store().Generated(); !held && !(m.cfg.neverRefused && m.served) {
+		t.Skip("nothing to lease")
+	}
+}
+
+// When a render holds its lease through a step.
+type throughMode int
+
+const (
+	throughNever  throughMode = iota // a step a correct reconciler may take only once no render holds the directory: it would wait for the render
+	throughDrawn                     // a step a correct reconciler takes with no wait for its readers
+	throughAlways                    // an identical reconcile, which must leave the directory a render holds as it is
+)
+
+// drawReaders draws the readers of a step.
+func drawReaders(t *rapid.T, through throughMode) readers {
+	// Renders in a loop in one step out of three or so: what they see,
+	// and what a target that looks at Store.Leased does meanwhile, may
+	// differ each time a sequence runs, and rapid shrinks a sequence only
+	// while a rerun fails the same way.
+	r := readers{loops: max(0, rapid.IntRange(0, 5).Draw(t, "concurrent renders")-3)}
+	switch through {
+	case throughAlways:
+		r.through = true
+	case throughDrawn:
+		r.through = rapid.Bool().Draw(t, "a render holds its lease through it")
+	}
+	if r.through {
+		r.withKernel = rapid.Bool().Draw(t, "it renders with the kernel")
+	}
+	return r
+}
+
+// words says what the loops are; the render that holds its lease through
+// is said once it has leased.
+func (r readers) words() string {
+	if r.loops == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" with %d concurrent renders", r.loops)
+}
+
 // reconcile reconciles gen with mod while some renders lease, and checks
-// what they saw and what the options require. how, when not empty, says
-// what kind of reconcile it is.
-func (m *machine) reconcile(t *rapid.T, gen int64, mod module, how string) {
-	renders := rapid.IntRange(0, 2).Draw(t, "concurrent renders")
+// what they saw and what the properties require. how, when not empty,
+// says what kind of reconcile it is.
+func (m *machine) reconcile(t *rapid.T, gen int64, mod module, how string, through throughMode) {
+	r := drawReaders(t, through)
 	stale := gen < m.store().Generation()
 	current := !stale
 	if current {
@@ -292,43 +445,46 @@ func (m *machine) reconcile(t *rapid.T, gen int64, mod module, how string) {
 	if how != "" {
 		words += ", " + how
 	}
-	words += ")"
-	if renders > 0 {
-		words += fmt.Sprintf(" with %d concurrent renders", renders)
-	}
-	idle := len(m.held) == 0 && renders == 0
-	m.reconcileOnce(gen, mod, stale, renders, words)
+	words += ")" + r.words()
+	idle := len(m.held) == 0 && r.loops == 0 && !r.through
+	m.reconcileOnce(gen, mod, stale, r, words)
 	if idle && current && sameFiles(m.ok[gen], mod.files) && sameFiles(m.files, mod.files) && m.lastErr == nil {
 		m.waitRoot() // every lease was released before a Reconcile of the current generation that returned nil
 	}
 }
 
 // reconcileOnce runs one Reconcile of gen with mod and checks its effects.
-func (m *machine) reconcileOnce(gen int64, mod module, stale bool, renders int, words string) {
+func (m *machine) reconcileOnce(gen int64, mod module, stale bool, r readers, words string) {
 	before, held := m.store().Generated()
-	var beforeDir os.FileInfo
 	identical := held && before.Generation == gen && sameFiles(m.ok[gen], mod.files)
-	if identical {
-		beforeDir, _ = os.Stat(before.Dir)
+	var beforeDir *dirHandle
+	if identical && m.cfg.noop {
+		if h, err := openDir(before.Dir); err == nil {
+			beforeDir = h
+			defer h.close()
+		}
 	}
-	okBefore := cloneOK(m.ok)
+	okBefore := maps.Clone(m.ok)
 	servedBefore := m.served
-	obs, err := m.op(words, renders, func(ctx context.Context) error {
+	res := m.op(words, "the Reconcile", r, func(ctx context.Context) error {
 		return m.target.Reconcile(ctx, gen, clone(mod.files))
 	})
+	err := res.err
 	m.lastErr = err
-	if err == nil {
+	if err == nil && mod.builds {
 		m.ok[gen] = mod.files
 		m.served = true
-	} else {
+	}
+	if err != nil {
 		m.steps[len(m.steps)-1] += ": " + m.short(err)
 	}
-	for _, o := range obs {
-		m.checkObservation(o, okBefore, m.last, servedBefore, "a render during the Reconcile")
-	}
+	m.checkReaders(res, okBefore, m.last, servedBefore, "the Reconcile")
 	after, holds := m.store().Generated()
 	if m.cfg.succeed && err != nil && mod.builds && !stale {
 		m.fail(optSucceed, "Reconcile of generation %d, a module that builds, returned %v", gen, err)
+	}
+	if err == nil && mod.builds && !stale {
+		m.checkProgress(gen, mod.files, after, holds)
 	}
 	if m.cfg.keepServing && err != nil && (holds != held || after != before) {
 		m.fail(optKeepServing, "a failed Reconcile of generation %d changed the record held from %s to %s", gen, describe(before, held), describe(after, holds))
@@ -340,31 +496,50 @@ func (m *machine) reconcileOnce(gen int64, mod module, stale bool, renders int, 
 		case !holds || after != before:
 			m.fail(optNoop, "an identical Reconcile of generation %d changed the record from %s to %s", gen, describe(before, held), describe(after, holds))
 		}
-		if fi, serr := os.Stat(after.Dir); beforeDir != nil && (serr != nil || !os.SameFile(beforeDir, fi)) {
-			m.fail(optNoop, "an identical Reconcile of generation %d replaced its directory %s", gen, after.Dir)
+		if beforeDir != nil {
+			if why := beforeDir.changed(); why != "" {
+				m.fail(optNoop, "an identical Reconcile of generation %d replaced its directory %s, which %s", gen, after.Dir, why)
+			}
 		}
+	}
+}
+
+// checkProgress checks property 5 after a Reconcile of gen with files, a
+// module that builds at a generation no older than the one served, has
+// returned nil: the store holds gen with files, or a newer generation.
+func (m *machine) checkProgress(gen int64, files platformmodule.Files, after platform.Generated, holds bool) {
+	if !holds || after.Generation < gen {
+		m.fail(prop5, "Reconcile of generation %d returned nil, yet the store holds %s: a Reconcile that has not served its generation must return an error", gen, describe(after, holds))
+	}
+	if after.Generation > gen {
+		return
+	}
+	got, err := readTree(after.Dir)
+	if err != nil {
+		m.fail(prop5, "Reconcile of generation %d returned nil, yet the directory %s of the record held is absent or unreadable: %v", gen, after.Dir, err)
+	}
+	if !sameFiles(got, files) {
+		m.fail(prop5, "Reconcile of generation %d returned nil, yet the store serves it from %s, which does not hold the files reconciled: %s", gen, after.Dir, diff(got, files))
 	}
 }
 
 // delete runs Delete while some renders lease.
 func (m *machine) delete(t *rapid.T) {
-	renders := rapid.IntRange(0, 2).Draw(t, "concurrent renders")
-	words := "delete"
-	if renders > 0 {
-		words += fmt.Sprintf(" with %d concurrent renders", renders)
-	}
-	okBefore := cloneOK(m.ok)
-	obs, err := m.op(words, renders, m.target.Delete)
+	r := drawReaders(t, throughDrawn)
+	okBefore := maps.Clone(m.ok)
+	res := m.op("delete"+r.words(), "the Delete", r, m.target.Delete)
+	err := res.err
 	if err != nil {
 		m.steps[len(m.steps)-1] += ": " + m.short(err)
 	}
 	m.gen, m.files, m.builds = 0, nil, false
 	clear(m.ok)
 	m.last, m.served = 0, false
-	for _, o := range obs {
-		// A record of before the Delete is no stale one, and a lease
-		// may be refused once the resource is deleted.
-		m.checkObservation(o, okBefore, 0, false, "a render during the Delete")
+	// A record of before the Delete is no stale one, and a lease may be
+	// refused once the resource is deleted.
+	m.checkReaders(res, okBefore, 0, false, "the Delete")
+	if rec, held := m.store().Generated(); err == nil && held {
+		m.fail(prop5, "Delete returned nil, yet the store holds %s", describe(rec, held))
 	}
 }
 
@@ -384,37 +559,53 @@ func (m *machine) restart() {
 	m.start()
 }
 
-// hold takes a lease on a goroutine that holds it until released.
+// hold takes a lease on a goroutine that holds it until released, and
+// holds its directory open.
 func (m *machine) hold() {
 	m.leaseNo++
 	h := &heldLease{n: m.leaseNo, release: make(chan struct{}), done: make(chan struct{})}
-	got := make(chan observation)
+	type leased struct {
+		o   observation
+		dir *dirHandle
+	}
+	got := make(chan leased)
 	store := m.store()
 	go func() {
 		defer close(h.done)
 		rec, release, ok := store.Lease()
 		defer release()
-		o := observation{ok: ok, rec: rec}
+		l := leased{o: observation{ok: ok, rec: rec}}
 		if ok {
-			o.first, o.err1 = readTree(rec.Dir)
-			o.second, o.err2 = o.first, o.err1
+			l.dir, l.o.err1 = openDir(rec.Dir)
+			if l.o.err1 == nil {
+				l.o.first, l.o.err1 = l.dir.read()
+			}
+			l.o.second, l.o.err2 = l.o.first, l.o.err1
 		}
-		got <- o
-		if ok {
+		got <- l
+		if l.dir != nil {
 			<-h.release
 		}
 	}()
-	o := <-got
-	if !o.ok {
+	l := <-got
+	if l.dir == nil {
 		<-h.done // it returned at once
-		m.say("lease refused")
-		m.checkObservation(o, m.ok, m.last, m.served, "a lease")
+		if l.o.ok {
+			m.say("lease #%d (generation %d)", h.n, l.o.rec.Generation)
+		} else {
+			m.say("lease refused")
+		}
+		if p := m.observed(l.o, m.ok, m.last, m.served, "a lease"); p != nil {
+			m.failWith(p)
+		}
 		return
 	}
-	h.rec, h.files = o.rec, o.first
+	h.rec, h.dir, h.files = l.o.rec, l.dir, l.o.first
 	m.held = append(m.held, h)
-	m.say("lease #%d held (generation %d)", h.n, o.rec.Generation)
-	m.checkObservation(o, m.ok, m.last, m.served, fmt.Sprintf("lease #%d", h.n))
+	m.say("lease #%d held (generation %d)", h.n, h.rec.Generation)
+	if p := m.observed(l.o, m.ok, m.last, m.served, fmt.Sprintf("lease #%d", h.n)); p != nil {
+		m.failWith(p)
+	}
 }
 
 // releaseAll releases every held lease.
@@ -432,7 +623,7 @@ func (m *machine) settle() {
 	m.say("release every lease")
 	for range settleTries {
 		gen := m.gen
-		m.reconcileOnce(gen, module{files: m.files, name: "current files", builds: m.builds}, false, 0, fmt.Sprintf("reconcile %d (current files)", gen))
+		m.reconcileOnce(gen, module{files: m.files, name: "current files", builds: m.builds}, false, readers{}, fmt.Sprintf("reconcile %d (current files)", gen))
 		if m.lastErr == nil {
 			m.waitRoot()
 			return
@@ -466,15 +657,13 @@ func (m *machine) waitRoot() {
 	}
 }
 
-// invariants checks properties 1 to 3 between steps.
+// invariants checks properties 1 to 3 at a step boundary: every held
+// lease's directory, through the handle held on it, and the record the
+// store holds.
 func (m *machine) invariants() {
 	for _, h := range m.held {
-		files, err := readTree(h.rec.Dir)
-		if err != nil {
-			m.fail(prop1, "lease #%d holds generation %d, whose directory %s is gone: %v", h.n, h.rec.Generation, h.rec.Dir, err)
-		}
-		if !sameFiles(files, h.files) {
-			m.fail(prop1, "lease #%d holds generation %d, whose directory %s changed: %s", h.n, h.rec.Generation, h.rec.Dir, diff(files, h.files))
+		if p := h.problem(); p != nil {
+			m.failWith(p)
 		}
 	}
 	rec, held := m.store().Generated()
@@ -482,102 +671,213 @@ func (m *machine) invariants() {
 		m.last = 0
 		return
 	}
-	m.checkRecord(rec, m.ok, nil, "the store")
+	if p := m.recordProblem(rec, m.ok, nil, "the store"); p != nil {
+		m.failWith(p)
+	}
 	if rec.Generation < m.last {
 		m.fail(prop3, "the store held generation %d and now holds %d", m.last, rec.Generation)
 	}
 	m.last = rec.Generation
 }
 
-// checkRecord checks property 2 of rec, whose directory was read as files
-// (nil: read it now): it must hold the files of the last Reconcile of its
-// generation that returned nil, by ok or by also.
-func (m *machine) checkRecord(rec platform.Generated, ok map[int64]platformmodule.Files, files platformmodule.Files, who string) {
+// leaseProblem checks property 1 of a lease who holds on rec, whose
+// directory it holds open as dir and held files when leased: the path
+// still names that directory, which still holds those files.
+func leaseProblem(who string, rec platform.Generated, dir *dirHandle, files platformmodule.Files) *problem {
+	if why := dir.changed(); why != "" {
+		if now, err := readTree(rec.Dir); err == nil && sameFiles(now, files) {
+			why += ", holding the same files"
+		}
+		return bad(prop1, "%s holds generation %d, whose directory %s changed: it %s", who, rec.Generation, rec.Dir, why)
+	}
+	now, err := dir.read()
+	if err != nil {
+		return bad(prop1, "%s holds generation %d, whose directory %s can no longer be read: %v", who, rec.Generation, rec.Dir, err)
+	}
+	if !sameFiles(now, files) {
+		return bad(prop1, "%s holds generation %d, whose directory %s changed: %s", who, rec.Generation, rec.Dir, diff(now, files))
+	}
+	return nil
+}
+
+// problem checks property 1 of a held lease.
+func (h *heldLease) problem() *problem {
+	return leaseProblem(fmt.Sprintf("lease #%d", h.n), h.rec, h.dir, h.files)
+}
+
+// recordProblem checks property 2 of rec, which who holds, whose
+// directory was read as files (nil: read it now): its Platform was built
+// from its Dir, the directory every render reads, and it holds the files
+// of the last Reconcile of its generation that returned nil, by ok or by
+// m.ok.
+func (m *machine) recordProblem(rec platform.Generated, ok map[int64]platformmodule.Files, files platformmodule.Files, who string) *problem {
+	if p := shapeProblem(rec, who); p != nil {
+		return p
+	}
 	if files == nil {
 		var err error
 		if files, err = readTree(rec.Dir); err != nil {
-			m.fail(prop2, "%s holds generation %d, whose directory %q is absent or unreadable: %v", who, rec.Generation, rec.Dir, err)
+			return bad(prop2, "%s holds generation %d, whose directory %s is absent or unreadable: %v", who, rec.Generation, rec.Dir, err)
 		}
 	}
 	want, found := ok[rec.Generation]
 	wantNow, foundNow := m.ok[rec.Generation]
 	switch {
 	case found && sameFiles(files, want), foundNow && sameFiles(files, wantNow):
-		return
+		return nil
 	case !found && !foundNow:
-		m.fail(prop2, "%s holds generation %d (directory %s), for which no Reconcile since the last Delete or restart returned nil", who, rec.Generation, rec.Dir)
+		return bad(prop2, "%s holds generation %d (directory %s), for which no Reconcile since the last Delete or restart returned nil", who, rec.Generation, rec.Dir)
 	case foundNow:
-		m.fail(prop2, "%s holds generation %d, whose directory %s does not hold the files of its last successful Reconcile: %s", who, rec.Generation, rec.Dir, diff(files, wantNow))
+		return bad(prop2, "%s holds generation %d, whose directory %s does not hold the files of its last successful Reconcile: %s", who, rec.Generation, rec.Dir, diff(files, wantNow))
 	default:
-		m.fail(prop2, "%s holds generation %d, whose directory %s does not hold the files of its last successful Reconcile: %s", who, rec.Generation, rec.Dir, diff(files, want))
+		return bad(prop2, "%s holds generation %d, whose directory %s does not hold the files of its last successful Reconcile: %s", who, rec.Generation, rec.Dir, diff(files, want))
 	}
 }
 
+// shapeProblem checks the part of property 2 that needs no reading: rec,
+// which who holds, has a Platform built from its Dir, the directory every
+// render reads, and that Dir is absolute and clean, as the Platform's is.
+func shapeProblem(rec platform.Generated, who string) *problem {
+	switch {
+	case rec.Platform == nil:
+		return bad(prop2, "%s holds generation %d with no Platform: renders have nothing to render", who, rec.Generation)
+	case !filepath.IsAbs(rec.Dir) || filepath.Clean(rec.Dir) != rec.Dir:
+		return bad(prop2, "%s holds generation %d, whose Dir %q is not an absolute, clean path, as its Platform's Dir is", who, rec.Generation, rec.Dir)
+	case rec.Platform.Dir != rec.Dir:
+		p := bad(prop2, "%s holds generation %d, whose Platform was built from another directory than its Dir %s: renders read the Platform's directory, which no lease protects", who, rec.Generation, rec.Dir)
+		p.detail = fmt.Sprintf("its Platform's Dir is %s", rec.Platform.Dir)
+		return p
+	}
+	return nil
+}
+
 // An observation is what one render saw: whether it got a lease, the
-// record, and its directory read twice while leased.
+// record, its directory read twice through a handle held open while
+// leased, whether the path named that directory still at the end, and
+// what the kernel's render of it returned, if it rendered.
 type observation struct {
 	ok            bool
 	rec           platform.Generated
 	first, second platformmodule.Files
 	err1, err2    error
+	changed       string // how the path no longer named the directory held, "" while it did
+	rendered      bool   // whether the kernel rendered the record
+	renderErr     error
 }
 
-// render leases, reads the directory twice and releases.
-func render(store *platform.Store) observation {
+// render leases, renders the leased record, and releases.
+func render(store *platform.Store, withKernel bool) observation {
 	rec, release, ok := store.Lease()
 	defer release()
+	return renderLeased(rec, ok, withKernel)
+}
+
+// renderLeased reads the directory of rec, which the caller holds
+// leased, twice through a handle held open, with the kernel's render of
+// it between the reads when withKernel is set.
+func renderLeased(rec platform.Generated, ok, withKernel bool) observation {
 	if !ok {
 		return observation{}
 	}
 	o := observation{ok: true, rec: rec}
-	o.first, o.err1 = readTree(rec.Dir)
-	runtime.Gosched()
-	o.second, o.err2 = readTree(rec.Dir)
+	dir, err := openDir(rec.Dir)
+	if err != nil {
+		o.err1 = err
+		return o
+	}
+	defer dir.close()
+	o.first, o.err1 = dir.read()
+	if o.err1 != nil {
+		return o
+	}
+	if withKernel && rec.Platform != nil && rec.Platform.Dir == rec.Dir {
+		o.rendered = true
+		o.renderErr = renderWithKernel(rec)
+	} else {
+		runtime.Gosched()
+	}
+	o.second, o.err2 = dir.read()
+	o.changed = dir.changed()
 	return o
 }
 
-// checkObservation checks what a render saw: ok is what the store could
-// hold when it leased (besides m.ok), last the generation it held before,
-// served whether a refused lease breaks LeasesNeverRefused.
-func (m *machine) checkObservation(o observation, ok map[int64]platformmodule.Files, last int64, served bool, who string) {
+// observed checks what a render saw, and returns the first property it
+// breaks: ok is what the store could hold when it leased (besides m.ok),
+// last the generation it held before, served whether a refused lease
+// breaks LeasesNeverRefused.
+func (m *machine) observed(o observation, ok map[int64]platformmodule.Files, last int64, served bool, who string) *problem {
 	if !o.ok {
 		if m.cfg.neverRefused && served {
-			m.fail(optNeverRefused, "%s was refused after a Reconcile had returned nil", who)
+			return bad(optNeverRefused, "%s was refused after a Reconcile had returned nil", who)
 		}
-		return
+		return nil
+	}
+	if p := shapeProblem(o.rec, who); p != nil {
+		return p
 	}
 	if o.err1 != nil {
-		m.fail(prop2, "%s leased generation %d, whose directory %q is absent or unreadable: %v", who, o.rec.Generation, o.rec.Dir, o.err1)
+		return bad(prop2, "%s leased generation %d, whose directory %s is absent or unreadable: %v", who, o.rec.Generation, o.rec.Dir, o.err1)
+	}
+	if o.changed != "" {
+		return bad(prop1, "%s leased generation %d, whose directory %s changed while leased: it %s", who, o.rec.Generation, o.rec.Dir, o.changed)
 	}
 	if o.err2 != nil {
-		m.fail(prop1, "%s leased generation %d, whose directory %s went while leased: %v", who, o.rec.Generation, o.rec.Dir, o.err2)
+		return bad(prop1, "%s leased generation %d, whose directory %s went while leased: %v", who, o.rec.Generation, o.rec.Dir, o.err2)
 	}
 	if !sameFiles(o.first, o.second) {
-		m.fail(prop1, "%s leased generation %d, whose directory %s changed while leased: %s", who, o.rec.Generation, o.rec.Dir, diff(o.second, o.first))
+		return bad(prop1, "%s leased generation %d, whose directory %s changed while leased: %s", who, o.rec.Generation, o.rec.Dir, diff(o.second, o.first))
 	}
-	m.checkRecord(o.rec, ok, o.first, who)
+	if p := m.recordProblem(o.rec, ok, o.first, who); p != nil {
+		return p
+	}
+	if o.renderErr != nil {
+		return bad(prop2, "%s leased generation %d and rendered it with the kernel, which failed while its directory %s held the record's files: %v", who, o.rec.Generation, o.rec.Dir, o.renderErr)
+	}
 	if o.rec.Generation < last {
-		m.fail(prop3, "the store held generation %d, and %s leased generation %d", last, who, o.rec.Generation)
+		return bad(prop3, "the store held generation %d, and %s leased generation %d", last, who, o.rec.Generation)
 	}
+	return nil
 }
 
-// op runs f (a Reconcile or a Delete) on a goroutine of its own while
-// renders lease, read and release on others until it returns, and returns
-// its error and what the renders saw. When f runs longer than
-// releaseAfter, every held lease is released; when it runs longer than
-// reclaimWait after that, the sequence fails.
-func (m *machine) op(words string, renders int, f func(context.Context) error) ([]observation, error) {
+// An opResult is what a Reconcile or Delete returned, and what the
+// renders that ran meanwhile saw.
+type opResult struct {
+	err     error
+	obs     []observation // what the renders in a loop saw
+	through *throughRender
+	early   *problem // a held directory found changed when Check released the leases while it ran
+}
+
+// op runs f (a Reconcile or a Delete) on a goroutine of its own while the
+// readers r lease and read, and returns what f returned and what the
+// readers saw. When f runs longer than releaseAfter, every lease held
+// across steps is checked and released, and the render holding its lease
+// through f releases it too, once it has rendered; when f runs longer
+// than reclaimWait after that, the sequence fails.
+func (m *machine) op(words, during string, r readers, f func(context.Context) error) *opResult {
 	m.say("%s", words)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	res := &opResult{}
+	store := m.store()
+	if r.through {
+		res.through = startThrough(store, r.withKernel, "a render holding its lease through "+during)
+		o := res.through.o
+		switch {
+		case !o.ok:
+			m.steps[len(m.steps)-1] += ", while a render's lease is refused"
+		case res.through.rendering:
+			m.steps[len(m.steps)-1] += fmt.Sprintf(", while a render with the kernel holds generation %d", o.rec.Generation)
+		default:
+			m.steps[len(m.steps)-1] += fmt.Sprintf(", while a render holds generation %d", o.rec.Generation)
+		}
+	}
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	var obs []observation
-	store := m.store()
-	for range renders {
+	for range r.loops {
 		wg.Go(func() {
 			for {
 				select {
@@ -585,12 +885,12 @@ func (m *machine) op(words string, renders int, f func(context.Context) error) (
 					return
 				default:
 				}
-				o := render(store)
+				o := render(store, false)
 				key := o.key()
 				mu.Lock()
-				if !seen[key] && len(obs) < maxObservations {
+				if !seen[key] && len(res.obs) < maxObservations {
 					seen[key] = true
-					obs = append(obs, o)
+					res.obs = append(res.obs, o)
 				}
 				mu.Unlock()
 			}
@@ -611,8 +911,8 @@ func (m *machine) op(words string, renders int, f func(context.Context) error) (
 	case err = <-done:
 		timer.Stop()
 	case <-timer.C:
-		if len(m.held) > 0 {
-			m.releaseAll()
+		if len(m.held) > 0 || res.through.holding() {
+			res.early = m.releaseWhileRunning(res.through)
 			m.steps[len(m.steps)-1] += " (held leases released while it ran)"
 		}
 		hang := time.NewTimer(m.cfg.reclaimWait)
@@ -621,15 +921,134 @@ func (m *machine) op(words string, renders int, f func(context.Context) error) (
 			hang.Stop()
 		case <-hang.C:
 			close(stop)
+			res.through.end()
 			m.fail("", "%s has not returned %v after every lease was released", words, m.cfg.reclaimWait)
 		}
 	}
 	close(stop)
 	wg.Wait()
 	if p, ok := err.(*panicError); ok {
+		res.through.end()
 		m.fail("", "%s panicked: %v", words, p.v)
 	}
-	return obs, err
+	res.err = err
+	return res
+}
+
+// releaseWhileRunning checks the directory of every lease held across
+// steps and of the render holding its lease through a Reconcile that has
+// run long, as a Reconcile that waits for its readers needs, and returns
+// the first that changed.
+func (m *machine) releaseWhileRunning(through *throughRender) *problem {
+	var first *problem
+	for _, h := range m.held {
+		if p := h.problem(); p != nil && first == nil {
+			first = p
+		}
+	}
+	if p := through.problem(); p != nil && first == nil {
+		first = p
+	}
+	m.releaseAll()
+	through.end()
+	return first
+}
+
+// checkReaders checks what the readers of a Reconcile or Delete (during)
+// saw: ok, last and served are what the store could hold, the generation
+// it held and whether a lease could be refused, before it started. A
+// render that held its lease through it is checked at the step boundary;
+// what renders in a loop saw depends on the scheduler, and fails the
+// sequence only once it has run.
+func (m *machine) checkReaders(res *opResult, ok map[int64]platformmodule.Files, last int64, served bool, during string) {
+	for _, o := range res.obs {
+		if p := m.observed(o, ok, last, served, "a render during "+during); p != nil {
+			m.deferProblem(p)
+			break
+		}
+	}
+	if res.early != nil {
+		m.failWith(res.early)
+	}
+	t := res.through
+	if t == nil {
+		return
+	}
+	if t.holding() {
+		if p := t.problem(); p != nil {
+			t.end()
+			m.failWith(p)
+		}
+	}
+	t.end()
+	if p := m.observed(t.o, ok, last, served, t.who); p != nil {
+		m.failWith(p)
+	}
+}
+
+// A throughRender is a render that leases before a Reconcile or Delete
+// starts and holds its lease, and its directory open, until it returns,
+// as a render slower than the Reconcile does; it may render with the
+// kernel meanwhile.
+type throughRender struct {
+	who       string      // the render in words
+	o         observation // what it saw when it leased, and what the kernel returned
+	dir       *dirHandle
+	release   func()
+	rendering bool          // it renders with the kernel
+	done      chan struct{} // closed once it has rendered
+	released  bool
+}
+
+// startThrough leases from store, opens and reads the directory and, when
+// withKernel is set, starts rendering the record with the kernel.
+func startThrough(store *platform.Store, withKernel bool, who string) *throughRender {
+	rec, release, ok := store.Lease()
+	t := &throughRender{who: who, o: observation{ok: ok, rec: rec}, release: release, done: make(chan struct{})}
+	if ok {
+		t.dir, t.o.err1 = openDir(rec.Dir)
+		if t.o.err1 == nil {
+			t.o.first, t.o.err1 = t.dir.read()
+		}
+		t.o.second, t.o.err2 = t.o.first, t.o.err1
+	}
+	if !withKernel || t.o.err1 != nil || !ok || shapeProblem(rec, "") != nil {
+		close(t.done)
+		return t
+	}
+	t.rendering, t.o.rendered = true, true
+	go func() {
+		defer close(t.done)
+		t.o.renderErr = renderWithKernel(rec)
+	}()
+	return t
+}
+
+// holding reports whether t holds a readable directory still.
+func (t *throughRender) holding() bool {
+	return t != nil && !t.released && t.dir != nil && t.o.err1 == nil
+}
+
+// problem checks property 1 of the directory t holds.
+func (t *throughRender) problem() *problem {
+	if !t.holding() {
+		return nil
+	}
+	return leaseProblem(t.who, t.o.rec, t.dir, t.o.first)
+}
+
+// end waits until t has rendered, closes its directory and releases its
+// lease. It does nothing the second time.
+func (t *throughRender) end() {
+	if t == nil || t.released {
+		return
+	}
+	<-t.done
+	if t.dir != nil {
+		t.dir.close()
+	}
+	t.release()
+	t.released = true
 }
 
 // key identifies what an observation saw, to remember each thing once.
@@ -638,7 +1057,7 @@ func (o observation) key() string {
 		return "refused"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d\x00%s\x00%p\x00%v\x00%v\x00%v\x00", o.rec.Generation, o.rec.Dir, o.rec.Platform, o.rec.Skew, o.err1, o.err2)
+	fmt.Fprintf(&b, "%d\x00%s\x00%p\x00%v\x00%v\x00%v\x00%s\x00%t\x00%v\x00", o.rec.Generation, o.rec.Dir, o.rec.Platform, o.rec.Skew, o.err1, o.err2, o.changed, o.rendered, o.renderErr)
 	for _, files := range []platformmodule.Files{o.first, o.second} {
 		for _, name := range slices.Sorted(maps.Keys(files)) {
 			fmt.Fprintf(&b, "%s\x00%d\x00%s\x00", name, len(files[name]), files[name])
@@ -680,14 +1099,6 @@ func clone(files platformmodule.Files) platformmodule.Files {
 	c := make(platformmodule.Files, len(files))
 	for name, data := range files {
 		c[name] = bytes.Clone(data)
-	}
-	return c
-}
-
-func cloneOK(ok map[int64]platformmodule.Files) map[int64]platformmodule.Files {
-	c := make(map[int64]platformmodule.Files, len(ok))
-	for g, files := range ok {
-		c[g] = files
 	}
 	return c
 }

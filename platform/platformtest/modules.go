@@ -2,8 +2,11 @@ package platformtest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 	"pgregory.net/rapid"
 )
@@ -57,4 +60,33 @@ func generated(t *rapid.T, v int) module {
 		t.Fatalf("platformtest: generating module %d: %v", v, err)
 	}
 	return module{files: files, name: fmt.Sprintf("module %d", v), builds: true}
+}
+
+// renderKernel renders the records Check leases, as a render path does.
+var renderKernel = kernel.New()
+
+// instanceFiles is the instance module Check renders against a leased
+// record: one component of a kind the web catalog provides, which every
+// module Check draws carries at a version no older than the one required.
+func instanceFiles() map[string][]byte {
+	return map[string][]byte{
+		"cue.mod/module.cue": []byte("module: \"example.com/shop@v0\", language: version: \"v0.14.0\"\n"),
+		"shop.cue": []byte(`package shop
+
+name: "shop"
+requires: "example.com/catalogs/web@v1": "v1.0.0"
+components: web: {kind: "Deployment", catalog: "example.com/catalogs/web@v1"}
+`),
+	}
+}
+
+// renderWithKernel renders instanceFiles against rec as a render path
+// does, with the record's skew policy.
+func renderWithKernel(rec platform.Generated) error {
+	_, err := renderKernel.Render(context.Background(), kernel.RenderInput{
+		Platform: rec.Platform,
+		Instance: kernel.Instance{Files: instanceFiles()},
+		Skew:     rec.Skew,
+	})
+	return err
 }

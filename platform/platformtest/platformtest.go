@@ -14,10 +14,16 @@ import (
 // operator's reconciler does.
 type Target interface {
 	// Reconcile brings the target to serve generation with files, as one
-	// reconcile of the Platform resource at that generation would. It may
-	// fail (a controller retries); it must never break a property.
+	// reconcile of the Platform resource at that generation would. It
+	// returns nil only once the store serves generation with files, or a
+	// newer generation: a Reconcile that has not served its generation
+	// must return an error, and a requeue is not a success. It may fail
+	// (a controller retries), and it may return nil for a module that
+	// does not build (a terminal failure recorded in status); it must
+	// never break a property.
 	Reconcile(ctx context.Context, generation int64, files platformmodule.Files) error
-	// Delete is the Platform resource's deletion.
+	// Delete is the Platform resource's deletion. It returns nil only
+	// once the store holds nothing.
 	Delete(ctx context.Context) error
 	// Store is the store renders lease from.
 	Store() *platform.Store
@@ -33,10 +39,11 @@ type Target interface {
 // Check calls Reconcile and Delete from one goroutine, one at a time, and
 // leases from other goroutines, also while a Reconcile runs; the properties
 // it checks after every step, and the options that add stricter ones, are
-// listed in the package documentation. A failure is shrunk to a minimal
-// sequence, which Check logs in words, with the shortest failing sequence
-// it saw; messages call the root given to newTarget "Root". The number of
-// sequences and their length are rapid's (-rapid.checks, -rapid.steps).
+// listed in the package documentation. A failure is shrunk to a short
+// sequence, which Check logs once, in words; messages call the root given
+// to newTarget "Root". The number of sequences, their length and the time
+// spent shrinking are rapid's (-rapid.checks, -rapid.steps,
+// -rapid.shrinktime).
 //
 // Check blocks until every sequence has run. It waits for the target only
 // within the bound set by [ReclaimWait]: a Reconcile or Delete that has not
@@ -54,21 +61,36 @@ func check(t rapid.TB, base string, newTarget func(root string) (Target, error),
 	for _, o := range opts {
 		o(&cfg)
 	}
-	// rapid reports the failure it shrank to, and its sequence when it
-	// can run it once more; a failure that depends on what concurrent
-	// renders saw may not repeat, so the shortest sequence that failed is
-	// reported too, even when FailNow ends the goroutine.
-	var shortest *violation
+	// Check reports one failing sequence: the minimal one rapid shrank
+	// to, run once more to show it (or, when that run passed, the
+	// shortest of all that failed), or, when every sequence passed its
+	// checks at step boundaries, the shortest in which a render running
+	// during a Reconcile or Delete saw a property broken. The deferred
+	// call runs also when FailNow ends the goroutine.
+	rep := &report{}
 	defer func() {
-		if shortest != nil {
-			t.Logf("%s\nthe shortest failing sequence found (%d steps): %s", shortest.msg, shortest.steps, shortest.seq)
+		v := rep.pick()
+		switch {
+		case v == nil || !t.Failed():
+		case v == rep.last && v.detail == "":
+			// Its message is the last thing the rerun logged.
+			t.Logf("the failing sequence (%d steps): %s", v.steps, v.seq)
+		default:
+			t.Logf("%s\nthe failing sequence (%d steps): %s", v.text(), v.steps, v.seq)
 		}
 	}()
 	rapid.Check(t, func(rt *rapid.T) {
-		m := newMachine(rt, cfg, base, newTarget, &shortest)
+		rep.begin()
+		m := newMachine(rt, cfg, base, newTarget, rep)
 		m.guard(func(*rapid.T) { m.start() }, true)(rt)
 		rt.Repeat(m.actions())
+		if m.deferred != nil {
+			rep.saw(m.deferred)
+		}
 	})
+	if v := rep.seen; v != nil {
+		t.Fatalf("%s\n(seen by a render running during a Reconcile or Delete, which the scheduler decides: a rerun may not see it, so this is the shortest sequence in which it was seen)\nthe failing sequence (%d steps): %s", v.text(), v.steps, v.seq)
+	}
 }
 
 // An Option changes what [Check] waits for or adds a stricter property.

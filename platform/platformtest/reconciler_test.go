@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"time"
 
@@ -28,10 +29,17 @@ const (
 	rewriteLeased         // a changed current generation is written over in place
 	resetWithReaders      // Delete resets Root while renders read it
 	acceptStale           // an older generation is set like a newer one
+
+	// The quiet ones.
+	ignoreNewer         // once a generation is served, every newer one returns nil unserved
+	neverSet            // writes, builds and prunes, but never calls SetGenerated
+	scratchPlatform     // the Platform is built from a scratch copy, removed after the build
+	identicalOverLeased // an identical module is written again, over the leased directory
 )
 
 func (b bug) String() string {
-	return [...]string{"correct", "prune before set", "keep set without Leased", "leased generation rewritten in place", "reset while readers exist", "stale generation accepted"}[b]
+	return [...]string{"correct", "prune before set", "keep set without Leased", "leased generation rewritten in place", "reset while readers exist", "stale generation accepted",
+		"ignores newer generations", "never calls SetGenerated", "Platform built from a scratch copy", "identical module rewritten over the leased directory"}[b]
 }
 
 // operator is a reconciler in the reference operator's style: it calls
@@ -84,6 +92,10 @@ func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodul
 	switch {
 	case held && gen < cur.Generation && o.bug != acceptStale:
 		return &platform.StaleError{Generation: gen, Current: cur.Generation}
+	case held && gen > cur.Generation && o.bug == ignoreNewer:
+		return o.prune() // the bug: nothing newer is ever written
+	case held && gen == cur.Generation && same(files, o.files) && o.bug == identicalOverLeased:
+		return o.write(ctx, gen, files) // the bug: Layout.Write swaps a copy in over the leased directory
 	case held && gen == cur.Generation && same(files, o.files) && !o.rewriteIdentical:
 		return o.prune() // nothing to write; drop what readers released since
 	case held && gen == cur.Generation && o.bug != rewriteLeased:
@@ -96,6 +108,11 @@ func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodul
 			return err
 		}
 	}
+	return o.write(ctx, gen, files)
+}
+
+// write writes gen's directory, builds it, sets it and prunes.
+func (o *operator) write(ctx context.Context, gen int64, files platformmodule.Files) error {
 	dir, err := o.layout.Write(gen, files)
 	if err != nil {
 		return err
@@ -105,7 +122,7 @@ func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodul
 			return err
 		}
 	}
-	plat, err := kern.BuildPlatform(ctx, dir)
+	plat, err := o.build(ctx, dir)
 	if err != nil {
 		if o.clearOnFailure {
 			o.store.Clear()
@@ -113,9 +130,28 @@ func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodul
 		}
 		return errors.Join(err, o.prune()) // the failed directory goes
 	}
-	o.store.SetGenerated(platform.Generated{Generation: gen, Dir: dir, Platform: plat})
-	o.files = maps.Clone(files)
+	if o.bug != neverSet {
+		o.store.SetGenerated(platform.Generated{Generation: gen, Dir: dir, Platform: plat})
+		o.files = maps.Clone(files)
+	}
 	return o.prune()
+}
+
+// build builds the platform in dir; with the bug scratchPlatform, from a
+// copy of dir that it then removes.
+func (o *operator) build(ctx context.Context, dir string) (*kernel.Platform, error) {
+	if o.bug != scratchPlatform {
+		return kern.BuildPlatform(ctx, dir)
+	}
+	scratch, err := os.MkdirTemp("", "scratch-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	if err := os.CopyFS(scratch, os.DirFS(dir)); err != nil {
+		return nil, err
+	}
+	return kern.BuildPlatform(ctx, scratch)
 }
 
 // rewrite makes changed files the current generation's: it stops new
@@ -130,7 +166,7 @@ func (o *operator) rewrite(ctx context.Context, cur platform.Generated, files pl
 	dir, err := o.layout.Write(cur.Generation, files)
 	var plat *kernel.Platform
 	if err == nil {
-		plat, err = kern.BuildPlatform(ctx, dir)
+		plat, err = o.build(ctx, dir)
 	}
 	if err != nil {
 		if _, werr := o.layout.Write(cur.Generation, o.files); werr != nil {
@@ -229,4 +265,24 @@ func (p *publisher) Close() error {
 	p.cancel()
 	<-p.done
 	return nil
+}
+
+// ignoringPublisher is a platform.Publisher under a reconciler with a bug:
+// once a generation is served, it returns nil for every newer one without
+// publishing it.
+type ignoringPublisher struct{ *publisher }
+
+func newIgnoringPublisher(root string) (platformtest.Target, error) {
+	p, err := newPublisher(root)
+	if err != nil {
+		return nil, err
+	}
+	return ignoringPublisher{p.(*publisher)}, nil
+}
+
+func (p ignoringPublisher) Reconcile(ctx context.Context, gen int64, files platformmodule.Files) error {
+	if cur := p.pub.Store().Generation(); cur != 0 && gen > cur {
+		return nil
+	}
+	return p.publisher.Reconcile(ctx, gen, files)
 }

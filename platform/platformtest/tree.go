@@ -29,26 +29,32 @@ func readTree(dir string) (platformmodule.Files, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory (%v)", dir, fi.Mode().Type())
 	}
+	files, err := readFS(os.DirFS(dir))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return files, nil
+}
+
+// readFS returns the regular files of fsys by path, refusing any other
+// entry but a directory.
+func readFS(fsys fs.FS) (platformmodule.Files, error) {
 	files := platformmodule.Files{}
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
 			return nil
 		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
 		if !d.Type().IsRegular() {
-			return fmt.Errorf("%s holds %s, which is not a regular file (%v)", dir, filepath.ToSlash(rel), d.Type())
+			return fmt.Errorf("%s is not a regular file (%v)", name, d.Type())
 		}
-		data, err := os.ReadFile(path)
+		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return err
 		}
-		files[filepath.ToSlash(rel)] = data
+		files[name] = data
 		return nil
 	})
 	if err != nil {
