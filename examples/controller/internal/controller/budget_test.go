@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,7 +39,7 @@ func TestReleaseOverBudgetIsNotRetried(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out a time budget")
 	}
-	ws := &kernel.Workers{Size: 1, Timeout: time.Second}
+	ws := &kernel.Workers{Size: 1, Timeout: budget}
 	defer ws.Close()
 	f := newFixtureWith(t, &kernel.Kernel{Workers: ws}, true, newPlatform(acme(), 1), newRelease(bomb(), 1))
 	if _, _, err := f.reconcilePlatform(t); err != nil {
@@ -59,7 +58,7 @@ func TestReleaseOverBudgetIsNotRetried(t *testing.T) {
 		t.Fatalf("Reconcile: %v, want a terminal error wrapping the budget's", err)
 	}
 	c := wantCondition(t, rel.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionFalse, v1alpha1.ReasonRenderFailed)
-	if !strings.Contains(c.Message, "time budget of 1s") {
+	if !strings.Contains(c.Message, "time budget of "+budget.String()) {
 		t.Fatalf("RenderFailed message %q does not name the time budget", c.Message)
 	}
 
