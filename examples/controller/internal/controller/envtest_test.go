@@ -122,11 +122,6 @@ func testCRDsInstalled(t *testing.T, s *suite) {
 	otherMajor := acme()
 	otherMajor.Catalogs[0].Version = "v2.0.0"
 	refused("a version whose major is not the path's", newPlatform(otherMajor, 0), "spec.catalogs[0].version")
-	for _, key := range []string{"bad key", "-team", "example.com/", "Example.com/team", strings.Repeat("a", 64)} {
-		spec := acme()
-		spec.Labels = map[string]v1alpha1.LabelValue{key: "x"}
-		refused(fmt.Sprintf("label key %q", key), newPlatform(spec, 0), "spec.labels")
-	}
 	badValue := acme()
 	badValue.Labels = map[string]v1alpha1.LabelValue{"team": "not a value"}
 	refused("a label value with spaces", newPlatform(badValue, 0), "spec.labels.team")
