@@ -149,12 +149,13 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 
-	if err := r.writeStatus(ctx, key, &rel, st); err != nil {
+	wrote, err := r.writeStatus(ctx, key, &rel, st)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if st.over && rendered {
-		// Terminal once, when decided; a later reconcile of the same spec
-		// finds the verdict and renders nothing.
+	if st.over && (rendered || wrote) {
+		// Terminal when decided or first stored; a later reconcile of the
+		// same spec finds the verdict and neither renders nor writes.
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("render release %s: platform generation %d: %w", key, st.status.PlatformGeneration, st.err))
 	}
 	return ctrl.Result{}, nil
@@ -270,9 +271,9 @@ func fitStatus(status *v1alpha1.ReleaseStatus, cond *metav1.Condition, out kerne
 // stored status holds them already, and records an event when the
 // condition changed. It writes with the resourceVersion of the copy it
 // computed from: a conflict reads the Release again past the cache and
-// computes again. A Release gone, or whose spec changed meanwhile, is left
+// computes again. It reports whether it wrote. A Release gone, or whose spec changed meanwhile, is left
 // to its own reconcile. A failure leaves the verdict recorded.
-func (r *ReleaseReconciler) writeStatus(ctx context.Context, key types.NamespacedName, rel *v1alpha1.Release, st *releaseState) error {
+func (r *ReleaseReconciler) writeStatus(ctx context.Context, key types.NamespacedName, rel *v1alpha1.Release, st *releaseState) (wrote bool, _ error) {
 	cur := rel
 	fresh := false
 	for attempt := 1; ; attempt++ {
@@ -281,7 +282,7 @@ func (r *ReleaseReconciler) writeStatus(ctx context.Context, key types.Namespace
 		meta.SetStatusCondition(&status.Conditions, st.cond)
 		if equality.Semantic.DeepEqual(&cur.Status, status) {
 			if fresh || r.trusted(key, cur.UID, status) {
-				return nil
+				return false, nil
 			}
 			// This process last stored another status: the cache may be
 			// behind that write. Compare with the stored object.
@@ -300,19 +301,19 @@ func (r *ReleaseReconciler) writeStatus(ctx context.Context, key types.Namespace
 					}
 					r.Recorder.Eventf(upd, nil, kind, st.cond.Reason, "Render", "%s", st.cond.Message)
 				}
-				return nil
+				return true, nil
 			case apierrors.IsNotFound(err):
-				return nil
+				return false, nil
 			case !apierrors.IsConflict(err) || attempt >= writeAttempts:
-				return fmt.Errorf("update status of release %s: %w", key, err)
+				return false, fmt.Errorf("update status of release %s: %w", key, err)
 			}
 		}
 		var next v1alpha1.Release
 		if err := r.reader().Get(ctx, key, &next); err != nil {
-			return client.IgnoreNotFound(err)
+			return false, client.IgnoreNotFound(err)
 		}
 		if next.UID != rel.UID || next.Generation != rel.Generation || !next.DeletionTimestamp.IsZero() {
-			return nil // another object or another spec: its own event reconciles it
+			return false, nil // another object or another spec: its own event reconciles it
 		}
 		cur, fresh = &next, true
 	}
