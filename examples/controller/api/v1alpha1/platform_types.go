@@ -15,10 +15,12 @@ const (
 // PlatformSpec is the platform generator's input and the skew policy every
 // render against the platform uses.
 type PlatformSpec struct {
-	// Name is the platform's name, a DNS label.
+	// Name is the platform's name, a DNS label that is not a device name
+	// Windows reserves (it is an element of the platform module's path).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['con', 'prn', 'aux', 'nul', 'com1', 'com2', 'com3', 'com4', 'com5', 'com6', 'com7', 'com8', 'com9', 'lpt1', 'lpt2', 'lpt3', 'lpt4', 'lpt5', 'lpt6', 'lpt7', 'lpt8', 'lpt9'])",message="must not be a device name Windows reserves: it is an element of the platform module's path"
 	Name string `json:"name"`
 
 	// Type is the platform's type, a DNS label; empty means "standard".
@@ -28,9 +30,15 @@ type PlatformSpec struct {
 	Type string `json:"type,omitempty"`
 
 	// Labels are added to every resource rendered against the platform.
+	// Keys are Kubernetes label keys (an optional DNS subdomain prefix of
+	// at most 253 bytes and '/', then a name of 1 to 63 letters, digits,
+	// '-', '_' or '.', starting and ending with a letter or digit), values
+	// Kubernetes label values. Admission checks the values; the keys only
+	// the generator checks: a structural schema gives a map's keys no
+	// length bound, so a CEL rule matching them has no bounded cost.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]LabelValue `json:"labels,omitempty"`
 
 	// Catalogs are the component catalogs the platform carries, one per
 	// path.
@@ -59,12 +67,25 @@ type PlatformSpec struct {
 	Overlay string `json:"overlay,omitempty"`
 }
 
+// A LabelValue is a Kubernetes label value: empty, or at most 63
+// letters, digits, '-', '_' or '.', starting and ending with a letter or
+// digit.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
+type LabelValue string
+
 // A Catalog is one component catalog a platform carries.
+// +kubebuilder:validation:XValidation:rule="!self.path.contains('@v') || (self.version.startsWith('v') ? self.version.substring(1) : self.version).split('.')[0] == self.path.substring(self.path.lastIndexOf('@v') + 2)",message="version must have the major version of the path's @vN",fieldPath=".version"
 type Catalog struct {
 	// Path is the catalog's CUE module path with its major version, such as
-	// "example.com/catalogs/web@v1".
+	// "example.com/catalogs/web@v1": slash-separated elements of lower-case
+	// letters and digits joined by '.', '_', '__' or dashes, the first a
+	// domain with a dot (no '_'), then "@v" and the major version. No
+	// element, up to its first dot, is a device name Windows reserves.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+(-+[a-z0-9]+)*([.][a-z0-9]+(-+[a-z0-9]+)*)+(/[a-z0-9]+(([.]|_|__|-+)[a-z0-9]+)*)*@v(0|[1-9][0-9]*)$`
+	// +kubebuilder:validation:XValidation:rule="!self.split('@')[0].split('/').exists(e, e.split('.')[0] in ['con', 'prn', 'aux', 'nul', 'com1', 'com2', 'com3', 'com4', 'com5', 'com6', 'com7', 'com8', 'com9', 'lpt1', 'lpt2', 'lpt3', 'lpt4', 'lpt5', 'lpt6', 'lpt7', 'lpt8', 'lpt9'])",message="no element of the path may be a device name Windows reserves (con, prn, aux, nul, com1 to com9, lpt1 to lpt9)"
 	Path string `json:"path"`
 
 	// Version is the catalog's semantic version, with the major version of

@@ -6,11 +6,38 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // controller serves.
 type ReleaseSpec struct {
 	// Files are the instance module's files by slash-separated relative
-	// path, cue.mod/module.cue included.
+	// path, cue.mod/module.cue included: at most 64 files, and at most
+	// MaxFilesChars (262144) characters in all, names and contents, which
+	// is at most 1 MiB in UTF-8. With a status within its bound (see
+	// ReleaseStatus) a Release stays well under the API server's object
+	// size limit, so its status can always be written.
 	// +kubebuilder:validation:MinProperties=1
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.map(k, size(k) + size(self[k])).sum() <= 262144",message="the files hold at most 262144 characters in all, names and contents (1 MiB in UTF-8)"
 	Files map[string]string `json:"files"`
 }
+
+// MaxFilesChars bounds the characters (Unicode code points) of a
+// Release's files, names and contents together; admission refuses more.
+const MaxFilesChars = 262144
+
+// Bounds of a Release's status. With them the status is at most about
+// 90 KiB: the resources' list, the diagnostics, the instance's name and
+// the Rendered condition's message (8 KiB) together.
+const (
+	// MaxStatusResourcesBytes bounds status.resources, as JSON. A render
+	// whose list is longer leaves the list out; status.resourceCount
+	// and status.resourcesDigest still describe it, and Rendered's reason
+	// is ResourcesOmitted.
+	MaxStatusResourcesBytes = 64 << 10
+	// MaxStatusDiagnostics bounds status.diagnostics; the last one kept
+	// says how many more there were.
+	MaxStatusDiagnostics = 16
+	// MaxStatusDiagnosticBytes bounds each diagnostic, cut with a mark.
+	MaxStatusDiagnosticBytes = 1024
+	// MaxStatusInstanceBytes bounds status.instance, cut with a mark.
+	MaxStatusInstanceBytes = 253
+)
 
 // A RenderedResource is one resource a render produced.
 type RenderedResource struct {
@@ -31,11 +58,22 @@ const (
 
 	// ReasonRendered: the render succeeded.
 	ReasonRendered = "Rendered"
+	// ReasonResourcesOmitted: the render succeeded, and its list of
+	// resources is longer than the status holds (MaxStatusResourcesBytes):
+	// status.resources is empty, status.resourceCount and
+	// status.resourcesDigest describe the list.
+	ReasonResourcesOmitted = "ResourcesOmitted"
 	// ReasonRenderFailed: the instance does not render against the
-	// platform; the message lists the problems.
+	// platform; the message lists the problems, or names the time or
+	// memory budget its evaluation went past (that spec is not rendered
+	// again until it changes). A worker that died without answering is
+	// not a verdict: its render is retried, and never recorded so.
 	ReasonRenderFailed = "RenderFailed"
-	// ReasonPlatformNotReady: no platform is published yet (or it was
-	// deleted); the release renders once one is.
+	// ReasonPlatformNotReady: no Platform exists (none was created, or it
+	// was deleted), or the controller refused the one that exists and
+	// serves none; the release renders once one is served. While a
+	// Platform exists that the controller has not yet published (a new
+	// leader, a restart), the Release is not written at all.
 	ReasonPlatformNotReady = "PlatformNotReady"
 )
 
@@ -49,17 +87,32 @@ type ReleaseStatus struct {
 	// +optional
 	PlatformGeneration int64 `json:"platformGeneration,omitempty"`
 
-	// Instance is the instance's name, from its module.
+	// Instance is the instance's name, from its module, cut to
+	// MaxStatusInstanceBytes with a mark.
 	// +optional
 	Instance string `json:"instance,omitempty"`
 
-	// Resources are the rendered resources, ordered by component.
+	// Resources are the rendered resources, ordered by component; empty
+	// when their list, as JSON, is longer than MaxStatusResourcesBytes
+	// (Rendered's reason is then ResourcesOmitted).
 	// +optional
 	// +listType=atomic
 	Resources []RenderedResource `json:"resources,omitempty"`
 
+	// ResourceCount is the number of resources the render produced, listed
+	// in Resources or not.
+	// +optional
+	ResourceCount int32 `json:"resourceCount,omitempty"`
+
+	// ResourcesDigest is "sha256:" and the hex SHA-256 of the whole list
+	// of rendered resources as JSON (component, kind and name, ordered by
+	// component), listed in Resources or not.
+	// +optional
+	ResourcesDigest string `json:"resourcesDigest,omitempty"`
+
 	// Diagnostics are the render's findings that did not fail it, such as
-	// a catalog skew under the Warn policy.
+	// a catalog skew under the Warn policy: at most MaxStatusDiagnostics,
+	// each at most MaxStatusDiagnosticBytes.
 	// +optional
 	// +listType=atomic
 	Diagnostics []string `json:"diagnostics,omitempty"`

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,10 +41,7 @@ func TestReleaseOverBudgetIsNotRetried(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out a time budget")
 	}
-	// The time budget is ten times what the platform's build and the good
-	// render take on a loaded machine; the memory budget is out of the
-	// bomb's reach.
-	ws := &isolate.Workers{Size: 1, Timeout: 10 * time.Second, Memory: 8 << 30}
+	ws := &isolate.Workers{Size: 1, Timeout: budget, Memory: 8 << 30}
 	defer ws.Close()
 	f := newFixtureWith(t, ws, true, newPlatform(acme(), 1), newRelease(bomb(), 1))
 	if _, _, err := f.reconcilePlatform(t); err != nil {
@@ -64,7 +60,7 @@ func TestReleaseOverBudgetIsNotRetried(t *testing.T) {
 		t.Fatalf("Reconcile: %v, want a terminal error wrapping the budget's", err)
 	}
 	c := wantCondition(t, rel.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionFalse, v1alpha1.ReasonRenderFailed)
-	if !strings.Contains(c.Message, "time budget of 10s") {
+	if !strings.Contains(c.Message, "time budget of "+budget.String()) {
 		t.Fatalf("RenderFailed message %q does not name the time budget", c.Message)
 	}
 

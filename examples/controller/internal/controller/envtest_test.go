@@ -40,10 +40,14 @@ func TestEnvtest(t *testing.T) {
 		{"LeaderElected", testLeaderElected},
 		{"PublishThenRender", testPublishThenRender},
 		{"BombOverBudget", testBombOverBudget},
+		{"PaddedBomb", testPaddedBomb},
+		{"ManyLongKinds", testManyLongKinds},
+		{"BuildOverBudget", testBuildOverBudget},
 		{"SpecChangeWhileLeased", testSpecChangeWhileLeased},
 		{"BrokenSpecKeepsServing", testBrokenSpecKeepsServing},
 		{"DeleteForgets", testDeleteForgets},
 		{"RecreateThenFailOver", testRecreateThenFailOver},
+		{"LeaderChangeWritesNothing", testLeaderChangeWritesNothing},
 	}
 	for _, step := range steps {
 		if !t.Run(step.name, func(t *testing.T) { step.run(t, s) }) {
@@ -77,6 +81,12 @@ func testCRDsInstalled(t *testing.T, s *suite) {
 			t.Errorf("create %s: %v; want Invalid naming %q", what, err, wantMsg)
 		}
 	}
+	accepted := func(what string, p *v1alpha1.Platform) {
+		t.Helper()
+		if err := s.client.Create(ctx, p, client.DryRunAll); err != nil {
+			t.Errorf("create %s (dry run): %v; want it admitted", what, err)
+		}
+	}
 	other := newPlatform(acme(), 0)
 	other.Name = "other"
 	refused("a second platform", other, "singleton")
@@ -96,12 +106,35 @@ func testCRDsInstalled(t *testing.T, s *suite) {
 	// What the generator accepts, admission accepts: a catalog without
 	// kinds, a version without the 'v' or with prerelease and build
 	// metadata. A dry run stores nothing for the later steps.
-	accepted := func(what string, p *v1alpha1.Platform) {
-		t.Helper()
-		if err := s.client.Create(ctx, p, client.DryRunAll); err != nil {
-			t.Errorf("create %s (dry run): %v; want it admitted", what, err)
-		}
+	badPaths := map[string]string{
+		"no major version":                    "example.com/catalogs/web",
+		"an upper-case letter":                "Example.com/catalogs/web@v1",
+		"no dot in the first element":         "catalogs/web@v1",
+		"a device name Windows reserves":      "example.com/con/web@v1",
+		"a leading zero in the major version": "example.com/catalogs/web@v01",
+		"a space":                             "example.com/catalogs/web app@v1",
 	}
+	for what, path := range badPaths {
+		spec := acme()
+		spec.Catalogs[0].Path = path
+		refused("a catalog path with "+what, newPlatform(spec, 0), "spec.catalogs[0].path")
+	}
+	otherMajor := acme()
+	otherMajor.Catalogs[0].Version = "v2.0.0"
+	refused("a version whose major is not the path's", newPlatform(otherMajor, 0), "spec.catalogs[0].version")
+	badValue := acme()
+	badValue.Labels = map[string]v1alpha1.LabelValue{"team": "not a value"}
+	refused("a label value with spaces", newPlatform(badValue, 0), "spec.labels.team")
+	reserved := acme()
+	reserved.Name = "aux"
+	refused("a platform named as a device Windows reserves", newPlatform(reserved, 0), "spec.name")
+
+	prefixed := acme()
+	prefixed.Labels = map[string]v1alpha1.LabelValue{"example.com/team": "platform", "a.b_c-d": ""}
+	accepted("label keys with a prefix, and an empty value", newPlatform(prefixed, 0))
+	v0 := acme()
+	v0.Catalogs[0].Path, v0.Catalogs[0].Version = "example.com/catalogs/web@v0", "0.3.0-rc.1"
+	accepted("a v0 catalog", newPlatform(v0, 0))
 	noKinds := acme()
 	noKinds.Catalogs[0].Kinds = nil
 	accepted("a catalog without kinds", newPlatform(noKinds, 0))
@@ -230,7 +263,7 @@ func testBombOverBudget(t *testing.T, s *suite) {
 		return nil
 	})
 	condition("bomb", func(c *metav1.Condition) error {
-		if c == nil || c.Reason != v1alpha1.ReasonRenderFailed || !strings.Contains(c.Message, "time budget of 10s") {
+		if c == nil || c.Reason != v1alpha1.ReasonRenderFailed || !strings.Contains(c.Message, "time budget of "+suiteBudget.String()) {
 			return fmt.Errorf("Rendered %+v, want RenderFailed naming the time budget", c)
 		}
 		return nil

@@ -27,7 +27,7 @@ func newScheme() *runtime.Scheme {
 func acme() v1alpha1.PlatformSpec {
 	return v1alpha1.PlatformSpec{
 		Name:   "acme",
-		Labels: map[string]string{"team": "platform"},
+		Labels: map[string]v1alpha1.LabelValue{"team": "platform"},
 		Catalogs: []v1alpha1.Catalog{
 			{Path: webPath, Version: "v1.4.0", Kinds: []string{"Deployment", "Service"}},
 		},

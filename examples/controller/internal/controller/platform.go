@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -46,6 +45,32 @@ type PlatformReconciler struct {
 	// served is the UID of the object whose generation the Publisher
 	// serves; generations count from 1 again in a new object.
 	served types.UID
+	// decided is the UID of the object this process has reached an
+	// outcome for: published, or refused (its spec invalid, its build
+	// failed or went past a budget, its generation stale).
+	decided types.UID
+}
+
+// Decided reports whether this process has reached an outcome for the
+// Platform object uid since it started: published a generation of it, or
+// refused one. Until then a Release waits rather than report that no
+// platform is served.
+func (r *PlatformReconciler) Decided(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return uid != "" && r.decided == uid
+}
+
+// setDecided records that this process reached an outcome for uid, and
+// notifies Changed the first time, so that Releases waiting for it go on.
+func (r *PlatformReconciler) setDecided(uid types.UID) {
+	r.mu.Lock()
+	first := r.decided != uid
+	r.decided = uid
+	r.mu.Unlock()
+	if first && r.Changed != nil {
+		r.Changed()
+	}
 }
 
 // Reconcile publishes the Platform's current generation, or forgets the
@@ -53,8 +78,12 @@ type PlatformReconciler struct {
 // kernel cannot build (its problems, a limit it goes past, a file it may
 // not read) sets BuildFailed and Ready=False and returns a
 // reconcile.TerminalError: it is not retried, and the next generation
-// tries again; the generation served before keeps serving. A transient
-// failure returns an error, so the request is retried with backoff.
+// tries again; the generation served before keeps serving. A build killed
+// past a worker's time or memory budget is such a failed build, naming the
+// budget. A transient failure (a worker that died without answering, a
+// write error) returns an error, so the request is retried with backoff.
+// The status is written with the resourceVersion it was computed from; a
+// conflict returns an error, retried from a fresh read.
 func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
 	if req.Name != v1alpha1.PlatformName || req.Namespace != "" {
@@ -102,6 +131,9 @@ func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 
 	result, retry := r.outcome(&p, status, rec, before, err)
+	if retry == nil || errors.Is(retry, reconcile.TerminalError(nil)) {
+		r.setDecided(p.UID)
+	}
 	if uerr := r.updateStatus(ctx, &p, status); uerr != nil {
 		return ctrl.Result{}, uerr
 	}
@@ -170,12 +202,13 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 
 // buildFailed reports whether err is the kernel's refusal of the module's
 // content, which the same spec meets again: its problems, a limit it goes
-// past or a file it may not read.
+// past, a file it may not read, or a time or memory budget its build went
+// past.
 func buildFailed(err error) bool {
 	_, problems := errors.AsType[*kernel.Error](err)
 	_, limit := errors.AsType[*kernel.LimitError](err)
 	_, file := errors.AsType[*kernel.FileError](err)
-	return problems || limit || file
+	return problems || limit || file || classify(err) == overBudget
 }
 
 // relative shortens the positions in msg to paths relative to the
@@ -206,6 +239,9 @@ func (r *PlatformReconciler) setServed(uid types.UID) {
 // forget drops the served platform, if any.
 func (r *PlatformReconciler) forget(ctx context.Context) {
 	r.setServed("")
+	r.mu.Lock()
+	r.decided = ""
+	r.mu.Unlock()
 	if r.Publisher.Store().Generation() == 0 {
 		return
 	}
@@ -216,14 +252,15 @@ func (r *PlatformReconciler) forget(ctx context.Context) {
 	}
 }
 
-// updateStatus writes status when it differs from the object's.
+// updateStatus writes status when it differs from the object's, with the
+// object's resourceVersion: a conflict returns an error, and the retry
+// computes the status again from a fresh read.
 func (r *PlatformReconciler) updateStatus(ctx context.Context, p *v1alpha1.Platform, status *v1alpha1.PlatformStatus) error {
 	if equality.Semantic.DeepEqual(&p.Status, status) {
 		return nil
 	}
-	base := p.DeepCopy()
 	p.Status = *status
-	if err := r.Client.Status().Patch(ctx, p, client.MergeFrom(base)); err != nil {
+	if err := r.Client.Status().Update(ctx, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // deleted meanwhile; the delete event follows
 		}
@@ -239,7 +276,10 @@ func moduleFiles(spec *v1alpha1.PlatformSpec) (platformmodule.Files, kernel.Skew
 	if err != nil {
 		return nil, 0, &platformmodule.InputError{Field: "SkewPolicy", Value: spec.SkewPolicy, Rule: "must be Warn or Refuse"}
 	}
-	in := platformmodule.Input{Name: spec.Name, Type: spec.Type, Labels: maps.Clone(spec.Labels)}
+	in := platformmodule.Input{Name: spec.Name, Type: spec.Type, Labels: make(map[string]string, len(spec.Labels))}
+	for k, v := range spec.Labels {
+		in.Labels[k] = string(v)
+	}
 	for _, c := range spec.Catalogs {
 		in.Catalogs = append(in.Catalogs, platformmodule.Catalog{
 			Path: c.Path, Version: c.Version, Kinds: c.Kinds, Disabled: c.Disabled,

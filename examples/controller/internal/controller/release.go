@@ -2,8 +2,12 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,191 +24,342 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
+
+// platformWait is how long a Release waits, when a Platform exists that
+// this process has not yet published, before it looks again. The Platform
+// reconciler's notice usually comes first.
+const platformWait = 5 * time.Second
+
+// writeAttempts bounds the status writes of one reconcile that meet a
+// conflict; past it the reconcile returns the conflict, retried with
+// backoff.
+const writeAttempts = 5
 
 // ReleaseReconciler renders each Release's instance module against the
 // platform Publisher serves and records the result in its status.
 type ReleaseReconciler struct {
-	Client    client.Client
+	Client client.Client
+	// APIReader reads a Release past the cache, when a status write met a
+	// conflict or the cache may be behind this process's own writes; nil
+	// means Client.
+	APIReader client.Reader
 	Publisher *platform.Publisher
 	Recorder  events.EventRecorder
+	// Platforms is the Platform reconciler of this process: while the
+	// Platform object exists and Platforms has not yet decided on it, a
+	// Release waits rather than report PlatformNotReady. Nil: the Release
+	// waits for as long as a Platform object exists and none is served.
+	Platforms *PlatformReconciler
 
 	// Observe, when set, is called with the seconds each render took and
 	// its error.
 	Observe func(secs float64, err error)
 
 	mu sync.Mutex
-	// against holds, per Release, the platform this process last rendered
-	// it against (nil: none served). A generation number alone does not
-	// name a platform: a Platform deleted and created again publishes its
-	// generation 1 again, with other content.
-	against map[types.NamespacedName]*kernel.Platform
-	// overBudget holds, per Release, the generation of its spec whose
-	// render was killed past a budget: that spec is not rendered again,
-	// not even against another platform, until it changes.
-	overBudget map[types.NamespacedName]int64
+	// state holds, per Release, the verdict of its last render in this
+	// process and the status this process last stored.
+	state map[types.NamespacedName]*releaseState
 }
 
-// Reconcile renders the Release unless its status already records a render
-// of its current generation against the generation the Publisher serves.
-// With no platform served it records PlatformNotReady and waits for the
-// Publisher to serve one; a render that fails is not retried until the
-// Release or the platform changes. A render killed past a kernel budget
-// (a [isolate.BudgetError]: the spec's evaluation takes too long or too
+// releaseState is what the Release reconciler knows of one Release.
+type releaseState struct {
+	uid types.UID
+
+	// The verdict of the last render, of generation gen of the spec,
+	// against platform (the very platform built, not only its generation
+	// number: a Platform deleted and created again publishes its
+	// generation 1 again, with other content). An over-budget verdict
+	// holds whatever the platform: that spec is not rendered again until
+	// it changes.
+	decided  bool
+	gen      int64
+	platform *kernel.Platform
+	over     bool
+	err      error                  // the render's error, nil when it rendered
+	status   v1alpha1.ReleaseStatus // without conditions
+	cond     metav1.Condition
+
+	// written is the status this process last stored for uid; nil when it
+	// stored none since it started.
+	written *v1alpha1.ReleaseStatus
+}
+
+// Reconcile renders the Release unless this process holds the verdict of
+// a render of its current generation against the platform served now, and
+// records the outcome in its status; it blocks for the render.
+//
+// The verdict is recorded in memory before the status write, so a write
+// that fails is retried with backoff without rendering again. A render
+// killed past a kernel budget (the spec's evaluation takes too long or too
 // much memory) records RenderFailed naming the budget and returns a
 // reconcile.TerminalError: that spec is not rendered again, whatever the
-// platform, until the Release changes. A transient failure returns an
-// error, so the request is retried with backoff.
+// platform and whatever the cache holds, until the Release changes. A
+// failure that says nothing of the spec (a worker that died without
+// answering, the Publisher not booted, the context ending) writes nothing
+// and returns an error, retried with backoff.
+//
+// With no platform served, Reconcile writes PlatformNotReady when no
+// Platform object exists (or it is being deleted), or when the Platform
+// reconciler has decided on the one that exists and serves nothing; while
+// a Platform exists that it has not yet decided on (a new leader, a
+// restart), it writes nothing and looks again later.
+//
+// The status is written with the resourceVersion it was computed from; a
+// conflict is recomputed from a fresh read and written again.
 func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	key := req.NamespacedName
 	var rel v1alpha1.Release
-	if err := r.Client.Get(ctx, req.NamespacedName, &rel); err != nil {
+	if err := r.Client.Get(ctx, key, &rel); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.setAgainst(req.NamespacedName, nil, false)
+			r.forget(key)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !rel.DeletionTimestamp.IsZero() || r.upToDate(req.NamespacedName, &rel) {
+	if !rel.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 
-	files := make(map[string][]byte, len(rel.Spec.Files))
-	for name, content := range rel.Spec.Files {
-		files[name] = []byte(content)
-	}
-	start := time.Now()
-	out, rec, err := r.Publisher.Render(ctx, kernel.Instance{Files: files})
-	if r.Observe != nil {
-		r.Observe(time.Since(start).Seconds(), err)
-	}
-	if errors.Is(err, platform.ErrNotBooted) || ctx.Err() != nil {
-		return ctrl.Result{}, fmt.Errorf("render release %s: %w", req.NamespacedName, errors.Join(err, ctx.Err()))
+	st := r.verdict(key, &rel)
+	rendered := st == nil
+	if rendered {
+		files := make(map[string][]byte, len(rel.Spec.Files))
+		for name, content := range rel.Spec.Files {
+			files[name] = []byte(content)
+		}
+		start := time.Now()
+		out, rec, err := r.Publisher.Render(ctx, kernel.Instance{Files: files})
+		if r.Observe != nil {
+			r.Observe(time.Since(start).Seconds(), err)
+		}
+		switch o := classify(err); {
+		case errors.Is(err, platform.ErrNotReady):
+			wait, werr := r.platformPending(ctx)
+			if werr != nil {
+				return ctrl.Result{}, fmt.Errorf("render release %s: look up the platform: %w", key, werr)
+			}
+			if wait {
+				return ctrl.Result{RequeueAfter: platformWait}, nil
+			}
+			st = platformNotReady(&rel)
+		case o == transient || ctx.Err() != nil:
+			return ctrl.Result{}, fmt.Errorf("render release %s (retrying): %w", key, errors.Join(err, ctx.Err()))
+		default:
+			st = r.decide(key, &rel, rec, out, err, o)
+		}
 	}
 
-	status := rel.Status.DeepCopy()
-	status.ObservedGeneration = rel.Generation
-	cond := metav1.Condition{Type: v1alpha1.ReleaseRendered, ObservedGeneration: rel.Generation}
-	switch {
-	case err == nil:
-		status.PlatformGeneration = rec.Generation
-		status.Instance = out.Instance
-		status.Resources = make([]v1alpha1.RenderedResource, 0, len(out.Resources))
-		for _, res := range out.Resources {
-			status.Resources = append(status.Resources, v1alpha1.RenderedResource{Component: res.Component, Kind: res.Kind, Name: res.Name})
-		}
-		status.Diagnostics = nil
-		for _, d := range out.Diagnostics {
-			status.Diagnostics = append(status.Diagnostics, fmt.Sprintf("%s: %s", d.Severity, d.Message))
-		}
-		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonRendered
-		cond.Message = fmt.Sprintf("rendered %d resource(s) against platform generation %d", len(out.Resources), rec.Generation)
-	case errors.Is(err, platform.ErrNotReady):
-		status.PlatformGeneration = 0
-		status.Instance, status.Resources, status.Diagnostics = "", nil, nil
-		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonPlatformNotReady
-		cond.Message = "no platform is served yet; the release renders once one is"
-	default:
-		status.PlatformGeneration = rec.Generation
-		status.Instance, status.Resources, status.Diagnostics = "", nil, nil
-		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonRenderFailed
-		cond.Message = truncate(fmt.Sprintf("platform generation %d: %s", rec.Generation, describe(err)), maxMessage)
-	}
-	changed := !rendered(&rel.Status, cond)
-	meta.SetStatusCondition(&status.Conditions, cond)
-	if err := r.updateStatus(ctx, &rel, status); err != nil {
+	wrote, err := r.writeStatus(ctx, key, &rel, st)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.setAgainst(req.NamespacedName, rec.Platform, true)
-	over := errors.Is(err, isolate.ErrBudget)
-	r.setOverBudget(req.NamespacedName, rel.Generation, over)
-	if changed {
-		kind := "Normal"
-		if cond.Status != metav1.ConditionTrue {
-			kind = "Warning"
-		}
-		r.Recorder.Eventf(&rel, nil, kind, cond.Reason, "Render", "%s", cond.Message)
-	}
-	if over {
-		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("render release %s: %w", req.NamespacedName, err))
+	if st.over && (rendered || wrote) {
+		// Terminal when decided or first stored; a later reconcile of the
+		// same spec finds the verdict and neither renders nor writes.
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("render release %s: platform generation %d: %w", key, st.status.PlatformGeneration, st.err))
 	}
 	return ctrl.Result{}, nil
 }
 
-// setOverBudget records whether the render of generation gen of the
-// Release key was killed past a budget.
-func (r *ReleaseReconciler) setOverBudget(key types.NamespacedName, gen int64, over bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !over {
-		delete(r.overBudget, key)
-		return
-	}
-	if r.overBudget == nil {
-		r.overBudget = make(map[types.NamespacedName]int64)
-	}
-	r.overBudget[key] = gen
-}
-
-// upToDate reports whether rel's status records a render of its current
-// generation against the platform the Publisher serves now: the same
-// generation, and the same built platform, which this process rendered it
-// against last. After a restart every Release renders once again.
-func (r *ReleaseReconciler) upToDate(key types.NamespacedName, rel *v1alpha1.Release) bool {
-	c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
-	if c == nil || c.ObservedGeneration != rel.Generation || rel.Status.ObservedGeneration != rel.Generation {
-		return false
-	}
-	r.mu.Lock()
-	gen, over := r.overBudget[key]
-	r.mu.Unlock()
-	if over && gen == rel.Generation && c.Reason == v1alpha1.ReasonRenderFailed {
-		return true // the same spec, killed past a budget: rendering it again would be killed again
-	}
+// verdict returns the verdict this process holds for rel's current spec
+// that still holds against the platform served, or nil.
+func (r *ReleaseReconciler) verdict(key types.NamespacedName, rel *v1alpha1.Release) *releaseState {
 	served, ok := r.Publisher.Store().Generated()
-	if rel.Status.PlatformGeneration != served.Generation {
-		return false
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	last, seen := r.against[key]
-	return seen && (ok && last == served.Platform || !ok && last == nil)
-}
-
-// setAgainst records that the Release key was last rendered against p (nil:
-// no platform served), or, with rendered false, forgets the Release.
-func (r *ReleaseReconciler) setAgainst(key types.NamespacedName, p *kernel.Platform, rendered bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !rendered {
-		delete(r.against, key)
-		delete(r.overBudget, key)
-		return
-	}
-	if r.against == nil {
-		r.against = make(map[types.NamespacedName]*kernel.Platform)
-	}
-	r.against[key] = p
-}
-
-// rendered reports whether status already holds cond, apart from its time.
-func rendered(status *v1alpha1.ReleaseStatus, cond metav1.Condition) bool {
-	c := meta.FindStatusCondition(status.Conditions, cond.Type)
-	return c != nil && c.Status == cond.Status && c.Reason == cond.Reason &&
-		c.Message == cond.Message && c.ObservedGeneration == cond.ObservedGeneration
-}
-
-// updateStatus writes status when it differs from the object's.
-func (r *ReleaseReconciler) updateStatus(ctx context.Context, rel *v1alpha1.Release, status *v1alpha1.ReleaseStatus) error {
-	if equality.Semantic.DeepEqual(&rel.Status, status) {
+	st := r.state[key]
+	if st == nil || !st.decided || st.uid != rel.UID || st.gen != rel.Generation {
 		return nil
 	}
-	base := rel.DeepCopy()
-	rel.Status = *status
-	if err := r.Client.Status().Patch(ctx, rel, client.MergeFrom(base)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("update status of release %s/%s: %w", rel.Namespace, rel.Name, err)
+	if st.over || ok && st.platform == served.Platform {
+		c := *st
+		return &c
 	}
 	return nil
+}
+
+// decide records the verdict of a render of rel (its output out, or err,
+// classified as o) against rec, and returns it.
+func (r *ReleaseReconciler) decide(key types.NamespacedName, rel *v1alpha1.Release, rec platform.Generated, out kernel.RenderOutput, err error, o outcome) *releaseState {
+	v := releaseState{uid: rel.UID, decided: true, gen: rel.Generation, platform: rec.Platform, over: o == overBudget, err: err}
+	v.status.ObservedGeneration = rel.Generation
+	v.status.PlatformGeneration = rec.Generation
+	v.cond = metav1.Condition{Type: v1alpha1.ReleaseRendered, ObservedGeneration: rel.Generation}
+	if err == nil {
+		fitStatus(&v.status, &v.cond, out, rec.Generation)
+	} else {
+		v.cond.Status, v.cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonRenderFailed
+		v.cond.Message = truncate(fmt.Sprintf("platform generation %d: %s", rec.Generation, describe(err)), maxMessage)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.stateOf(key, rel.UID)
+	written := st.written
+	*st = v
+	st.written = written
+	c := *st
+	return &c
+}
+
+// platformNotReady returns the PlatformNotReady state of rel; it records no
+// verdict: no render was decided.
+func platformNotReady(rel *v1alpha1.Release) *releaseState {
+	st := &releaseState{uid: rel.UID, gen: rel.Generation}
+	st.status.ObservedGeneration = rel.Generation
+	st.cond = metav1.Condition{
+		Type: v1alpha1.ReleaseRendered, ObservedGeneration: rel.Generation,
+		Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPlatformNotReady,
+		Message: "no platform is served: no Platform exists, or the one that exists does not build; the release renders once one is served",
+	}
+	return st
+}
+
+// platformPending reports whether a Platform object exists, not being
+// deleted, that this process has not yet decided on: the Release waits
+// for it rather than report PlatformNotReady.
+func (r *ReleaseReconciler) platformPending(ctx context.Context) (bool, error) {
+	var p v1alpha1.Platform
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: v1alpha1.PlatformName}, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return false, nil
+	}
+	return r.Platforms == nil || !r.Platforms.Decided(p.UID), nil
+}
+
+// fitStatus sets status and cond for a render's output against platform
+// generation gen, within the status's bounds (see v1alpha1's
+// MaxStatusResourcesBytes and the others).
+func fitStatus(status *v1alpha1.ReleaseStatus, cond *metav1.Condition, out kernel.RenderOutput, gen int64) {
+	status.Instance = truncate(out.Instance, v1alpha1.MaxStatusInstanceBytes)
+	resources := make([]v1alpha1.RenderedResource, 0, len(out.Resources))
+	for _, res := range out.Resources {
+		resources = append(resources, v1alpha1.RenderedResource{Component: res.Component, Kind: res.Kind, Name: res.Name})
+	}
+	list, err := json.Marshal(resources)
+	if err != nil {
+		panic(err) // strings only: it cannot fail
+	}
+	sum := sha256.Sum256(list)
+	status.ResourceCount = int32(len(resources))
+	status.ResourcesDigest = "sha256:" + hex.EncodeToString(sum[:])
+	cond.Status = metav1.ConditionTrue
+	if len(list) <= v1alpha1.MaxStatusResourcesBytes {
+		status.Resources = resources
+		cond.Reason = v1alpha1.ReasonRendered
+		cond.Message = fmt.Sprintf("rendered %d resource(s) against platform generation %d", len(resources), gen)
+	} else {
+		cond.Reason = v1alpha1.ReasonResourcesOmitted
+		cond.Message = fmt.Sprintf("rendered %d resource(s) against platform generation %d; their list, %d bytes as JSON, is longer than the status holds (%d bytes): status.resourceCount and status.resourcesDigest describe it",
+			len(resources), gen, len(list), v1alpha1.MaxStatusResourcesBytes)
+	}
+	status.Diagnostics = nil
+	for i, d := range out.Diagnostics {
+		if i == v1alpha1.MaxStatusDiagnostics-1 && len(out.Diagnostics) > v1alpha1.MaxStatusDiagnostics {
+			status.Diagnostics = append(status.Diagnostics, fmt.Sprintf("… and %d more diagnostic(s)", len(out.Diagnostics)-i))
+			break
+		}
+		status.Diagnostics = append(status.Diagnostics, truncate(fmt.Sprintf("%s: %s", d.Severity, d.Message), v1alpha1.MaxStatusDiagnosticBytes))
+	}
+}
+
+// writeStatus stores st's status and condition in rel's status, unless the
+// stored status holds them already, and records an event when the
+// condition changed. It writes with the resourceVersion of the copy it
+// computed from: a conflict reads the Release again past the cache and
+// computes again. It reports whether it wrote. A Release gone, or whose spec changed meanwhile, is left
+// to its own reconcile. A failure leaves the verdict recorded.
+func (r *ReleaseReconciler) writeStatus(ctx context.Context, key types.NamespacedName, rel *v1alpha1.Release, st *releaseState) (wrote bool, _ error) {
+	cur := rel
+	fresh := false
+	for attempt := 1; ; attempt++ {
+		status := st.status.DeepCopy()
+		status.Conditions = slices.Clone(cur.Status.Conditions)
+		meta.SetStatusCondition(&status.Conditions, st.cond)
+		if equality.Semantic.DeepEqual(&cur.Status, status) {
+			if fresh || r.trusted(key, cur.UID, status) {
+				return false, nil
+			}
+			// This process last stored another status: the cache may be
+			// behind that write. Compare with the stored object.
+		} else {
+			upd := cur.DeepCopy()
+			upd.Status = *status
+			err := r.Client.Status().Update(ctx, upd)
+			switch {
+			case err == nil:
+				r.setWritten(key, cur.UID, status)
+				if prev := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ReleaseRendered); prev == nil ||
+					prev.Status != st.cond.Status || prev.Reason != st.cond.Reason || prev.Message != st.cond.Message || prev.ObservedGeneration != st.cond.ObservedGeneration {
+					kind := "Normal"
+					if st.cond.Status != metav1.ConditionTrue {
+						kind = "Warning"
+					}
+					r.Recorder.Eventf(upd, nil, kind, st.cond.Reason, "Render", "%s", st.cond.Message)
+				}
+				return true, nil
+			case apierrors.IsNotFound(err):
+				return false, nil
+			case !apierrors.IsConflict(err) || attempt >= writeAttempts:
+				return false, fmt.Errorf("update status of release %s: %w", key, err)
+			}
+		}
+		var next v1alpha1.Release
+		if err := r.reader().Get(ctx, key, &next); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if next.UID != rel.UID || next.Generation != rel.Generation || !next.DeletionTimestamp.IsZero() {
+			return false, nil // another object or another spec: its own event reconciles it
+		}
+		cur, fresh = &next, true
+	}
+}
+
+// trusted reports whether a cached copy holding status can be taken as
+// stored: this process stored status last, or stored nothing since it
+// started (its cache was listed after any write of an earlier leader
+// began).
+func (r *ReleaseReconciler) trusted(key types.NamespacedName, uid types.UID, status *v1alpha1.ReleaseStatus) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.state[key]
+	return st == nil || st.uid != uid || st.written == nil || equality.Semantic.DeepEqual(st.written, status)
+}
+
+func (r *ReleaseReconciler) setWritten(key types.NamespacedName, uid types.UID, status *v1alpha1.ReleaseStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stateOf(key, uid).written = status
+}
+
+// stateOf returns the state of the Release key with uid, a new one when
+// it has none or one of another object. r.mu is held.
+func (r *ReleaseReconciler) stateOf(key types.NamespacedName, uid types.UID) *releaseState {
+	st := r.state[key]
+	if st == nil || st.uid != uid {
+		if r.state == nil {
+			r.state = make(map[types.NamespacedName]*releaseState)
+		}
+		st = &releaseState{uid: uid}
+		r.state[key] = st
+	}
+	return st
+}
+
+// forget drops what r knows of the Release key, deleted.
+func (r *ReleaseReconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.state, key)
+}
+
+func (r *ReleaseReconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }

@@ -35,13 +35,16 @@ func (f *fixture) reconcileRelease(t *testing.T) *v1alpha1.Release {
 }
 
 func TestReleaseWaitsForThePlatform(t *testing.T) {
-	f := newFixture(t, true, newPlatform(acme(), 1), newRelease(shop("v1.4.0"), 1))
+	f := newFixture(t, true, newRelease(shop("v1.4.0"), 1))
 	rel := f.reconcileRelease(t)
 	wantCondition(t, rel.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionFalse, v1alpha1.ReasonPlatformNotReady)
 	if rel.Status.PlatformGeneration != 0 || len(rel.Status.Resources) != 0 {
 		t.Fatalf("status %+v before any platform", rel.Status)
 	}
 
+	if err := f.client.Create(context.Background(), newPlatform(acme(), 1)); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := f.reconcilePlatform(t); err != nil {
 		t.Fatal(err)
 	}

@@ -136,11 +136,13 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		},
 		Release: &ReleaseReconciler{
 			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
 			Publisher: pub,
 			Recorder:  mgr.GetEventRecorder("release-controller"),
 			Observe:   m.ObserveRender,
 		},
 	}
+	w.Release.Platforms = w.Platform
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("platform").
 		For(&v1alpha1.Platform{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

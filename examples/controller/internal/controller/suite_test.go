@@ -28,6 +28,11 @@ import (
 // under config/crd. It runs when KUBEBUILDER_ASSETS names the directory
 // holding the two binaries, and is skipped otherwise.
 
+// suiteBudget is the workers' time budget in the envtest suite: a
+// worker's start, a build and a render of a thousand components keep well
+// within it on a loaded machine, and a bomb goes far past it.
+const suiteBudget = 10 * time.Second
+
 const (
 	leaseNamespace = "default"
 	leaseID        = "platform-controller.examples.leasekit.dev"
@@ -131,7 +136,7 @@ func newManager(cfg *rest.Config, dir string, reg *prometheus.Registry) (ctrl.Ma
 	// manager. The time budget is ten times what a build or a good render
 	// takes on a loaded machine; the memory budget is out of the bomb's
 	// reach, so that only the time budget stops it.
-	ws := &isolate.Workers{Timeout: 10 * time.Second, Memory: 8 << 30}
+	ws := &isolate.Workers{Timeout: suiteBudget, Memory: 8 << 30}
 	if err := mgr.Add(closeOnStop{ws}); err != nil {
 		return nil, nil, err
 	}
