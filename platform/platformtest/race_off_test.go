@@ -1,5 +1,0 @@
-//go:build !race
-
-package platformtest_test
-
-const raceEnabled = false
