@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -114,7 +115,7 @@ func TestCopyFSRefusesNamesThatAreNotOneElement(t *testing.T) {
 					if ne.Name != listed || !strings.Contains(ne.Rule, "one path element") || !strings.Contains(ne.Rule, fmt.Sprintf("%q", name)) {
 						t.Fatalf("%s: got %v (name %q), want it named %q with the rule", what, err, ne.Name, listed)
 					}
-					if got := rootEntries(t, l.Root); !equalStrings(got, before) {
+					if got := rootEntries(t, l.Root); !slices.Equal(got, before) {
 						t.Fatalf("%s: Root holds %v, before %v", what, got, before)
 					}
 					if f := readTree(t, l.Dir(1)); !sameFiles(f, kept) {
@@ -159,7 +160,7 @@ func TestCopyFSEndlessTree(t *testing.T) {
 		t.Fatalf("CopyFS of an endless tree = %v, want a *NameError for a path past %d bytes", err, maxPath)
 	}
 	settle(t, l)
-	if got := rootEntries(t, l.Root); !equalStrings(got, before) {
+	if got := rootEntries(t, l.Root); !slices.Equal(got, before) {
 		t.Fatalf("Root holds %v, before %v", got, before)
 	}
 }

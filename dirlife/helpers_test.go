@@ -103,3 +103,17 @@ func mustWrite(t tb, l Layout[int64], id int64, files Files) {
 		t.Fatalf("Write(%d): %v", id, err)
 	}
 }
+
+// versionFiles is version v of ID id: a manifest naming every file, and a
+// number of files that depends on v, so that a partial directory shows.
+func versionFiles(id int64, v int) Files {
+	files := Files{}
+	var names []string
+	for i := range 2 + v%9 {
+		name := fmt.Sprintf("d%d/f%d", i%3, i)
+		files[name] = bytes.Repeat([]byte(fmt.Sprintf("%d/%d/%s;", id, v, name)), 1+i*50)
+		names = append(names, name)
+	}
+	files["MANIFEST"] = []byte(fmt.Sprintf("%d %d %s", id, v, strings.Join(names, ",")))
+	return files
+}

@@ -5,7 +5,6 @@ package dirlife
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -34,20 +33,6 @@ const (
 
 func childLayout(root string) Layout[int64] {
 	return Layout[int64]{Root: root, Codec: IntCodec[int64]{Prefix: "gen-"}, NoSync: os.Getenv(envNoSync) != ""}
-}
-
-// versionFiles is version v of ID id: a manifest naming every file, and a
-// number of files that depends on v, so that a partial directory shows.
-func versionFiles(id int64, v int) Files {
-	files := Files{}
-	var names []string
-	for i := range 2 + v%9 {
-		name := fmt.Sprintf("d%d/f%d", i%3, i)
-		files[name] = bytes.Repeat([]byte(fmt.Sprintf("%d/%d/%s;", id, v, name)), 1+i*50)
-		names = append(names, name)
-	}
-	files["MANIFEST"] = []byte(fmt.Sprintf("%d %d %s", id, v, strings.Join(names, ",")))
-	return files
 }
 
 // checkComplete fails unless dir holds exactly one complete version of id.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"testing/fstest"
@@ -232,7 +233,7 @@ func TestSetgidRootRefusesTheCallersBits(t *testing.T) {
 					t.Fatalf("setgid Root %v, case %d, ID %d: got %v, want a *NameError naming %q", setgidRoot, i, id, err, c.name)
 				}
 				settle(t, l)
-				if got := rootEntries(t, l.Root); !equalStrings(got, before) {
+				if got := rootEntries(t, l.Root); !slices.Equal(got, before) {
 					t.Fatalf("setgid Root %v, case %d: Root holds %v, before %v", setgidRoot, i, got, before)
 				}
 				if f := readTree(t, l.Dir(1)); !sameFiles(f, Files{"keep.txt": []byte("kept")}) {
@@ -241,18 +242,6 @@ func TestSetgidRootRefusesTheCallersBits(t *testing.T) {
 			}
 		}
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSetgidRootIrregularAndLinks: on a setgid Root, CopyFS of a
@@ -288,7 +277,7 @@ func TestSetgidRootIrregularAndLinks(t *testing.T) {
 		t.Fatalf("WriteStream of an empty setgid directory: %v", err)
 	}
 	settle(t, l)
-	if got := rootEntries(t, l.Root); !equalStrings(got, []string{"gen-1"}) {
+	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{"gen-1"}) {
 		t.Fatalf("Root holds %v", got)
 	}
 	if err := os.Remove(filepath.Join(src, "a", "pipe")); err != nil {

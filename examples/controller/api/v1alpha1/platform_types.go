@@ -85,7 +85,7 @@ type Catalog struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]+(-+[a-z0-9]+)*([.][a-z0-9]+(-+[a-z0-9]+)*)+(/[a-z0-9]+(([.]|_|__|-+)[a-z0-9]+)*)*@v(0|[1-9][0-9]*)$`
-	// +kubebuilder:validation:XValidation:rule="!self.split('@')[0].split('/').exists(e, e.split('.')[0] in ['con', 'prn', 'aux', 'nul', 'com1', 'com2', 'com3', 'com4', 'com5', 'com6', 'com7', 'com8', 'com9', 'lpt1', 'lpt2', 'lpt3', 'lpt4', 'lpt5', 'lpt6', 'lpt7', 'lpt8', 'lpt9'])",message="no element of the path may be a device name Windows reserves (con, prn, aux, nul, com1 to com9, lpt1 to lpt9)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)(con|prn|aux|nul|com[1-9]|lpt[1-9])([.][^/@]*)?(/|@)')",message="no element of the path may be a device name Windows reserves (con, prn, aux, nul, com1 to com9, lpt1 to lpt9)"
 	Path string `json:"path"`
 
 	// Version is the catalog's semantic version, with the major version of
