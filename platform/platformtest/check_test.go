@@ -90,6 +90,9 @@ var failingSequence = regexp.MustCompile(`the failing sequence \((\d+) steps\): 
 // serving its generation, a Platform built from a directory no lease
 // protects, a leased directory swapped for an identical copy).
 func TestCheckFailsBuggyReconcilers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("shrinking each failure to its end takes minutes")
+	}
 	for _, tc := range []struct {
 		name      string
 		newTarget func(string) (platformtest.Target, error)
