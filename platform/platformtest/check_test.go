@@ -148,6 +148,11 @@ func TestCheckPassesLaxReconciler(t *testing.T) {
 // one that writes identical files again fails IdenticalIsNoop; one that
 // empties the store when a build fails fails FailureKeepsServing.
 func TestCheckOptionsAreStricter(t *testing.T) {
+	if testing.Short() {
+		// Some of these reconcilers break their option only in sequences
+		// that draw a particular step; 25 sequences do not always draw it.
+		t.Skip("found by chance in a few sequences; run in full without -short")
+	}
 	for _, tc := range []struct {
 		name   string
 		target *operator
