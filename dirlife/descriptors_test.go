@@ -13,21 +13,21 @@ import (
 	"time"
 )
 
-// bigTree is a module of more than 3,000 directories in two shapes at once:
-// a chain 1,500 deep with a file every 100 levels and one at the bottom,
+// bigTree is a module of more than 1,000 directories in two shapes at once:
+// a chain 500 deep with a file every 100 levels and one at the bottom,
 // each level also holding a file (so the write climbs back up the chain),
-// and a fan-out of 1,500 sibling directories of one file each.
+// and a fan-out of 500 sibling directories of one file each.
 func bigTree() Files {
 	files := Files{}
 	chain := ""
-	for i := range 1500 {
+	for i := range 500 {
 		chain += "c/"
-		if i%100 == 0 || i == 1499 {
+		if i%100 == 0 || i == 499 {
 			files[chain+"x"] = []byte(fmt.Sprint(i))
 		}
 	}
 	files[chain+"bottom"] = []byte("bottom")
-	for i := range 1500 {
+	for i := range 500 {
 		files[fmt.Sprintf("w/d%04d/f", i)] = []byte(fmt.Sprint(i))
 	}
 	return files
@@ -51,12 +51,12 @@ func openFDs(t testing.TB) int {
 }
 
 // TestWriteBoundsDescriptors measures the open descriptors at every step of
-// a Write of a 3,000-directory tree, in each durable sync mode (NoSync only skips steps): the peak above the
+// a Write of a 1,000-directory tree, in each durable sync mode (NoSync only skips steps): the peak above the
 // count before the Write stays within maxWriteFDs, a constant.
 func TestWriteBoundsDescriptors(t *testing.T) {
 	files := bigTree()
-	if n := treeDirs(files); n < 3000 {
-		t.Fatalf("the tree has %d directories, want at least 3,000", n)
+	if n := treeDirs(files); n < 1000 {
+		t.Fatalf("the tree has %d directories, want at least 1,000", n)
 	}
 	for _, mode := range []struct {
 		name            string
@@ -81,7 +81,7 @@ func TestWriteBoundsDescriptors(t *testing.T) {
 				t.Fatal(err)
 			}
 			l.faults = nil
-			if steps < 3000 {
+			if steps < 1000 {
 				t.Fatalf("the seam saw %d steps, want one per directory at least", steps)
 			}
 			if peak > maxWriteFDs {
@@ -101,7 +101,7 @@ func TestWriteBoundsDescriptors(t *testing.T) {
 const envLowFDChild = "DIRLIFE_TEST_LOWFD_CHILD" // root; writes bigTree under a low RLIMIT_NOFILE
 
 // lowFDLimit is the descriptor limit of the child: far below the tree's
-// 3,000 directories, above what the test binary and one Write need.
+// 1,000 directories, above what the test binary and one Write need.
 const lowFDLimit = 128
 
 func TestLowFDLimitChild(t *testing.T) {
@@ -148,7 +148,7 @@ func TestLowFDLimitChild(t *testing.T) {
 	}
 }
 
-// TestWriteUnderLowFDLimit writes a 3,000-directory tree, 1,500 deep, in a
+// TestWriteUnderLowFDLimit writes a 1,000-directory tree, 500 deep, in a
 // child process whose descriptor limit is 128, in both durable sync
 // modes, then rewrites and prunes one: its removal is bounded too.
 func TestWriteUnderLowFDLimit(t *testing.T) {

@@ -86,10 +86,10 @@ func TestCrashChild(t *testing.T) {
 }
 
 // TestCrash kills a writing child process with SIGKILL at random instants,
-// 100 times: after each kill every listed directory is complete, and Prune
+// 50 times: after each kill every listed directory is complete, and Prune
 // leaves only the kept directories (once its removals settle).
 func TestCrash(t *testing.T) {
-	kills := 100
+	kills := 50
 	if testing.Short() {
 		kills = 20
 	}

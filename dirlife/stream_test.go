@@ -568,7 +568,7 @@ func TestCopyFSModes(t *testing.T) {
 }
 
 // TestStreamBoundsDescriptors: a streamed write (syncing the filesystem)
-// and a copy (syncing file by file) of the 3,000-directory tree hold no
+// and a copy (syncing file by file) of the 1,000-directory tree hold no
 // more descriptors than a Write, beyond the fill's own.
 func TestStreamBoundsDescriptors(t *testing.T) {
 	if runtime.GOOS != "linux" {
