@@ -2,13 +2,9 @@ package platform
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"runtime/debug"
 	"slices"
@@ -40,7 +36,7 @@ const DefaultMemoBudget = 32 << 20
 type RenderKey struct {
 	Platform    publish.Identity[int64] // the leased record's identity: generation and module digest
 	PlatformDir string                  // the leased record's directory
-	Instance    string                  // the digest of the instance's Files ("files-sha256:…"), or of what was read of its Dir ([kernel.InstanceSnapshot.Digest])
+	Instance    string                  // the [kernel.Digest] of the instance's Files, or of what was read of its Dir ([kernel.InstanceSnapshot.Digest]); InstanceDir tells the two apart
 	InstanceDir string                  // the name its errors give the instance ([kernel.InstanceSnapshot.Dir])
 	Skew        kernel.SkewPolicy
 	Limits      kernel.Limits // as the Evaluator holds them (Bounds): a zero field means its default
@@ -424,33 +420,3 @@ func (m *memo) snapshot() MemoStats {
 
 // filesDir is the name a render's errors give an instance given as Files.
 const filesDir = "instance"
-
-// filesDigest returns the digest of every file of an instance given as
-// Files: "files-sha256:" and 64 hexadecimal digits over the names in
-// order, each with its contents, every length written before what it
-// measures. It covers each byte a read of them can read, so equal digests
-// mean equal renders.
-func filesDigest(files map[string][]byte) string {
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	h := sha256.New()
-	var n [8]byte
-	for _, name := range names {
-		binary.LittleEndian.PutUint64(n[:], uint64(len(name)))
-		h.Write(n[:])
-		io.WriteString(h, name)
-		data := files[name]
-		binary.LittleEndian.PutUint64(n[:], uint64(len(data)))
-		h.Write(n[:])
-		h.Write(data)
-	}
-	const prefix = "files-sha256:"
-	var sum [sha256.Size]byte
-	var text [len(prefix) + 2*sha256.Size]byte
-	copy(text[:], prefix)
-	hex.Encode(text[len(prefix):], h.Sum(sum[:0]))
-	return string(text[:])
-}

@@ -371,7 +371,7 @@ func (p *Publisher) renderRecord(ctx context.Context, rec Generated, inst kernel
 	var snap *kernel.InstanceSnapshot
 	var key RenderKey
 	if inst.Files != nil && inst.Dir == "" {
-		key = p.key(rec, filesDigest(inst.Files), filesDir)
+		key = p.key(rec, kernel.Digest(inst.Files), filesDir)
 	} else {
 		var err error
 		if snap, err = p.readInstance(ctx, inst); err != nil {

@@ -79,8 +79,7 @@ type Platform struct {
 	Dir string
 
 	// Digest binds the platform to the content it was built from: a
-	// digest ("sha256:" and 64 hexadecimal digits) of the name and
-	// contents of every file the build read from Dir, taken from the
+	// [Digest] of every file the build read from Dir, taken from the
 	// bytes as they were read. Those are the files the CUE loader reads:
 	// the module file, the package's CUE files, the CUE files it then
 	// leaves out (such as _x.cue or x_tool.cue) and the data files beside

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"math"
 	"path"
 	"slices"
@@ -91,16 +89,9 @@ func (m *moduleFS) live() error {
 	}
 }
 
-// digest returns the digest of every file read: their names and
-// contents, in name order.
+// digest returns the Digest of every file read.
 func (m *moduleFS) digest() string {
-	h := sha256.New()
-	for _, name := range slices.Sorted(maps.Keys(m.files)) {
-		f := m.files[name]
-		fmt.Fprintf(h, "%d:%s\x00%d:", len(name), name, len(f.data))
-		h.Write(f.sum[:])
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return digestSums(m.files, func(f readFile) (int, [sha256.Size]byte) { return len(f.data), f.sum })
 }
 
 // contents returns the bytes of every file read, by name. The slices are

@@ -82,7 +82,7 @@ func readPlain(ctx context.Context, limits Limits, src fileSource) (loadedModule
 	if !walk(".") || ctx.Err() != nil {
 		return loadedModule{}, false
 	}
-	return loadedModule{files: files, size: total, digest: digestOf(files)}, true
+	return loadedModule{files: files, size: total, digest: Digest(files)}, true
 }
 
 // readRegular reads the regular file name of src, if it is one of at
@@ -133,23 +133,34 @@ func copyPlain(limits Limits, files map[string][]byte) (loadedModule, bool) {
 		}
 		c[name] = bytes.Clone(data)
 	}
-	return loadedModule{files: c, size: total, digest: digestOf(c)}, true
+	return loadedModule{files: c, size: total, digest: Digest(c)}, true
 }
 
-// digestOf returns the digest of files, as moduleFS.digest takes it of
-// the files it read.
-func digestOf(files map[string][]byte) string {
+// Digest returns the content digest of a module's files, the one
+// Platform.Digest and InstanceSnapshot.Digest hold: "sha256:" and 64
+// hexadecimal digits over the names in order, each with its length, its
+// contents' length and their SHA-256. It covers every byte a build or
+// render can read of the files and nothing else (not their modes), so
+// equal digests mean equal evaluations. dirlife.TreeDigest, which also
+// covers modes, directories and links, names a directory's identity;
+// publish's keyed fingerprint guards a cache against collisions a tenant
+// chooses; this one names what CUE reads.
+func Digest(files map[string][]byte) string {
+	return digestSums(files, func(data []byte) (int, [sha256.Size]byte) { return len(data), sha256.Sum256(data) })
+}
+
+// digestSums is Digest over files whose lengths and sums sum gives.
+func digestSums[F any](files map[string]F, sum func(F) (int, [sha256.Size]byte)) string {
 	h := sha256.New()
 	var buf []byte
 	for _, name := range slices.Sorted(maps.Keys(files)) {
-		data := files[name]
-		sum := sha256.Sum256(data)
+		n, s := sum(files[name])
 		buf = strconv.AppendInt(buf[:0], int64(len(name)), 10)
 		buf = append(append(append(buf, ':'), name...), 0)
-		buf = append(strconv.AppendInt(buf, int64(len(data)), 10), ':')
+		buf = append(strconv.AppendInt(buf, int64(n), 10), ':')
 		h.Write(buf)
-		h.Write(sum[:])
+		h.Write(s[:])
 	}
-	var sum [sha256.Size]byte
-	return "sha256:" + hex.EncodeToString(h.Sum(sum[:0]))
+	var out [sha256.Size]byte
+	return "sha256:" + hex.EncodeToString(h.Sum(out[:0]))
 }
