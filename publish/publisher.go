@@ -255,7 +255,10 @@ func (p *Publisher[K, A, V]) Current() (Record[K, A, V], bool) {
 // reader exists. Until Boot succeeds, Publish and Run return
 // [ErrNotBooted]. Boot is idempotent: once it has succeeded, later calls
 // return nil at once, so a Root with leased directories is never emptied.
-// A failed Boot leaves the Publisher unbooted.
+// It waits for a running Forget, and for the removal of what it empties
+// (up to RemovalDeadline: past it, a [*dirlife.StalledError]). A failed
+// Boot leaves the Publisher unbooted, and Root emptied as far as it got;
+// call it again.
 func (p *Publisher[K, A, V]) Boot() error {
 	p.made()
 	if p.booted.Load() {
