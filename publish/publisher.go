@@ -237,7 +237,7 @@ func (p *Publisher[K, A, V]) Slot() *slot.Slot[K, Record[K, A, V]] {
 // Lease leases the current record: reading it and leasing it are one
 // atomic step, and its directory stays on disk, unchanged, until the lease
 // is released. It returns nil and false when no record is held. It takes
-// no lock unless it races a Publish's set.
+// no lock unless it races a Publish's set or a Forget.
 func (p *Publisher[K, A, V]) Lease() (*slot.Lease[K, Record[K, A, V]], bool) {
 	p.made()
 	return p.slot.Lease()
