@@ -91,8 +91,8 @@ const (
 // A Publisher publishes one immutable directory per content under Root and
 // keeps the current one in a [slot.Slot], in the only safe order: Write,
 // build, set (refusing a stale key), then remove every directory that is
-// neither current nor leased. It is made by [New]; the zero value panics
-// on use.
+// neither current nor leased. It is made by [New]; on the zero value,
+// every method but Root and Booted panics.
 //
 // A Publisher is safe for concurrent use by multiple goroutines. Boot,
 // Publish, Forget and every removal run one at a time. Leases take no lock
