@@ -19,15 +19,14 @@ const (
 	// ([*SkewPolicyError]), a file name the layout refuses (a
 	// [*dirlife.NameError]) and a Publisher not booted ([ErrNotBooted]) are
 	// refused before anything is touched. A context that ends while the
-	// call waits for its turn touches nothing; a build the evaluator did
+	// call waits for its turn touches nothing. A build the evaluator did
 	// not finish (ctx ended during it, or an [*isolate.Workers] worker was
-	// killed past a budget or lost) leaves the new directory to the
-	// removal that follows, in the same call. A failed
-	// Write, also one that published but could not sync
-	// ([dirlife.ErrNotDurable]), leaves at most its own new directory,
-	// which the next removal pass clears; a retry publishes again. No
-	// directory is ever written over: the current record and its
-	// directory are as they were.
+	// killed past a budget or lost) and a failed Write, also one that
+	// published but could not sync ([dirlife.ErrNotDurable]), leave at most
+	// their own new directory, which the removal pass that follows, in the
+	// same call, clears (a removal that fails is retried); a retry
+	// publishes again. No directory is ever written over: the current
+	// record and its directory are as they were.
 	Failed Outcome = iota + 1
 
 	// Published: a new generation was written (or found on disk), built
