@@ -31,7 +31,7 @@
 // Renders cost a lookup when nothing changed: the Publisher keeps a memo
 // of render results keyed on everything a result is a function of
 // ([RenderKey]: the leased identity, the instance's digest, the skew
-// policy, the kernel's Limits), bounded by a byte budget with
+// policy, the evaluator's Limits), bounded by a byte budget with
 // least-recently-used eviction, and drops an identity's entries when its
 // directory is reclaimed. A hit is a copy, equal to a fresh render.
 // Renders that miss evaluate once per key, and are admitted by the bytes
@@ -39,24 +39,27 @@
 // belongs to the Publisher; the [kernel.Kernel] retains nothing.
 //
 // Concurrency: [Store] is safe for concurrent use by multiple goroutines,
-// and leasing and releasing its current record take no lock. [Layout]'s
-// methods are safe for concurrent use by goroutines and processes.
-// [Publisher] is safe for concurrent use; it serialises Boot, Publish,
-// Forget and every prune, and never calls OnPublish or OnReclaim while
-// holding a lock. The store carries no kernel gate: the [kernel.Kernel] is
-// safe for concurrent use, so renders overlap with no mutex.
+// and leasing and releasing its current record take no lock but when they
+// race a change of the record. [Layout]'s methods are safe for concurrent
+// use by goroutines and processes. [Publisher] is safe for concurrent use;
+// it serialises Boot, Publish, Forget and every prune, and never calls
+// OnPublish or OnReclaim while holding a lock. The store carries no kernel
+// gate: the [kernel.Kernel] is safe for concurrent use, so renders overlap
+// with no mutex.
 //
-// The Publisher starts no goroutine of its own: the reclaim loop is
-// [Publisher.Run] (or Start), on the caller's goroutine. While it runs,
-// Publish leaves the removal of the generation it superseded to it, so
-// Root may briefly hold that directory; without it, Publish and Forget
-// prune before they return. A [Layout] removes what it prunes before Prune
-// returns; the Publisher's prunes only take directories out of their
-// paths, and their removal runs in the background, so that a removal that
-// hangs never holds the Publisher's serialisation. Run waits for those
-// removals after each pass, without it, and reports (Stats, OnReclaim) and
-// retries with backoff one that failed or ran past RemovalDeadline;
-// [Layout.Settle] waits for them too.
+// The reclaim loop is [Publisher.Run] (or Start), on the caller's
+// goroutine; Run starts one goroutine of its own, to wait for removals,
+// and ends it before it returns. A render that misses the memo evaluates
+// on a goroutine of its own, which the renders of its key wait for. While
+// Run runs, Publish leaves the removal of the generation it superseded to
+// it, so Root may briefly hold that directory; without it, Publish and
+// Forget prune before they return. A [Layout] removes what it prunes
+// before Prune returns; the Publisher's prunes only take directories out
+// of their paths, and their removal runs in the background, so that a
+// removal that hangs never holds the Publisher's serialisation. Run waits
+// for those removals after each pass, off the serialisation, and reports
+// (Stats, OnReclaim) and retries with backoff one that failed or ran past
+// RemovalDeadline; [Layout.Settle] waits for them too.
 //
 // Limits: a lease protects a directory from the Publisher's removals,
 // not from another writer of Root; Root belongs to

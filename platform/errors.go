@@ -10,7 +10,8 @@ import (
 )
 
 var (
-	// ErrNotBooted is returned by Publish, Render and Run of a [Publisher]
+	// ErrNotBooted is returned by Publish, Render (RenderKeyed,
+	// RenderLeased) and Run of a [Publisher]
 	// whose Boot has not succeeded: Root has not been emptied, so stale
 	// directories of an earlier process could be mistaken for current ones.
 	// It is [publish.ErrNotBooted].

@@ -54,7 +54,8 @@ func (l Layout) Generations() ([]int64, error) { return l.dirs().IDs() }
 
 // Write writes files as generation's module directory and returns its
 // path: see [dirlife.Layout.Write]. A generation below 1 is refused with a
-// [*GenerationError] before anything is touched.
+// [*GenerationError], and an empty file set with [ErrNoFiles], before
+// anything is touched.
 func (l Layout) Write(generation int64, files platformmodule.Files) (string, error) {
 	if err := checkGeneration(generation); err != nil {
 		return "", err

@@ -19,28 +19,32 @@ const (
 	// ([*SkewPolicyError]), a file name the layout refuses (a
 	// [*dirlife.NameError]) and a Publisher not booted ([ErrNotBooted]) are
 	// refused before anything is touched. A context that ends while the
-	// call waits for its turn touches nothing; one that ends during the
-	// build leaves the new directory to the removal that follows. A failed
-	// Write, also one that published but could not sync
-	// ([dirlife.ErrNotDurable]), leaves at most its own new directory,
-	// which the next removal pass clears; a retry publishes again. No
-	// directory is ever written over: the current record and its
-	// directory are as they were.
+	// call waits for its turn touches nothing. A build the evaluator did
+	// not finish (ctx ended during it, or an [*isolate.Workers] worker was
+	// killed past a budget or lost) and a failed Write, also one that
+	// published but could not sync ([dirlife.ErrNotDurable]), leave at most
+	// their own new directory, which the removal pass that follows, in the
+	// same call, clears (a removal that fails is retried); a retry
+	// publishes again. No directory is ever written over: the current
+	// record and its directory are as they were.
 	Failed Outcome = iota + 1
 
-	// Published: a new generation was written, built and set.
+	// Published: a new generation was written (or found on disk), built
+	// and set.
 	Published
 
 	// Unchanged: the current generation again with byte-identical files
-	// (recognised by digest, not by a kept copy or by disk); nothing
-	// was written or built, and the current record comes back with the
-	// skew policy as given.
+	// (recognised by a keyed fingerprint of the files, or else by their
+	// digest, not by a kept copy or by disk); nothing was written or
+	// built, and the current record comes back with the skew policy as
+	// given.
 	Unchanged
 
 	// Rewritten: the current generation with changed files: a new
 	// identity at the current generation, written into a directory of its
-	// own beside the current one, built and swapped in. Renders holding
-	// the old record keep its directory until they release it.
+	// own beside the current one (or found on disk, when an earlier
+	// content of theirs is still there), built and swapped in. Renders
+	// holding the old record keep its directory until they release it.
 	Rewritten
 
 	// BuildFailed: the kernel refused the module's content: its problems
@@ -50,7 +54,9 @@ const (
 	BuildFailed
 
 	// Stale: a generation older than the current one was refused with a
-	// [*StaleError]; nothing was touched.
+	// [*StaleError]; nothing was touched. An expected event, not a fault
+	// (a reconcile behind another): it is logged at Info, in the words of
+	// the StaleError.
 	Stale
 )
 
@@ -93,7 +99,8 @@ type PublishEvent struct {
 }
 
 // A ReclaimEvent reports one attempt to remove a generation's directory,
-// by a Publish's prune, by Forget or by the reclaim loop.
+// by a Publish's prune, by Forget or by the reclaim loop, or a background
+// removal that the reclaim loop found failed or stalled.
 type ReclaimEvent struct {
 	// Generation is the generation whose directory was removed; 0 for a
 	// failure that concerns no generation directory (listing Root, or a
@@ -102,7 +109,8 @@ type ReclaimEvent struct {
 
 	// Identity and Dir are the content whose directory was removed (zero
 	// for a failure that concerns no generation directory): a generation
-	// may have had several.
+	// may have had several. For a removal found still running past
+	// RemovalDeadline, Identity carries the generation alone.
 	Identity publish.Identity[int64]
 	Dir      string
 
@@ -125,7 +133,7 @@ type Stats struct {
 	Dirs         []publish.DirStats[int64] // the directories on disk, with identity and lease count
 	Leased       []int64                   // leased generations, ascending
 	Leases       map[int64]int             // outstanding leases per generation
-	Publishes    uint64                    // publishes that wrote and set a module (new or rewritten)
+	Publishes    uint64                    // publishes that set a new module (Published or Rewritten)
 	Rewrites     uint64                    // of those, Rewritten
 	Unchanged    uint64                    // identical re-publishes
 	FailedBuilds uint64

@@ -19,15 +19,18 @@ import (
 // reports to OnPublish; on failure the current record and its directory
 // are as they were.
 //
-// A generation below 1 ([*GenerationError]), an empty file set
-// ([ErrNoFiles]), a skew policy other than Warn or Refuse
-// ([*SkewPolicyError]), a file name the layout refuses (a
-// [*dirlife.NameError]) and a generation older than the current one
-// ([*StaleError]) are refused before anything is written. A failed build
-// returns the kernel's error (errors.As a [*kernel.Error], positions
-// intact, or a [*kernel.LimitError] or [*kernel.FileError] naming the
-// file). A Write that could not make its directory durable
-// ([dirlife.ErrNotDurable]) fails the publish, and the directory goes.
+// A Publisher not booted ([ErrNotBooted]), a generation below 1
+// ([*GenerationError]), an empty file set ([ErrNoFiles]), a skew policy
+// other than Warn or Refuse ([*SkewPolicyError]), a file name the layout
+// refuses (a [*dirlife.NameError]) and a generation older than the
+// current one ([*StaleError]) are refused before anything is written. A
+// failed build returns the evaluator's error (errors.As a
+// [*kernel.Error], positions intact, or a [*kernel.LimitError] or
+// [*kernel.FileError] naming the file; with an [*isolate.Workers], also
+// an [*isolate.BudgetError] or [*isolate.WorkerError], outcome Failed),
+// and its directory goes. A Write that could not make its directory
+// durable ([dirlife.ErrNotDurable]) fails the publish, and the directory
+// goes.
 //
 // Publish keeps no copy of files: the caller may reuse them and their
 // buffers as soon as it returns.

@@ -18,7 +18,9 @@ import (
 // An Evaluator builds platforms and reads and renders instances: a
 // [*kernel.Kernel], which evaluates in the caller's process, or an
 // [*isolate.Workers], which evaluates in worker processes that a budget or
-// a cancelled context can stop. Both give the same results and errors.
+// a cancelled context can stop. Both give the same results and errors for
+// the same input; Workers adds its own when a worker is killed past a
+// budget or lost ([*isolate.BudgetError], [*isolate.WorkerError]).
 type Evaluator interface {
 	BuildPlatform(ctx context.Context, dir string) (*kernel.Platform, error)
 	ReadInstance(ctx context.Context, in kernel.Instance) (*kernel.InstanceSnapshot, error)
@@ -208,7 +210,10 @@ func (d seamDisk) SettleContext(ctx context.Context) error {
 // and the first reconcile regenerates). Until Boot succeeds, Publish,
 // Render and Run return [ErrNotBooted]. Boot is idempotent: once it has
 // succeeded, later calls return nil at once, so a Root with leased
-// directories is never emptied.
+// directories is never emptied. It waits for a running Forget, and for
+// the removal of what it empties (up to RemovalDeadline: past it, a
+// [*dirlife.StalledError]). A failed Boot leaves the Publisher unbooted,
+// and Root emptied as far as it got; call it again.
 func (p *Publisher) Boot() error {
 	p.mustBeMade()
 	return p.pub.Boot()
@@ -233,9 +238,12 @@ func (p *Publisher) Run(ctx context.Context) error {
 
 // Forget drops the current record, for a deleted Platform resource: the
 // store holds nothing afterwards, and the directory is removed once its
-// last lease is released (at once when it has none). Like Publish, it
-// removes every other directory that is neither current nor leased. Forget
-// waits for a running Publish to finish.
+// last lease is released (at once when it has none; after a release, by
+// Run, or without Run by the next Publish or Forget). Like Publish, it
+// removes every other directory that is neither current nor leased; a
+// removal that fails is reported (OnReclaim, Stats) and retried. Forget
+// waits for a running Publish to finish. Before Boot has succeeded it
+// only drops the record.
 func (p *Publisher) Forget() {
 	p.mustBeMade()
 	p.pub.Forget()
@@ -311,7 +319,9 @@ func (p *Publisher) Stats() Stats {
 // render of the key that waits for it, after admission with ctx
 // ([PublisherOptions].AdmissionCapacity); when that evaluation panics,
 // each render waiting for it panics in its own goroutine with the same
-// value. Errors of the instance's content are memoized, as
+// value. When ctx ends, Render returns ctx.Err() at once; an evaluation
+// that other renders of the key still wait for goes on. Errors of the
+// instance's content are memoized, as
 // [kernel.IsContent] tells them: a [*kernel.CatalogError] or
 // [*kernel.SkewError], and the instance module's [*kernel.Error] or
 // [*kernel.LimitError]; never ctx's, a [*kernel.ContentError], a

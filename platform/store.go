@@ -13,7 +13,9 @@ import (
 //
 // The zero value holds nothing and is ready to use. A Store must not be
 // copied after first use. Store is safe for concurrent use by multiple
-// goroutines; leasing and releasing the current record take no lock.
+// goroutines. Leasing the current record, and releasing it while it is
+// current, take no lock; a Lease that races SetGenerated or Clear, and
+// the last release of a replaced record, take the store's lock briefly.
 //
 // A [Publisher]'s Store is the very slot its generic publisher sets and
 // leases from, so a lease taken here holds the Publisher's directory.

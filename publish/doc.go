@@ -28,8 +28,11 @@
 // Concurrency: a Publisher is safe for concurrent use by multiple
 // goroutines. It serialises Boot, Publish, Forget and every removal;
 // leases take no lock of its own; OnPublish and OnReclaim are called
-// under no lock. It starts no goroutine: the reclaim loop is Run (or
-// Start), on the caller's goroutine.
+// under no lock. The reclaim loop is Run (or Start), on the caller's
+// goroutine; the only goroutine the Publisher starts is Run's wait for
+// the removals left to the background, which Run ends before it returns.
+// The trees it removes go on the layout's removal goroutines
+// ([dirlife.Layout.DeferRemoval]), off the serialisation.
 //
 // Limits: a lease protects a directory from the Publisher, not from
 // another writer of Root or from a reader that writes into it; Root

@@ -36,12 +36,13 @@ func (e *StaleError[K]) Error() string {
 func (e *StaleError[K]) Unwrap() error { return ErrStale }
 
 // A KeyError reports a key whose directory name the key codec cannot give:
-// a name the layout refuses, or one the codec does not parse back to the
-// key. Nothing was written or changed.
+// NaN, which equals no key, or a key whose name the codec does not parse
+// back to it. Nothing was written or changed. A name the layout refuses
+// fails the write with the layout's error instead.
 type KeyError[K cmp.Ordered] struct {
 	Key  K
 	Name string // the codec's name for Key
-	Rule string // such as "the codec parses the name to another key"
+	Rule string // such as "the codec does not parse the name back to the key"
 }
 
 func (e *KeyError[K]) Error() string {
@@ -69,7 +70,8 @@ const (
 	Unchanged
 
 	// Changed: the current key with other files: a directory of their own
-	// was written beside the current one, built, and swapped in.
+	// was written beside the current one (or found on disk, when an
+	// earlier content of theirs is still there), built, and swapped in.
 	Changed
 
 	// BuildFailed: the build step refused the directory; the current
@@ -121,11 +123,13 @@ type PublishEvent[K cmp.Ordered] struct {
 }
 
 // A ReclaimEvent reports one attempt to remove a directory, by a Publish,
-// by Forget or by the reclaim loop.
+// by Forget, by Reclaim or by the reclaim loop, or a background removal
+// that Settle or the reclaim loop found failed or stalled.
 type ReclaimEvent[K cmp.Ordered] struct {
 	// Identity and Dir are the content whose directory was removed; both
 	// are zero for a failure that concerns no content's directory (listing
-	// Root, or a leftover that would not go).
+	// Root, or a leftover that would not go). For a removal found still
+	// running past RemovalDeadline, Identity carries the key alone.
 	Identity Identity[K]
 	Dir      string
 

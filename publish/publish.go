@@ -21,7 +21,9 @@ import (
 // An empty file set ([dirlife.ErrNoFiles]), a name the layout refuses (a
 // [*dirlife.NameError]), a key the codec cannot name ([*KeyError]) and a
 // key older than the current one ([*StaleError]) are refused before
-// anything is written. The build step's error is returned as it is. A
+// anything is written, as is whatever [Options.Check] refuses and every
+// Publish before Boot ([ErrNotBooted]). The build step's error is returned
+// as it is. Every error goes through [Options.MapError] when it is set. A
 // removal that fails after a successful set does not fail the Publish: it
 // goes to OnReclaim, Stats and the log, and the reclaim loop retries it.
 //

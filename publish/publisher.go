@@ -91,8 +91,8 @@ const (
 // A Publisher publishes one immutable directory per content under Root and
 // keeps the current one in a [slot.Slot], in the only safe order: Write,
 // build, set (refusing a stale key), then remove every directory that is
-// neither current nor leased. It is made by [New]; the zero value panics
-// on use.
+// neither current nor leased. It is made by [New]; on the zero value,
+// every method but Root and Booted panics.
 //
 // A Publisher is safe for concurrent use by multiple goroutines. Boot,
 // Publish, Forget and every removal run one at a time. Leases take no lock
@@ -237,7 +237,7 @@ func (p *Publisher[K, A, V]) Slot() *slot.Slot[K, Record[K, A, V]] {
 // Lease leases the current record: reading it and leasing it are one
 // atomic step, and its directory stays on disk, unchanged, until the lease
 // is released. It returns nil and false when no record is held. It takes
-// no lock unless it races a Publish's set.
+// no lock unless it races a Publish's set or a Forget.
 func (p *Publisher[K, A, V]) Lease() (*slot.Lease[K, Record[K, A, V]], bool) {
 	p.made()
 	return p.slot.Lease()
@@ -255,7 +255,10 @@ func (p *Publisher[K, A, V]) Current() (Record[K, A, V], bool) {
 // reader exists. Until Boot succeeds, Publish and Run return
 // [ErrNotBooted]. Boot is idempotent: once it has succeeded, later calls
 // return nil at once, so a Root with leased directories is never emptied.
-// A failed Boot leaves the Publisher unbooted.
+// It waits for a running Forget, and for the removal of what it empties
+// (up to RemovalDeadline: past it, a [*dirlife.StalledError]). A failed
+// Boot leaves the Publisher unbooted, and Root emptied as far as it got;
+// call it again.
 func (p *Publisher[K, A, V]) Boot() error {
 	p.made()
 	if p.booted.Load() {

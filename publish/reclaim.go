@@ -115,7 +115,8 @@ func (p *Publisher[K, A, V]) Run(ctx context.Context) error {
 // Reclaim runs one pass of the reclaim loop now, for a caller that does
 // not run Run: it removes every directory that is neither current nor
 // leased and reports each removal it tried. It waits for a running Publish
-// to finish.
+// to finish. A removal that fails is reported and left for the next pass.
+// Before Boot has succeeded it does nothing and returns nil.
 func (p *Publisher[K, A, V]) Reclaim() []ReclaimEvent[K] {
 	p.made()
 	if !p.booted.Load() {
@@ -365,9 +366,12 @@ func (p *Publisher[K, A, V]) finishReclaims(reclaims []ReclaimEvent[K]) {
 
 // Forget drops the current record, for a deleted resource: the slot holds
 // nothing afterwards, and the directory is removed once its last lease is
-// released (at once when it has none). Like Publish, it removes every
-// other directory that is neither current nor leased. Forget waits for a
-// running Publish to finish.
+// released (at once when it has none; after a release, by Run, or without
+// Run by the next Publish, Forget or Reclaim). Like Publish, it removes
+// every other directory that is neither current nor leased; a removal
+// that fails is reported and retried as Publish's is. Forget waits for a
+// running Publish to finish. Before Boot has succeeded it only drops the
+// record.
 func (p *Publisher[K, A, V]) Forget() {
 	p.made()
 	_ = p.lock(context.Background())

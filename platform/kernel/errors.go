@@ -91,9 +91,9 @@ type source struct {
 
 // asError turns err into an *Error listing each of its problems, with err
 // flattened: what it returns is plain data, which keeps nothing of an
-// evaluation alive. An error that is plain data already (an *Error, a
-// *SkewError, a *CatalogError, or a join of them) is returned as it is;
-// one that wraps a context error or the kernel's own errors is flattened,
+// evaluation alive. An error that is plain data already (one of the
+// kernel's own errors, a context error, or a join of them) is returned as
+// it is; one that wraps a context error or the kernel's own errors is flattened,
 // still matching them. For a problem at a path under one of the
 // sources, the position of that path in the source is added.
 func asError(op, dir string, err error, sources ...source) error {

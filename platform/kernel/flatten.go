@@ -28,7 +28,7 @@ var sentinels = []struct {
 }
 
 // flatten returns err reduced to plain data: an error with its text that
-// matches, for errors.Is, each of the plainSentinels err matches, and for
+// matches, for errors.Is, each of the sentinels err matches, and for
 // errors.As each of the kernel's own errors in its tree. Nothing else of
 // err's tree stays reachable: a CUE error keeps its evaluation alive, a
 // hundred kilobytes and more.

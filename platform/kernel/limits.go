@@ -8,7 +8,8 @@ import (
 // Limits bounds what a build or a render reads and evaluates, so that the
 // cost of a call cannot grow without bound with hostile input. A zero field
 // means its default; the zero Limits is every default. A negative field is
-// misuse: BuildPlatform and Render refuse it.
+// misuse: BuildPlatform, ReadInstance and Render refuse it with an error
+// naming the field.
 //
 // The defaults are far above real modules: a generated platform module is
 // two files of a few kilobytes, nested less than ten levels deep, and an

@@ -47,7 +47,9 @@ const (
 // it. Its results and errors are those the Kernel gives in-process.
 //
 // The zero value is ready to use, with the defaults; set the fields before
-// first use. Workers are safe for concurrent use by multiple goroutines.
+// first use. A field out of range (a negative one, or a Memory below
+// MinMemory) fails every call with an error naming it, before any worker
+// starts. Workers are safe for concurrent use by multiple goroutines.
 // Close them when done: Close stops every worker process.
 //
 // The time budget is kept by the caller's process. The memory budget is
