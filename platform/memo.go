@@ -44,7 +44,7 @@ type RenderKey struct {
 }
 
 // String returns k as one line of text, such as
-// "platform=7@sha256:… dir="/var/lib/op/gen-7" instance=files-sha256:…
+// "platform=7@sha256:… dir="/var/lib/op/gen-7" instance=sha256:…
 // instance-dir="instance" skew=Warn limits=0/0/0/0/0 version=v0.3.1":
 // equal keys, equal strings.
 func (k RenderKey) String() string {
