@@ -48,6 +48,10 @@ func TestEnvtest(t *testing.T) {
 		{"DeleteForgets", testDeleteForgets},
 		{"RecreateThenFailOver", testRecreateThenFailOver},
 		{"LeaderChangeWritesNothing", testLeaderChangeWritesNothing},
+		{"CrowdOfReleases", testCrowdOfReleases},
+		{"PlatformBurst", testPlatformBurst},
+		{"RecreateWhileRendering", testRecreateWhileRendering},
+		{"WorkerKilledFromOutside", testWorkerKilledFromOutside},
 	}
 	for _, step := range steps {
 		if !t.Run(step.name, func(t *testing.T) { step.run(t, s) }) {
