@@ -18,23 +18,28 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
+	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel/isolate"
 )
 
 // The steps in this file are the attacks the controller held against a
 // real API server, kept so that it keeps holding them: a crowd of
 // Releases created at once, a burst of Platform changes, the Platform
-// deleted and created again while renders run; and a worker killed from
-// outside in the middle of a render.
+// deleted and created again while renders run; and two that did not
+// hold: a worker killed from outside in the middle of a render, and a
+// status written from a stale copy of the Release.
 //
-// Each step starts from no Release and with a manager of its own, elected
-// through the Lease (the suite's manager is stopped first if it still
-// runs), and leaves no Release behind: a platform change renders every
-// Release there is, so the steps' renders stay within their own.
+// Each step starts from no Release and leaves none behind: a platform
+// change renders every Release there is, so the steps' renders stay within
+// their own. The suite's manager is stopped first if it still runs; each
+// step but the last runs a manager of its own, elected through the Lease.
 
 // crowdSize, burstUpdates: the counts of the attacks as they were made.
 const (
@@ -549,6 +554,133 @@ func testWorkerKilledFromOutside(t *testing.T, s *suite) {
 		ws.Stats().Crashed, l.renders(t, "failed"), total, failed)
 	if total != 1 {
 		t.Fatalf("%d status write(s) to the Release; want one, Rendered=True", total)
+	}
+	noReleases(t, s)
+}
+
+// testStaleCopyIsRefused: the Release reconciler reads a Release from a
+// copy several writes old, as a cache behind the API server gives it. Its
+// status write carries that copy's resourceVersion: the API server refuses
+// it with a conflict, and the reconciler computes the status again from
+// the stored Release. The stored status ends consistent: Rendered, with
+// the instance, the resources and the diagnostics of the render.
+//
+// The reconcilers run by hand here, with no manager running, so that no
+// other reconcile writes the Release between the steps.
+func testStaleCopyIsRefused(t *testing.T, s *suite) {
+	const ns = "stale"
+	ctx := context.Background()
+	noReleases(t, s)
+	if err := s.stopManager(); err != nil {
+		t.Fatalf("stop the suite's manager: %v", err)
+	}
+	pub := platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), platform.PublisherOptions{NoSync: true})
+	if err := pub.Boot(); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- pub.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	wc, err := client.NewWithWatch(s.cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reconciler's client: its next Get of the Release, once armed,
+	// returns the old copy; every status write's conflict is counted.
+	stale := &staleClient{Client: wc}
+	var mu sync.Mutex
+	conflicts := 0
+	rc := interceptor.NewClient(wc, interceptor.Funcs{
+		Get: func(ctx context.Context, _ client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			return stale.Get(ctx, key, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			err := c.SubResource(sub).Update(ctx, obj, opts...)
+			if apierrors.IsConflict(err) {
+				mu.Lock()
+				conflicts++
+				mu.Unlock()
+			}
+			return err
+		},
+	})
+	rec := events.NewFakeRecorder(100)
+	pr := &controller.PlatformReconciler{Client: s.client, Publisher: pub, Recorder: rec}
+	rr := &controller.ReleaseReconciler{Client: rc, APIReader: s.client, Publisher: pub, Recorder: rec, Platforms: pr}
+	reconcileBoth := func(what string) *v1alpha1.Release {
+		t.Helper()
+		if _, err := pr.Reconcile(ctx, ctrl.Request{NamespacedName: platformKey}); err != nil {
+			t.Fatalf("%s: reconcile the Platform: %v", what, err)
+		}
+		key := client.ObjectKey{Namespace: ns, Name: "shop"}
+		if _, err := rr.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+			t.Fatalf("%s: reconcile the Release: %v", what, err)
+		}
+		var rel v1alpha1.Release
+		if err := s.client.Get(ctx, key, &rel); err != nil {
+			t.Fatal(err)
+		}
+		return &rel
+	}
+
+	if err := s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	rel := newRelease(shop("v1.4.0"), 0)
+	rel.Namespace = ns
+	if err := s.client.Create(ctx, rel); err != nil {
+		t.Fatal(err)
+	}
+	old := reconcileBoth("rendered")
+	wantCondition(t, old.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionTrue, v1alpha1.ReasonRendered)
+	if len(old.Status.Diagnostics) != 0 {
+		t.Fatalf("diagnostics %q before the skew", old.Status.Diagnostics)
+	}
+
+	// The Platform goes: the Release is written PlatformNotReady, with no
+	// instance and no resources.
+	if err := s.client.Delete(ctx, newPlatform(acme(), 0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Platform gone", func() error {
+		var p v1alpha1.Platform
+		if err := s.client.Get(ctx, platformKey, &p); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get: %v", err)
+		}
+		return nil
+	})
+	notReady := reconcileBoth("the Platform deleted")
+	wantCondition(t, notReady.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionFalse, v1alpha1.ReasonPlatformNotReady)
+
+	// The Platform comes back with an older web catalog: the render warns
+	// of the skew, a status that differs from the old copy's. The
+	// reconcile reads the copy from before the PlatformNotReady write.
+	again := acme()
+	again.Catalogs[0].Version = "v1.3.0"
+	if err := s.client.Create(ctx, newPlatform(again, 0)); err != nil {
+		t.Fatal(err)
+	}
+	stale.arm(old)
+	stored := reconcileBoth("the Platform created again, the Release read from a stale copy")
+	c := meta.FindStatusCondition(stored.Status.Conditions, v1alpha1.ReleaseRendered)
+	mu.Lock()
+	met := conflicts
+	mu.Unlock()
+	t.Logf("STALE conflicts=%d stored: Rendered=%v instance=%q resources=%d diagnostics=%d platform_generation=%d",
+		met, c, stored.Status.Instance, len(stored.Status.Resources), len(stored.Status.Diagnostics), stored.Status.PlatformGeneration)
+	if c == nil || c.Status != metav1.ConditionTrue || stored.Status.Instance != "shop" || len(stored.Status.Resources) != 2 ||
+		len(stored.Status.Diagnostics) != 1 || !strings.Contains(stored.Status.Diagnostics[0], "v1.3.0") {
+		t.Fatalf("stored status after a write from a stale copy: Rendered %+v, instance %q, %d resource(s), diagnostics %q; want Rendered True, shop, 2, the skew against v1.3.0",
+			c, stored.Status.Instance, len(stored.Status.Resources), stored.Status.Diagnostics)
+	}
+	if met != 1 {
+		t.Fatalf("status writes refused with a conflict: %d; want the one from the stale copy", met)
 	}
 	noReleases(t, s)
 }

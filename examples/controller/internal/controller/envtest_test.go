@@ -52,6 +52,7 @@ func TestEnvtest(t *testing.T) {
 		{"PlatformBurst", testPlatformBurst},
 		{"RecreateWhileRendering", testRecreateWhileRendering},
 		{"WorkerKilledFromOutside", testWorkerKilledFromOutside},
+		{"StaleCopyIsRefused", testStaleCopyIsRefused},
 	}
 	for _, step := range steps {
 		if !t.Run(step.name, func(t *testing.T) { step.run(t, s) }) {
