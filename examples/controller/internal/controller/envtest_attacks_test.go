@@ -38,7 +38,7 @@ import (
 //
 // Each step starts from no Release and leaves none behind: a platform
 // change renders every Release there is, so the steps' renders stay within
-// their own. The suite's manager is stopped first if it still runs; each
+// their own. Each starts with the Platform's spec acme(). The suite's manager is stopped first if it still runs; each
 // step but the last runs a manager of its own, elected through the Lease.
 
 // crowdSize, burstUpdates: the counts of the attacks as they were made.
@@ -288,6 +288,20 @@ func listVersion(t *testing.T, s *suite, ns string) string {
 	return list.ResourceVersion
 }
 
+// platformIs makes spec the Platform's: it creates the Platform, or
+// replaces the spec of the one there is.
+func platformIs(t *testing.T, s *suite, spec v1alpha1.PlatformSpec) {
+	t.Helper()
+	err := s.client.Create(context.Background(), newPlatform(spec, 0))
+	if apierrors.IsAlreadyExists(err) {
+		setPlatformSpec(t, s, spec)
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // setPlatformSpec replaces the Platform's spec, read again after each
 // conflict with the controller's status writes, and returns the new
 // generation.
@@ -315,6 +329,7 @@ func setPlatformSpec(t *testing.T, s *suite, spec v1alpha1.PlatformSpec) int64 {
 func testCrowdOfReleases(t *testing.T, s *suite) {
 	const ns = "crowd"
 	noReleases(t, s)
+	platformIs(t, s, acme())
 	l := startLeader(t, s, suiteWorkers())
 	gen := l.wiring.Publisher.Store().Generation()
 	if err := s.client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -348,6 +363,7 @@ func testCrowdOfReleases(t *testing.T, s *suite) {
 func testPlatformBurst(t *testing.T, s *suite) {
 	const ns = "burst"
 	noReleases(t, s)
+	platformIs(t, s, acme())
 	l := startLeader(t, s, suiteWorkers())
 	createReleases(t, s, ns, fleetSize)
 	allRendered(t, s, ns, fleetSize, l.wiring.Publisher.Store().Generation())
@@ -384,6 +400,7 @@ func testRecreateWhileRendering(t *testing.T, s *suite) {
 	const ns = "recreate"
 	ctx := context.Background()
 	noReleases(t, s)
+	platformIs(t, s, acme())
 	l := startLeader(t, s, suiteWorkers())
 	pub := l.wiring.Publisher
 	createReleases(t, s, ns, fleetSize)
@@ -463,6 +480,7 @@ func testWorkerKilledFromOutside(t *testing.T, s *suite) {
 	const ns = "killed"
 	ctx := context.Background()
 	noReleases(t, s)
+	platformIs(t, s, acme())
 	ws := &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 8 << 30}
 	l := startLeader(t, s, ws)
 	if err := s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -574,6 +592,7 @@ func testStaleCopyIsRefused(t *testing.T, s *suite) {
 	if err := s.stopManager(); err != nil {
 		t.Fatalf("stop the suite's manager: %v", err)
 	}
+	platformIs(t, s, acme())
 	pub := platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), platform.PublisherOptions{NoSync: true})
 	if err := pub.Boot(); err != nil {
 		t.Fatal(err)
