@@ -48,6 +48,11 @@ func TestEnvtest(t *testing.T) {
 		{"DeleteForgets", testDeleteForgets},
 		{"RecreateThenFailOver", testRecreateThenFailOver},
 		{"LeaderChangeWritesNothing", testLeaderChangeWritesNothing},
+		{"CrowdOfReleases", testCrowdOfReleases},
+		{"PlatformBurst", testPlatformBurst},
+		{"RecreateWhileRendering", testRecreateWhileRendering},
+		{"WorkerKilledFromOutside", testWorkerKilledFromOutside},
+		{"StaleCopyIsRefused", testStaleCopyIsRefused},
 	}
 	for _, step := range steps {
 		if !t.Run(step.name, func(t *testing.T) { step.run(t, s) }) {

@@ -116,7 +116,23 @@ func startSuite() (_ *suite, stop func() error, err error) {
 
 // newManager returns a manager with leader election on and the example's
 // Setup, its Publisher owning dir, its metrics registered with reg.
+// Builds and renders run in worker processes (suiteWorkers), stopped with
+// the manager. The time budget is ten times what a build or a good render
+// takes on a loaded machine; the memory budget is out of the bomb's reach,
+// so that only the time budget stops it.
 func newManager(cfg *rest.Config, dir string, reg *prometheus.Registry) (ctrl.Manager, *controller.Wiring, error) {
+	return newManagerWith(cfg, dir, reg, suiteWorkers())
+}
+
+// suiteWorkers returns the suite's worker pool: one worker per core, the
+// suite's time budget, a memory budget out of the bomb's reach.
+func suiteWorkers() *isolate.Workers {
+	return &isolate.Workers{Timeout: suiteBudget, Memory: 8 << 30}
+}
+
+// newManagerWith is newManager evaluating with ws, closed when the manager
+// stops.
+func newManagerWith(cfg *rest.Config, dir string, reg *prometheus.Registry, ws *isolate.Workers) (ctrl.Manager, *controller.Wiring, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        newScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
@@ -132,11 +148,6 @@ func newManager(cfg *rest.Config, dir string, reg *prometheus.Registry) (ctrl.Ma
 	if err != nil {
 		return nil, nil, err
 	}
-	// Builds and renders run in worker processes, stopped with the
-	// manager. The time budget is ten times what a build or a good render
-	// takes on a loaded machine; the memory budget is out of the bomb's
-	// reach, so that only the time budget stops it.
-	ws := &isolate.Workers{Timeout: suiteBudget, Memory: 8 << 30}
 	if err := mgr.Add(closeOnStop{ws}); err != nil {
 		return nil, nil, err
 	}
