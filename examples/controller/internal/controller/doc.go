@@ -18,18 +18,25 @@
 // serves a different platform: another generation, or the same generation
 // number built for a new object.
 //
-// The store and its directory are per process. [Setup] registers the
-// Publisher as a runnable that needs leader election: only the elected
-// replica boots it, publishes and renders; the others keep their platform
-// directory untouched and their store empty until they are elected.
+// The store and its directory are per process. By default ([Config]
+// WarmStandby) every replica boots its Publisher at start, and a replica
+// that is not elected is kept warm by a [Standby]: it follows the Platform
+// into its own store and renders every Release into its memo, writing
+// nothing; once elected, its reconcilers find the Platform Unchanged and
+// the renders in the memo, and only write status. With a cold standby,
+// [Setup] registers the Publisher as a runnable that needs leader
+// election: only the elected replica boots it, publishes and renders; the
+// others keep their platform directory untouched and their store empty
+// until they are elected.
 //
 // Reconcilers are safe for concurrent use, as controller-runtime requires.
 package controller
 
-// The ClusterRole the controller needs, from the rbac markers below.
+// The ClusterRole the reconcilers need, from the rbac markers below. The
+// leader-election Role and the metrics endpoint's rules are in
+// config/rbac beside it.
 //go:generate go tool controller-gen rbac:roleName=platform-controller paths=. output:rbac:artifacts:config=../../config/rbac
 
 // +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms;releases,verbs=get;list;watch
 // +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms/status;releases/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
