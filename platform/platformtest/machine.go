@@ -997,6 +997,7 @@ type throughRender struct {
 	release   func()
 	rendering bool          // it renders with the kernel
 	done      chan struct{} // closed once it has rendered
+	renderErr error         // what the kernel returned; read once done is closed
 	released  bool
 }
 
@@ -1019,7 +1020,7 @@ func startThrough(store *platform.Store, withKernel bool, who string) *throughRe
 	t.rendering, t.o.rendered = true, true
 	go func() {
 		defer close(t.done)
-		t.o.renderErr = renderWithKernel(rec)
+		t.renderErr = renderWithKernel(rec)
 	}()
 	return t
 }
@@ -1044,6 +1045,7 @@ func (t *throughRender) end() {
 		return
 	}
 	<-t.done
+	t.o.renderErr = t.renderErr
 	if t.dir != nil {
 		t.dir.close()
 	}

@@ -43,7 +43,8 @@ type Target interface {
 // sequence, which Check logs once, in words; messages call the root given
 // to newTarget "Root". The number of sequences, their length and the time
 // spent shrinking are rapid's (-rapid.checks, -rapid.steps,
-// -rapid.shrinktime).
+// -rapid.shrinktime); shrinking also ends after the number of runs set
+// by [ShrinkRuns], so that on any machine it gets as far.
 //
 // Check blocks until every sequence has run. It waits for the target only
 // within the bound set by [ReclaimWait]: a Reconcile or Delete that has not
@@ -79,7 +80,24 @@ func check(t rapid.TB, base string, newTarget func(root string) (Target, error),
 			t.Logf("%s\nthe failing sequence (%d steps): %s", v.text(), v.steps, v.seq)
 		}
 	}()
+	// Once a sequence has failed, every run is rapid reproducing or
+	// shrinking it. Past cfg.shrinkRuns of them each further candidate
+	// is turned away at once, so shrinking ends after a number of runs,
+	// not a time; the run that shows the result comes after t has
+	// failed and is never turned away.
+	failing, reruns := false, 0
 	rapid.Check(t, func(rt *rapid.T) {
+		if failing && !t.Failed() {
+			if reruns >= cfg.shrinkRuns {
+				rt.SkipNow()
+			}
+			reruns++
+		}
+		defer func() {
+			if rt.Failed() {
+				failing = true
+			}
+		}()
 		rep.begin()
 		m := newMachine(rt, cfg, base, newTarget, rep)
 		m.guard(func(*rapid.T) { m.start() }, true)(rt)
@@ -103,9 +121,23 @@ type config struct {
 	noop         bool
 	keepServing  bool
 	neverRefused bool
+	shrinkRuns   int
 }
 
-var defaults = config{reclaimWait: 10 * time.Second, releaseAfter: 500 * time.Millisecond}
+var defaults = config{reclaimWait: 10 * time.Second, releaseAfter: 500 * time.Millisecond, shrinkRuns: 5000}
+
+// ShrinkRuns bounds how many times Check runs sequences while it shrinks a
+// failure: once that many have run, the shortest failing sequence found so
+// far is the one reported. A bound on runs, unlike -rapid.shrinktime,
+// shrinks a failure as far on a slow machine as on a fast one. The
+// default is 5000. An n that is not positive keeps the default.
+func ShrinkRuns(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.shrinkRuns = n
+		}
+	}
+}
 
 // ReclaimWait bounds how long Check waits for a target that removes
 // directories in the background: for Root to hold only the current
