@@ -32,11 +32,18 @@
 // Reconcilers are safe for concurrent use, as controller-runtime requires.
 package controller
 
-// The ClusterRole the reconcilers need, from the rbac markers below. The
-// leader-election Role and the metrics endpoint's rules are in
-// config/rbac beside it.
+// The ClusterRole the reconcilers need, from the rbac markers below, and
+// no more: the manager's cache lists and watches both kinds; statuses are
+// written with Update (never patched, never read through the status
+// subresource); a status write that conflicts reads its Release again past
+// the cache (get, through the manager's APIReader), while the Platform's
+// is retried from the cache. The leader-election Role and the metrics
+// endpoint's rules are in config/rbac beside it. The deploy test fails on
+// a rule granted here that the controller does not use, and on a request
+// the API server refuses.
 //go:generate go tool controller-gen rbac:roleName=platform-controller paths=. output:rbac:artifacts:config=../../config/rbac
 
-// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms;releases,verbs=get;list;watch
-// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms/status;releases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms,verbs=list;watch
+// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=releases,verbs=get;list;watch
+// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms/status;releases/status,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
