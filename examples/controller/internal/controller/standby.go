@@ -23,7 +23,6 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/platform/platformmodule"
 )
 
@@ -54,9 +53,10 @@ type Standby struct {
 	// Platform was seen, or the last was deleted.
 	doneUID types.UID
 	done    int64
-	// tried holds, per Release, the generation of its spec last rendered
-	// here and the platform it was rendered against; a spec killed past a
-	// budget is not rendered again until it changes, whatever the
+	// tried holds, per Release, the object (UID) and the generation of
+	// its spec last rendered here and the platform it was rendered
+	// against, as the ReleaseReconciler keys its verdicts; a spec killed
+	// past a budget is not rendered again until it changes, whatever the
 	// platform.
 	tried map[types.NamespacedName]tried
 	// renders counts the renders this Standby began (memo hits included).
@@ -64,6 +64,7 @@ type Standby struct {
 }
 
 type tried struct {
+	uid        types.UID
 	gen        int64
 	against    *kernel.Platform
 	overBudget bool
@@ -162,9 +163,10 @@ func (s *Standby) reconcilePlatform(ctx context.Context, req ctrl.Request) (ctrl
 		s.mu.Lock()
 		s.served = p.UID
 		s.mu.Unlock()
-	case errors.As(err, &ie), errors.As(err, &stale), buildFailed(err), errors.Is(err, isolate.ErrBudget):
-		// What the leader refuses too: the generation served before
-		// keeps serving here as there.
+	case errors.As(err, &ie), errors.As(err, &stale), buildFailed(err):
+		// What the leader refuses too (buildFailed classifies as the
+		// PlatformReconciler does, a build past a budget included): the
+		// generation served before keeps serving here as there.
 	default:
 		return ctrl.Result{}, fmt.Errorf("follow platform generation %d: %w", p.Generation, err)
 	}
@@ -188,9 +190,12 @@ func (s *Standby) forget() {
 // reconcileRelease renders the Release against the platform this
 // replica's Publisher serves, so that the render is in its memo when this
 // replica is elected; the output is dropped. It renders a spec once per
-// platform; a spec killed past a budget not again until it changes. A
-// worker that died without answering, or a transient failure, returns an
-// error, so the request is retried with backoff.
+// platform; a spec killed past a budget not again until it changes. Its
+// errors are classified as the ReleaseReconciler classifies them
+// ([classify]): a failure that says nothing of the spec (a worker that
+// died without answering, the platform's directory changed, the Publisher
+// not booted, the context ending) records nothing and returns an error,
+// so the request is retried with backoff.
 func (s *Standby) reconcileRelease(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if s.leading() {
 		return ctrl.Result{}, nil
@@ -211,7 +216,7 @@ func (s *Standby) reconcileRelease(ctx context.Context, req ctrl.Request) (ctrl.
 	s.mu.Lock()
 	t, seen := s.tried[req.NamespacedName]
 	s.mu.Unlock()
-	if seen && t.gen == rel.Generation && (t.overBudget || t.against == rec.Platform) {
+	if seen && t.uid == rel.UID && t.gen == rel.Generation && (t.overBudget || t.against == rec.Platform) {
 		return ctrl.Result{}, nil
 	}
 	files := make(map[string][]byte, len(rel.Spec.Files))
@@ -222,18 +227,18 @@ func (s *Standby) reconcileRelease(ctx context.Context, req ctrl.Request) (ctrl.
 	s.renders++
 	s.mu.Unlock()
 	_, got, err := s.pub.Render(ctx, kernel.Instance{Files: files})
-	_, crashed := errors.AsType[*isolate.WorkerError](err)
+	o := classify(err)
 	switch {
 	case errors.Is(err, platform.ErrNotReady):
 		return ctrl.Result{}, nil
-	case crashed, errors.Is(err, platform.ErrNotBooted), ctx.Err() != nil:
+	case o == transient || ctx.Err() != nil:
 		return ctrl.Result{}, fmt.Errorf("render release %s while following: %w", req.NamespacedName, errors.Join(err, ctx.Err()))
 	}
 	s.mu.Lock()
 	if s.tried == nil {
 		s.tried = make(map[types.NamespacedName]tried)
 	}
-	s.tried[req.NamespacedName] = tried{gen: rel.Generation, against: got.Platform, overBudget: errors.Is(err, isolate.ErrBudget)}
+	s.tried[req.NamespacedName] = tried{uid: rel.UID, gen: rel.Generation, against: got.Platform, overBudget: o == overBudget}
 	s.mu.Unlock()
 	return ctrl.Result{}, nil
 }

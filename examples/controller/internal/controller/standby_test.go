@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,6 +21,7 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/kernel/isolate"
 )
 
 func TestWarmPublisherRunsOnEveryReplica(t *testing.T) {
@@ -26,25 +30,37 @@ func TestWarmPublisherRunsOnEveryReplica(t *testing.T) {
 	}
 }
 
+// standbyWeb is the catalog the standby tests' Platform carries.
+const standbyWeb = "example.com/catalogs/web@v1"
+
+// standbyPlatform returns the standby tests' Platform, at generation 3.
+func standbyPlatform() *v1alpha1.Platform {
+	return &v1alpha1.Platform{
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PlatformName, Generation: 3, UID: "u1"},
+		Spec: v1alpha1.PlatformSpec{Name: "acme", SkewPolicy: v1alpha1.SkewWarn,
+			Catalogs: []v1alpha1.Catalog{{Path: standbyWeb, Version: "v1.4.0", Kinds: []string{"Deployment"}}}},
+	}
+}
+
+// standbyRelease returns the standby tests' Release, object uid at
+// generation 1, which renders against standbyPlatform.
+func standbyRelease(uid types.UID) *v1alpha1.Release {
+	return &v1alpha1.Release{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "shop", Generation: 1, UID: uid},
+		Spec: v1alpha1.ReleaseSpec{Files: map[string]string{
+			"cue.mod/module.cue": "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n",
+			"shop.cue": "package shop\n\nname: \"shop\"\nrequires: \"" + standbyWeb + "\": \"v1.4.0\"\n" +
+				"components: web: {kind: \"Deployment\", catalog: \"" + standbyWeb + "\", replicas: 2, spec: {image: \"shop:1\", port: 8080}}\n",
+		}},
+	}
+}
+
 // A warm standby follows the Platform into its own Publisher and renders a
 // Release into the memo, writing no status; it is ready once caught up
 // with the Platform it sees, and not before.
 func TestStandbyFollowsAndRendersWritingNothing(t *testing.T) {
 	ctx := context.Background()
-	const web = "example.com/catalogs/web@v1"
-	p := &v1alpha1.Platform{
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PlatformName, Generation: 3, UID: "u1"},
-		Spec: v1alpha1.PlatformSpec{Name: "acme", SkewPolicy: v1alpha1.SkewWarn,
-			Catalogs: []v1alpha1.Catalog{{Path: web, Version: "v1.4.0", Kinds: []string{"Deployment"}}}},
-	}
-	rel := &v1alpha1.Release{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "shop", Generation: 1},
-		Spec: v1alpha1.ReleaseSpec{Files: map[string]string{
-			"cue.mod/module.cue": "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n",
-			"shop.cue": "package shop\n\nname: \"shop\"\nrequires: \"" + web + "\": \"v1.4.0\"\n" +
-				"components: web: {kind: \"Deployment\", catalog: \"" + web + "\", replicas: 2, spec: {image: \"shop:1\", port: 8080}}\n",
-		}},
-	}
+	p, rel := standbyPlatform(), standbyRelease("r1")
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p, rel).
@@ -113,5 +129,113 @@ func TestStandbyFollowsAndRendersWritingNothing(t *testing.T) {
 	}
 	if _, renders := s.Rendered(); renders != 1 {
 		t.Fatalf("the standby rendered on the leader: %d renders", renders)
+	}
+}
+
+// renderFails is the kernel with every render failing with err.
+type renderFails struct {
+	*kernel.Kernel
+	err error
+}
+
+func (r renderFails) Render(context.Context, kernel.RenderInput) (kernel.RenderOutput, error) {
+	return kernel.RenderOutput{}, r.err
+}
+
+// followed returns a Standby, not elected, that has followed
+// standbyPlatform into a booted Publisher evaluating with ev, over a
+// fake client holding objs and the Platform.
+func followed(t *testing.T, ev platform.Evaluator, objs ...client.Object) (*Standby, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(objs, standbyPlatform())...).
+		WithStatusSubresource(&v1alpha1.Platform{}, &v1alpha1.Release{}).Build()
+	pub := platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), platform.PublisherOptions{NoSync: true, Evaluator: ev})
+	if err := pub.Boot(); err != nil {
+		t.Fatal(err)
+	}
+	s := &Standby{client: c, pub: pub, elected: make(chan struct{}), booted: func() bool { return true }, notify: func() {}}
+	if _, err := s.reconcilePlatform(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.PlatformName}}); err != nil {
+		t.Fatal(err)
+	}
+	if g := pub.Store().Generation(); g != 3 {
+		t.Fatalf("the standby serves generation %d, want 3", g)
+	}
+	return s, c
+}
+
+// A standby classifies a render's failure as the ReleaseReconciler does:
+// a failure that says nothing of the spec is retried and recorded as
+// nothing, so the render is tried again and reaches the memo; a refusal
+// or a budget is recorded, and not rendered again against this platform.
+func TestStandbyClassifiesRenderFailuresAsTheLeader(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		retry bool
+	}{
+		{"the platform's directory changed", &kernel.ContentError{Dir: "gen-3", Want: "sha256:a", Got: "sha256:b"}, true},
+		{"a worker died", &isolate.WorkerError{Op: "render", Dir: "shop", Err: errors.New("signal: killed")}, true},
+		{"the workers closed", fmt.Errorf("render: %w", isolate.ErrClosed), true},
+		{"the evaluation's deadline", fmt.Errorf("render: %w", context.DeadlineExceeded), true},
+		{"past the time budget", &isolate.BudgetError{Op: "render", Dir: "shop", Budget: "time", Value: int64(time.Second)}, false},
+		{"the spec's problems", &kernel.Error{Op: "render", Dir: "shop", Problems: []kernel.Problem{{Message: "conflicting values"}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rel := standbyRelease("r1")
+			s, _ := followed(t, renderFails{kernel.New(), tc.err}, rel)
+			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rel)}
+			_, err := s.reconcileRelease(context.Background(), req)
+			if got := err != nil; got != tc.retry {
+				t.Fatalf("reconcileRelease = %v; want retried: %v", err, tc.retry)
+			}
+			current, renders := s.Rendered()
+			if want := map[bool]int{true: 0, false: 1}[tc.retry]; current != want || renders != 1 {
+				t.Fatalf("Rendered() = %d current, %d renders; want %d and 1", current, renders, want)
+			}
+			if _, err := s.reconcileRelease(context.Background(), req); (err != nil) != tc.retry {
+				t.Fatalf("reconcileRelease again = %v; want retried: %v", err, tc.retry)
+			}
+			if _, renders := s.Rendered(); renders != map[bool]int{true: 2, false: 1}[tc.retry] {
+				t.Fatalf("after a second reconcile: %d renders; a failure recorded is not rendered again, one retried is", renders)
+			}
+		})
+	}
+}
+
+// A Release deleted and created again under the same name starts at
+// generation 1 again: the standby renders the new object, as the leader
+// keys its verdicts by UID and generation.
+func TestStandbyRendersAReleaseCreatedAgain(t *testing.T) {
+	ctx := context.Background()
+	old := standbyRelease("r1")
+	s, c := followed(t, kernel.New(), old)
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(old)}
+	if _, err := s.reconcileRelease(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	again := standbyRelease("r2")
+	again.Spec.Files["shop.cue"] = strings.Replace(again.Spec.Files["shop.cue"], "replicas: 2", "replicas: 3", 1)
+	// Created again before the standby saw the delete: the same name, the
+	// same generation, another object.
+	if err := c.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	var got v1alpha1.Release
+	if err := c.Get(ctx, req.NamespacedName, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Generation != old.Generation || got.UID == old.UID {
+		t.Fatalf("the object created again: generation %d, uid %q; the test needs generation %d and another uid", got.Generation, got.UID, old.Generation)
+	}
+	if _, err := s.reconcileRelease(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if cur, renders := s.Rendered(); cur != 1 || renders != 2 {
+		t.Fatalf("Rendered() = %d current, %d renders; want 1 and 2 (the new object rendered)", cur, renders)
 	}
 }
