@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -169,7 +168,9 @@ func testDeploy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := &isolate.Workers{Size: 2, Timeout: 30 * time.Second, Memory: 8 << 30}
+	// As deployed, two workers; their time budget is the Failover
+	// subtests', so that no render is killed for time on a slow machine.
+	ws := &isolate.Workers{Size: 2, Timeout: failoverTimeout, Memory: 8 << 30}
 	if err := mgr.Add(closeOnStop{ws}); err != nil {
 		t.Fatal(err)
 	}

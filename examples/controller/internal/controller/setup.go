@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -164,8 +165,15 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		},
 	}
 	w.Release.Platforms = w.Platform
+	// A warm standby warms the leader's controllers too
+	// (controller-runtime's EnableWarmup): their sources start and fill
+	// their queues on every replica, so that once elected the workers
+	// start at once, without waiting for their event handlers to sync.
+	// Nothing is reconciled before the election.
+	warmup := ptr.To(cfg.WarmStandby)
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("platform").
+		WithOptions(crcontroller.Options{EnableWarmup: warmup}).
 		For(&v1alpha1.Platform{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(w.Platform)
 	if err != nil {
@@ -181,7 +189,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("release").
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: renders}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: renders, EnableWarmup: warmup}).
 		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ client.Object) []reconcile.Request {
