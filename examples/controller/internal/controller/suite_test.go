@@ -116,9 +116,9 @@ func startSuite() (_ *suite, stop func() error, err error) {
 
 // newManager returns a manager with leader election on and the example's
 // Setup, its Publisher owning dir, its metrics registered with reg, its
-// workers' time budget 2s, its standby cold.
+// workers' time budget suiteBudget, its standby cold.
 func newManager(cfg *rest.Config, dir string, reg *prometheus.Registry) (ctrl.Manager, *controller.Wiring, error) {
-	return newManagerWith(cfg, dir, reg, 2*time.Second, false)
+	return newManagerWith(cfg, dir, reg, suiteBudget, false)
 }
 
 // newManagerWith is newManager with the workers' time budget timeout and,
