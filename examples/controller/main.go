@@ -4,6 +4,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
@@ -55,8 +57,10 @@ type options struct {
 	platformDir string
 	noSync      bool
 	metricsAddr string
+	metricsTLS  bool
 	probeAddr   string
 	leaderElect bool
+	warm        bool
 	timeout     time.Duration
 	leaderNS    string
 	zap         zap.Options
@@ -91,10 +95,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	fs.StringVar(&o.platformDir, "platform-dir", "", "directory the controller owns for the generated platform modules; emptied at start (required)")
 	fs.BoolVar(&o.noSync, "platform-dir-no-sync", false, "skip fsync in the platform directory, for a disk wiped at boot (an emptyDir)")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the metrics endpoint binds to; 0 disables it")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address the metrics endpoint binds to; 0 disables it")
+	fs.BoolVar(&o.metricsTLS, "metrics-secure", true, "serve metrics over HTTPS, each scrape authenticated (TokenReview) and authorized (SubjectAccessReview, get on /metrics); false serves plain HTTP to anyone who reaches the port")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the health probe endpoint binds to")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader before reconciling, so that several replicas are safe; --leader-elect=false only for a single replica")
 	fs.DurationVar(&o.timeout, "reconcile-timeout", 2*time.Minute, "bound on each reconcile; a publish waiting for renders to release a directory gives up and retries with backoff")
+	fs.BoolVar(&o.warm, "warm-standby", true, "keep a replica that is not elected warm: it follows the Platform into its own --platform-dir and renders every Release into its memo, writing nothing, so that on election it only writes status; false: a standby starts from nothing when elected")
 	fs.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 	o.renderTimeout = isolate.DefaultTimeout
 	fs.DurationVar(&o.renderTimeout, "render-timeout", o.renderTimeout, "time budget of each build and render: past it, the worker process evaluating it is killed and it fails (a Release so killed gets RenderFailed and is not rendered again until its spec changes)")
@@ -130,6 +136,20 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
+// metricsOptions returns the metrics server's options: with --metrics-secure,
+// HTTPS on a self-signed certificate, each request authenticated and
+// authorized by the API server, and HTTP/1.1 only (HTTP/2's stream resets
+// cost a server more than a client, CVE-2023-44487).
+func metricsOptions(o options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.metricsAddr}
+	if o.metricsTLS {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	return m
+}
+
 func run(o options) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 
@@ -147,7 +167,7 @@ func run(o options) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        LeaderElectionID,
@@ -172,6 +192,7 @@ func run(o options) error {
 		PlatformDir: o.platformDir,
 		NoSync:      o.noSync,
 		Evaluator:   k,
+		WarmStandby: o.warm,
 		Logger:      slog.New(logr.ToSlogHandler(ctrl.Log.WithName("publisher"))),
 	})
 	if err != nil {
@@ -180,7 +201,8 @@ func run(o options) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	// Ready once elected and the Publisher has booted; a standby is ready.
+	// Ready once elected and the Publisher has booted; a warm standby once
+	// booted and caught up with the Platform, a cold one at once.
 	if err := mgr.AddReadyzCheck("publisher", w.Ready); err != nil {
 		return err
 	}

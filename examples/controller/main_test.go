@@ -4,12 +4,56 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"leasekit.dev/platform/kernel/isolate"
+	"sigs.k8s.io/yaml"
 )
+
+// TestDeploymentArgs: the Deployment's arguments are flags this program
+// accepts, they set the worker count and budget explicitly, and the
+// container's memory request and limit cover the workers' budgets.
+func TestDeploymentArgs(t *testing.T) {
+	data, err := os.ReadFile("config/manager/manager.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(data, &d); err != nil {
+		t.Fatalf("config/manager/manager.yaml: %v", err)
+	}
+	if n := len(d.Spec.Template.Spec.Containers); n != 1 {
+		t.Fatalf("the Deployment has %d containers, want 1", n)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"--render-workers=", "--render-memory=", "--leader-elect=true", "--warm-standby=true", "--platform-dir-no-sync"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("the Deployment's args %q do not set %s", args, want)
+		}
+	}
+	o, err := parseFlags(c.Args, new(bytes.Buffer))
+	if err != nil {
+		t.Fatalf("the Deployment's args %q: %v", args, err)
+	}
+	if o.renderWorkers == 0 {
+		t.Fatalf("the Deployment leaves --render-workers to GOMAXPROCS, so its memory is not bounded")
+	}
+	budgets := resource.NewQuantity(int64(o.renderWorkers)*o.renderMemory, resource.BinarySI)
+	for what, q := range map[string]resource.Quantity{"request": c.Resources.Requests.Memory().DeepCopy(), "limit": c.Resources.Limits.Memory().DeepCopy()} {
+		if q.Cmp(*budgets) <= 0 {
+			t.Errorf("memory %s %v does not cover %d workers × %d bytes = %v and a base", what, &q, o.renderWorkers, o.renderMemory, budgets)
+		}
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas %v, want 2", d.Spec.Replicas)
+	}
+}
 
 func TestFlagsHelpExplainsEveryFlag(t *testing.T) {
 	var out bytes.Buffer
@@ -20,8 +64,8 @@ func TestFlagsHelpExplainsEveryFlag(t *testing.T) {
 	if !strings.HasPrefix(help, "Usage: go run ./examples/controller --platform-dir DIR [flags]") {
 		t.Errorf("-h does not start with the usage line:\n%s", help)
 	}
-	for _, name := range []string{"platform-dir", "platform-dir-no-sync", "metrics-bind-address", "health-probe-bind-address",
-		"leader-elect", "leader-election-namespace", "reconcile-timeout", "kubeconfig", "zap-log-level",
+	for _, name := range []string{"platform-dir", "platform-dir-no-sync", "metrics-bind-address", "metrics-secure", "health-probe-bind-address",
+		"leader-elect", "warm-standby", "leader-election-namespace", "reconcile-timeout", "kubeconfig", "zap-log-level",
 		"render-timeout", "render-memory", "render-workers", "in-process"} {
 		if !strings.Contains(help, "  -"+name+" ") && !strings.Contains(help, "  -"+name+"\n") {
 			t.Errorf("-h does not explain --%s:\n%s", name, help)
@@ -34,7 +78,7 @@ func TestFlagsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.platformDir != "dir" || !o.leaderElect || o.timeout != 2*time.Minute || o.noSync ||
+	if o.platformDir != "dir" || !o.leaderElect || !o.warm || o.metricsAddr != ":8443" || !o.metricsTLS || o.timeout != 2*time.Minute || o.noSync ||
 		o.inProcess || o.renderTimeout != isolate.DefaultTimeout || o.renderMemory != isolate.DefaultMemory {
 		t.Errorf("options %+v: want dir, leader election on, 2m timeout, sync on", o)
 	}

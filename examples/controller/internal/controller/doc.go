@@ -18,18 +18,32 @@
 // serves a different platform: another generation, or the same generation
 // number built for a new object.
 //
-// The store and its directory are per process. [Setup] registers the
-// Publisher as a runnable that needs leader election: only the elected
-// replica boots it, publishes and renders; the others keep their platform
-// directory untouched and their store empty until they are elected.
+// The store and its directory are per process. By default ([Config]
+// WarmStandby) every replica boots its Publisher at start, and a replica
+// that is not elected is kept warm by a [Standby]: it follows the Platform
+// into its own store and renders every Release into its memo, writing
+// nothing; once elected, its reconcilers find the Platform Unchanged and
+// the renders in the memo, and only write status. With a cold standby,
+// [Setup] registers the Publisher as a runnable that needs leader
+// election: only the elected replica boots it, publishes and renders; the
+// others keep their platform directory untouched and their store empty
+// until they are elected.
 //
 // Reconcilers are safe for concurrent use, as controller-runtime requires.
 package controller
 
-// The ClusterRole the controller needs, from the rbac markers below.
+// The ClusterRole the reconcilers need, from the rbac markers below, and
+// no more: the manager's cache lists and watches both kinds; statuses are
+// written with Update (never patched, never read through the status
+// subresource); a status write that conflicts reads its Release again past
+// the cache (get, through the manager's APIReader), while the Platform's
+// is retried from the cache. The leader-election Role and the metrics
+// endpoint's rules are in config/rbac beside it. The deploy test fails on
+// a rule granted here that the controller does not use, and on a request
+// the API server refuses.
 //go:generate go tool controller-gen rbac:roleName=platform-controller paths=. output:rbac:artifacts:config=../../config/rbac
 
-// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms;releases,verbs=get;list;watch
-// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms/status;releases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms,verbs=list;watch
+// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=releases,verbs=get;list;watch
+// +kubebuilder:rbac:groups=examples.leasekit.dev,resources=platforms/status;releases/status,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

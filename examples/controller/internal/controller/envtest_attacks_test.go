@@ -73,7 +73,7 @@ func startLeader(t *testing.T, s *suite, ws *isolate.Workers) *leader {
 		t.Fatalf("stop the suite's manager: %v", err)
 	}
 	l := &leader{ws: ws, reg: prometheus.NewRegistry()}
-	mgr, w, err := newManagerWith(s.cfg, filepath.Join(t.TempDir(), "platform"), l.reg, ws)
+	mgr, w, err := newManagerWith(s.cfg, filepath.Join(t.TempDir(), "platform"), l.reg, ws, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,11 +27,15 @@ import (
 	"leasekit.dev/platform/platformmodule"
 )
 
-// TestEnvtest drives the controller through a Platform's life against a
-// real API server. The steps share the singleton and run in order; a step
-// that fails stops the rest.
+// TestEnvtest drives the controller against real API servers. Deploy
+// runs on an API server of its own; the steps after it drive one manager
+// through a Platform's life on another. They share the singleton and run
+// in order; a step that fails stops the rest.
 func TestEnvtest(t *testing.T) {
-	s := needEnv(t)
+	skipWithoutEnv(t)
+	t.Run("Deploy", testDeploy)
+	t.Run("Failover", testFailover)
+	var s *suite // started by the first step that runs
 	steps := []struct {
 		name string
 		run  func(*testing.T, *suite)
@@ -55,7 +59,12 @@ func TestEnvtest(t *testing.T) {
 		{"StaleCopyIsRefused", testStaleCopyIsRefused},
 	}
 	for _, step := range steps {
-		if !t.Run(step.name, func(t *testing.T) { step.run(t, s) }) {
+		if !t.Run(step.name, func(st *testing.T) {
+			if s == nil {
+				s = sharedEnv(t, st)
+			}
+			step.run(st, s)
+		}) {
 			t.Fatalf("step %s failed; the later steps depend on it", step.name)
 		}
 	}

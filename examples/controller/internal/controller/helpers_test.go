@@ -62,7 +62,9 @@ func newPlatform(spec v1alpha1.PlatformSpec, generation int64) *v1alpha1.Platfor
 // controller, which no bound of its own decides. Only a controller that
 // never gets there fails it, with check's last error, shortly before the
 // test binary's -timeout would end the run without saying what it waited
-// for.
+// for. An error no wait can mend (a type the client's scheme lacks) fails
+// it at once; a wait past a minute logs what it waits for and check's
+// last error, every minute, so a long wait shows in the log as it runs.
 func eventually(t testing.TB, what string, check func() error) {
 	t.Helper()
 	deadline, bounded := time.Time{}, false
@@ -71,13 +73,22 @@ func eventually(t testing.TB, what string, check func() error) {
 			deadline = deadline.Add(-15 * time.Second)
 		}
 	}
+	start := time.Now()
+	next := start.Add(time.Minute)
 	for {
 		err := check()
 		if err == nil {
 			return
 		}
+		if runtime.IsNotRegisteredError(err) {
+			t.Fatalf("%s: %v", what, err)
+		}
 		if bounded && time.Now().After(deadline) {
 			t.Fatalf("%s: still not so as the test's -timeout nears: %v", what, err)
+		}
+		if now := time.Now(); now.After(next) {
+			t.Logf("%s: still waiting after %v: %v", what, now.Sub(start).Round(time.Second), err)
+			next = now.Add(time.Minute)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

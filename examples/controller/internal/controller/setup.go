@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,6 +49,13 @@ type Config struct {
 	// renders in worker processes with time and memory budgets, and its
 	// metrics are registered too.
 	Evaluator platform.Evaluator
+
+	// WarmStandby boots the Publisher on every replica, elected or not,
+	// and keeps a replica that is not elected warm through a [Standby]:
+	// it follows the Platform and renders every Release into its memo,
+	// so that on election it only writes status. False: only the elected
+	// replica boots its Publisher, and it starts from nothing.
+	WarmStandby bool
 }
 
 // Wiring is what [Setup] added to the manager.
@@ -56,6 +64,7 @@ type Wiring struct {
 	Metrics   *metrics.Metrics
 	Platform  *PlatformReconciler
 	Release   *ReleaseReconciler
+	Standby   *Standby // nil without Config.WarmStandby
 
 	runnable *electedOnly
 	elected  <-chan struct{}
@@ -64,14 +73,25 @@ type Wiring struct {
 // Ready is a readiness check (for the manager's AddReadyzCheck): once this
 // replica is elected, it fails until the Publisher has booted (emptied its
 // directory), so an elected replica is ready only when it can publish and
-// render. A replica that is not elected is ready: it serves nothing, and
-// stands by to take over (a standby held unready would stall a rolling
-// update).
-func (w *Wiring) Ready(*http.Request) error {
+// render. A cold standby (not elected, without Config.WarmStandby) is
+// ready: it serves nothing, and stands by to take over (a standby held
+// unready would stall a rolling update). A warm standby is ready once its
+// Publisher has booted and it has caught up with the Platform it last saw
+// ([Standby.CaughtUp]).
+func (w *Wiring) Ready(r *http.Request) error {
 	select {
 	case <-w.elected:
 	default:
-		return nil
+		if w.Standby == nil {
+			return nil
+		}
+		ctx := context.Background()
+		if r != nil {
+			ctx = r.Context()
+		}
+		ctx, cancel := context.WithTimeout(ctx, caughtUpTimeout)
+		defer cancel()
+		return w.Standby.CaughtUp(ctx)
 	}
 	if !w.runnable.booted.Load() {
 		return errors.New("controller: elected, but the platform publisher has not booted yet")
@@ -80,8 +100,10 @@ func (w *Wiring) Ready(*http.Request) error {
 }
 
 // Setup adds to mgr the Publisher (a runnable that needs leader election:
-// it boots, emptying PlatformDir, when this replica is elected), the
-// Platform and Release controllers, and the metrics.
+// it boots, emptying PlatformDir, when this replica is elected; with
+// Config.WarmStandby it boots on every replica at start), the Platform and
+// Release controllers, the [Standby]'s with Config.WarmStandby, and the
+// metrics.
 func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	if cfg.PlatformDir == "" {
 		return nil, errors.New("controller: the platform directory is required")
@@ -106,7 +128,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 			return nil, fmt.Errorf("controller: register worker metrics: %w", err)
 		}
 	}
-	runnable := &electedOnly{pub: pub}
+	runnable := &electedOnly{pub: pub, warm: cfg.WarmStandby}
 	if err := mgr.Add(runnable); err != nil {
 		return nil, fmt.Errorf("controller: add the publisher: %w", err)
 	}
@@ -143,8 +165,15 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		},
 	}
 	w.Release.Platforms = w.Platform
+	// A warm standby warms the leader's controllers too
+	// (controller-runtime's EnableWarmup): their sources start and fill
+	// their queues on every replica, so that once elected the workers
+	// start at once, without waiting for their event handlers to sync.
+	// Nothing is reconciled before the election.
+	warmup := ptr.To(cfg.WarmStandby)
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("platform").
+		WithOptions(crcontroller.Options{EnableWarmup: warmup}).
 		For(&v1alpha1.Platform{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(w.Platform)
 	if err != nil {
@@ -160,7 +189,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("release").
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: renders}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: renders, EnableWarmup: warmup}).
 		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -169,6 +198,12 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		Complete(w.Release)
 	if err != nil {
 		return nil, fmt.Errorf("controller: release controller: %w", err)
+	}
+	if cfg.WarmStandby {
+		w.Standby, err = setupStandby(mgr, pub, runnable.booted.Load, renders)
+		if err != nil {
+			return nil, err
+		}
 	}
 	return w, nil
 }
@@ -188,9 +223,11 @@ func allReleases(ctx context.Context, c client.Client) []reconcile.Request {
 }
 
 // electedOnly runs the Publisher only on the elected replica: a replica
-// that is not elected leaves its platform directory untouched.
+// that is not elected leaves its platform directory untouched. With warm
+// set it runs on every replica, for its Standby.
 type electedOnly struct {
 	pub    *platform.Publisher
+	warm   bool
 	booted atomic.Bool // Boot succeeded
 }
 
@@ -203,5 +240,6 @@ func (e *electedOnly) Start(ctx context.Context) error {
 	return e.pub.Run(ctx)
 }
 
-// NeedLeaderElection reports true: the Publisher starts once elected.
-func (*electedOnly) NeedLeaderElection() bool { return true }
+// NeedLeaderElection reports true, so the Publisher starts once elected,
+// unless it is warm: then it starts on every replica.
+func (e *electedOnly) NeedLeaderElection() bool { return !e.warm }

@@ -115,24 +115,23 @@ func startSuite() (_ *suite, stop func() error, err error) {
 }
 
 // newManager returns a manager with leader election on and the example's
-// Setup, its Publisher owning dir, its metrics registered with reg.
-// Builds and renders run in worker processes (suiteWorkers), stopped with
-// the manager. The time budget is ten times what a build or a good render
-// takes on a loaded machine; the memory budget is out of the bomb's reach,
-// so that only the time budget stops it.
+// Setup, its Publisher owning dir, its metrics registered with reg, its
+// standby cold. Builds and renders run in worker processes (suiteWorkers),
+// stopped with the manager.
 func newManager(cfg *rest.Config, dir string, reg *prometheus.Registry) (ctrl.Manager, *controller.Wiring, error) {
-	return newManagerWith(cfg, dir, reg, suiteWorkers())
+	return newManagerWith(cfg, dir, reg, suiteWorkers(), false)
 }
 
 // suiteWorkers returns the suite's worker pool: one worker per core, the
-// suite's time budget, a memory budget out of the bomb's reach.
+// suite's time budget, a memory budget out of the bomb's reach, so that
+// only the time budget stops it.
 func suiteWorkers() *isolate.Workers {
 	return &isolate.Workers{Timeout: suiteBudget, Memory: 8 << 30}
 }
 
 // newManagerWith is newManager evaluating with ws, closed when the manager
-// stops.
-func newManagerWith(cfg *rest.Config, dir string, reg *prometheus.Registry, ws *isolate.Workers) (ctrl.Manager, *controller.Wiring, error) {
+// stops, and with warm, a warm standby.
+func newManagerWith(cfg *rest.Config, dir string, reg *prometheus.Registry, ws *isolate.Workers, warm bool) (ctrl.Manager, *controller.Wiring, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        newScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
@@ -151,7 +150,7 @@ func newManagerWith(cfg *rest.Config, dir string, reg *prometheus.Registry, ws *
 	if err := mgr.Add(closeOnStop{ws}); err != nil {
 		return nil, nil, err
 	}
-	w, err := controller.Setup(mgr, controller.Config{PlatformDir: dir, Registerer: reg, NoSync: true, Evaluator: ws})
+	w, err := controller.Setup(mgr, controller.Config{PlatformDir: dir, Registerer: reg, NoSync: true, Evaluator: ws, WarmStandby: warm})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -181,22 +180,25 @@ func startManager(mgr ctrl.Manager) func() error {
 	})
 }
 
-// needEnv skips t unless KUBEBUILDER_ASSETS is set; otherwise it starts
-// an API server and a manager of t's own, stopped when t ends. Every run
-// of a test starts from an empty cluster, so the suite passes with
-// -count N as it does once.
-func needEnv(t *testing.T) *suite {
+// skipWithoutEnv skips t unless KUBEBUILDER_ASSETS is set.
+func skipWithoutEnv(t *testing.T) {
 	t.Helper()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("envtest binaries not set up; run: KUBEBUILDER_ASSETS=$(tools/envtest/assets.sh) go test ./examples/controller/...")
 	}
+}
+
+// sharedEnv starts an API server and a manager for the subtests of parent
+// from its subtest st, stopped when parent ends.
+func sharedEnv(parent, st *testing.T) *suite {
+	st.Helper()
 	s, stop, err := startSuite()
 	if err != nil {
-		t.Fatalf("envtest: %v", err)
+		st.Fatalf("envtest: %v", err)
 	}
-	t.Cleanup(func() {
+	parent.Cleanup(func() {
 		if err := stop(); err != nil {
-			t.Errorf("envtest stop: %v", err)
+			parent.Errorf("envtest stop: %v", err)
 		}
 	})
 	return s

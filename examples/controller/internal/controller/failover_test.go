@@ -1,0 +1,368 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"leasekit.dev/examples/controller/api/v1alpha1"
+	"leasekit.dev/examples/controller/internal/controller"
+	"leasekit.dev/platform/kernel/isolate"
+)
+
+var failoverReleases = flag.Int("failover.releases", 200, "Releases the Failover subtests render, 10 components each")
+
+// failoverTimeout is the workers' time budget in the Failover subtests,
+// raised past the suite's: longer than any -timeout the suite runs with,
+// so that no render of theirs is killed for time however slow the
+// machine (a render of 10 components in a race-detected worker on a
+// loaded machine takes far longer than a fast one). A render that hangs
+// is the test binary's -timeout's to report.
+const failoverTimeout = time.Hour
+
+// failoverNamespace holds the Failover subtests' Releases.
+const failoverNamespace = "fleet"
+
+// testFailover measures a leader change, warm and cold, on two managers
+// sharing one API server, with *failoverReleases Releases rendered in
+// worker processes. Timings are logged, not asserted: the suite runs
+// under -race on loaded machines. Asserted: a warm standby begins no
+// evaluation once elected, and writes no Release PlatformNotReady.
+func testFailover(t *testing.T) {
+	t.Run("steady", func(t *testing.T) {
+		warm := runFailover(t, "steady", true)
+		cold := runFailover(t, "steady", false)
+		t.Logf("FAILOVER scenario=steady releases=%d warm_first_ms=%d warm_all_ms=%d warm_evals=%d cold_first_ms=%d cold_all_ms=%d cold_evals=%d",
+			*failoverReleases, warm.first.Milliseconds(), warm.all.Milliseconds(), warm.evals,
+			cold.first.Milliseconds(), cold.all.Milliseconds(), cold.evals)
+		if warm.evals != 0 {
+			t.Errorf("the warm standby began %d evaluations after its election, want 0", warm.evals)
+		}
+		if warm.notReady != 0 {
+			t.Errorf("the warm standby wrote %d Releases PlatformNotReady, want 0", warm.notReady)
+		}
+	})
+	t.Run("racing", func(t *testing.T) {
+		warm := runFailover(t, "racing", true)
+		cold := runFailover(t, "racing", false)
+		t.Logf("FAILOVER scenario=racing releases=%d warm_all_ms=%d cold_all_ms=%d not_ready=%d",
+			*failoverReleases, warm.all.Milliseconds(), cold.all.Milliseconds(), warm.notReady)
+		if warm.notReady != 0 {
+			t.Errorf("the warm standby wrote %d Releases PlatformNotReady, want 0", warm.notReady)
+		}
+		// A cold standby elected before it has published writes every
+		// Release it reconciles first PlatformNotReady: logged, for it is
+		// the Release reconciler's behaviour, not the standby's.
+		t.Logf("cold standby: %d Releases written PlatformNotReady", cold.notReady)
+	})
+}
+
+// failover is what one run measures, from the second manager's election.
+type failover struct {
+	first, all time.Duration // the first and the last Release rendered against the new platform
+	evals      uint64        // evaluations begun
+	notReady   int           // Releases written PlatformNotReady
+}
+
+// runFailover runs one scenario on an API server of its own: leader A
+// renders every Release, the Platform changes, and A stops: in "steady"
+// once B has caught up (warm: followed the change and rendered every
+// Release; cold: once A has published it), in "racing" at the instant
+// of the change.
+func runFailover(t *testing.T, scenario string, warm bool) failover {
+	t.Helper()
+	ctx := context.Background()
+	n := *failoverReleases
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start the API server: %v", err)
+	}
+	// Everything stops when the run returns, so that the next run has the
+	// machine to itself.
+	defer func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop the API server: %v", err)
+		}
+	}()
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: newScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, newPlatform(acme(), 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: failoverNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		rel := &v1alpha1.Release{
+			ObjectMeta: metav1.ObjectMeta{Namespace: failoverNamespace, Name: fmt.Sprintf("r%03d", i)},
+			Spec:       v1alpha1.ReleaseSpec{Files: tenComponents(i)},
+		}
+		if err := c.Create(ctx, rel); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	dir := t.TempDir()
+	mgrA, _, err := newManagerWith(cfg, filepath.Join(dir, "a"), prometheus.NewRegistry(), &isolate.Workers{Timeout: failoverTimeout, Memory: 8 << 30}, warm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopA := startManager(mgrA)
+	defer func() { _ = stopA() }()
+	waitElected(t, mgrA.Elected(), "A")
+
+	mgrB, wB, err := newManagerWith(cfg, filepath.Join(dir, "b"), prometheus.NewRegistry(), &isolate.Workers{Timeout: failoverTimeout, Memory: 8 << 30}, warm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// B's renders once elected: the time each that succeeded began and
+	// ended. B's Release reconciler runs only once B is elected (a warm
+	// standby's renders are not observed), so every render observed is
+	// one of B's as leader.
+	var mu sync.Mutex
+	var electedAt, firstBegun time.Time
+	var renders []time.Time
+	observe := wB.Release.Observe
+	wB.Release.Observe = func(secs float64, err error) {
+		observe(secs, err)
+		if err == nil {
+			now := time.Now()
+			mu.Lock()
+			if begun := now.Add(-time.Duration(secs * float64(time.Second))); firstBegun.IsZero() || begun.Before(firstBegun) {
+				firstBegun = begun
+			}
+			renders = append(renders, now)
+			mu.Unlock()
+		}
+	}
+	// The election's time, as near as it is seen: this goroutine wakes
+	// once B is elected, and a render of B's may begin before it runs.
+	// The election came before both.
+	elected := make(chan struct{})
+	go func() {
+		<-mgrB.Elected()
+		now := time.Now()
+		mu.Lock()
+		electedAt = now
+		mu.Unlock()
+		close(elected)
+	}()
+	stopB := startManager(mgrB)
+	defer func() {
+		if err := stopB(); err != nil {
+			t.Errorf("stop B: %v", err)
+		}
+	}()
+	if !mgrB.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("B's cache did not sync")
+	}
+
+	failoverRendered(t, c, n, 1)
+	if warm {
+		standbyCaughtUp(t, wB, n)
+	}
+	// Releases written PlatformNotReady from here on.
+	w, err := c.Watch(ctx, &v1alpha1.ReleaseList{}, client.InNamespace(failoverNamespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	notReady := make(map[string]bool)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for ev := range w.ResultChan() {
+			rel, ok := ev.Object.(*v1alpha1.Release)
+			if !ok || ev.Type == watch.Error {
+				continue
+			}
+			if c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered); c != nil && c.Reason == v1alpha1.ReasonPlatformNotReady {
+				notReady[rel.Name] = true
+			}
+		}
+	}()
+
+	spec := acme()
+	spec.Labels["tier"] = "gold"
+	var evalsAt uint64 // B's evaluations begun before it was elected
+	switch scenario {
+	case "steady":
+		gen := updateSpecWith(t, c, spec)
+		platformReady(t, c, gen)
+		if warm {
+			standbyCaughtUp(t, wB, n)
+		}
+		// B has nothing more to evaluate until it is elected: warm, it has
+		// caught up; cold, it evaluates nothing.
+		m := wB.Publisher.Stats().Memo
+		evalsAt = m.Misses - m.Shared
+		if err := stopA(); err != nil {
+			t.Fatalf("stop A: %v", err)
+		}
+	case "racing":
+		stopped := make(chan error, 1)
+		go func() { stopped <- stopA() }()
+		updateSpecWith(t, c, spec)
+		if err := <-stopped; err != nil {
+			t.Fatalf("stop A: %v", err)
+		}
+	}
+	waitElected(t, mgrB.Elected(), "B")
+	<-elected
+	failoverRendered(t, c, n, 2)
+	allAt := time.Now()
+	waitLong(t, fmt.Sprintf("B rendered all %d Releases against the new platform", n), func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(renders) < n {
+			return fmt.Errorf("%d rendered", len(renders))
+		}
+		return nil
+	})
+	w.Stop()
+	<-watched
+
+	m := wB.Publisher.Stats().Memo
+	mu.Lock()
+	defer mu.Unlock()
+	if firstBegun.Before(electedAt) {
+		electedAt = firstBegun
+	}
+	f := failover{
+		first:    renders[0].Sub(electedAt),
+		all:      renders[n-1].Sub(electedAt),
+		evals:    m.Misses - m.Shared - evalsAt,
+		notReady: len(notReady),
+	}
+	if scenario == "racing" {
+		// B may render against the platform it served when elected, then
+		// against the new one: all is when the status of every Release
+		// names the new one.
+		f.all = allAt.Sub(electedAt)
+	}
+	return f
+}
+
+// tenComponents is an instance module named r<i> with ten components of
+// the web catalog.
+func tenComponents(i int) map[string]string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "package fleet\n\nname: \"r%03d\"\nrequires: %q: \"v1.4.0\"\n", i, webPath)
+	for j := range 10 {
+		kind, port := "Deployment", 8080+j
+		if j%2 == 1 {
+			kind = "Service"
+		}
+		fmt.Fprintf(&b, "components: c%d: {kind: %q, catalog: %q, replicas: %d, spec: {image: \"app%d:%d\", port: %d}}\n",
+			j, kind, webPath, j%3, i, j, port)
+	}
+	return map[string]string{
+		"cue.mod/module.cue": "module: \"example.com/fleet@v0\"\nlanguage: version: \"v0.14.0\"\n",
+		"fleet.cue":          b.String(),
+	}
+}
+
+func waitElected(t *testing.T, elected <-chan struct{}, who string) {
+	t.Helper()
+	eventually(t, who+" elected", func() error {
+		select {
+		case <-elected:
+			return nil
+		default:
+			return errors.New("not elected")
+		}
+	})
+}
+
+// failoverRendered waits until n Releases are Rendered against gen.
+func failoverRendered(t *testing.T, c client.Client, n int, gen int64) {
+	t.Helper()
+	waitLong(t, fmt.Sprintf("%d Releases rendered against generation %d", n, gen), func() error {
+		var list v1alpha1.ReleaseList
+		if err := c.List(context.Background(), &list, client.InNamespace(failoverNamespace)); err != nil {
+			return err
+		}
+		done := 0
+		for _, rel := range list.Items {
+			cond := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
+			if cond != nil && cond.Status == metav1.ConditionTrue && rel.Status.PlatformGeneration == gen {
+				done++
+			}
+		}
+		if done != n {
+			return fmt.Errorf("%d of %d", done, n)
+		}
+		return nil
+	})
+}
+
+// standbyCaughtUp waits until the warm standby w has followed the Platform
+// and rendered n Releases against it.
+func standbyCaughtUp(t *testing.T, w *controller.Wiring, n int) {
+	t.Helper()
+	waitLong(t, "the standby caught up", func() error {
+		if err := w.Standby.CaughtUp(context.Background()); err != nil {
+			return err
+		}
+		if cur, _ := w.Standby.Rendered(); cur != n {
+			return fmt.Errorf("%d of %d Releases rendered", cur, n)
+		}
+		return nil
+	})
+}
+
+// updateSpecWith replaces the Platform's spec, with a merge patch that
+// a concurrent status write does not conflict with, and returns its
+// generation.
+func updateSpecWith(t *testing.T, c client.Client, spec v1alpha1.PlatformSpec) int64 {
+	t.Helper()
+	var p v1alpha1.Platform
+	if err := c.Get(context.Background(), platformKey, &p); err != nil {
+		t.Fatal(err)
+	}
+	base := p.DeepCopy()
+	p.Spec = spec
+	if err := c.Patch(context.Background(), &p, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	return p.Generation
+}
+
+// waitLong calls check until it returns nil, logging its last error each
+// minute: a wait for many renders, which on a loaded machine under -race
+// may take minutes. The test binary's -timeout bounds it.
+func waitLong(t *testing.T, what string, check func() error) {
+	t.Helper()
+	next := time.Now().Add(time.Minute)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(next) {
+			t.Logf("%s: still waiting: %v", what, err)
+			next = time.Now().Add(time.Minute)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
