@@ -202,9 +202,9 @@ func TestCheckOptionsAreStricter(t *testing.T) {
 // reconciler that never removes a directory breaks property 4 once that
 // wait is over, and one whose Reconcile never returns fails as a hang.
 // Each bound decides only work that never ends: the reconciler that never
-// prunes has its leases released a minute into a Reconcile, which no
-// machine's Reconcile of a small module reaches, so it is never taken
-// for a hang.
+// prunes has its leases released a minute into a Reconcile, so that a
+// slow build is never taken for a hang, and it never waits for a reader
+// (it refuses instead), so that no Reconcile of it waits out that minute.
 func TestCheckWaitsBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -212,7 +212,7 @@ func TestCheckWaitsBounded(t *testing.T) {
 		release time.Duration
 		want    string
 	}{
-		{"never prunes", &operator{noPrune: true}, time.Minute, "platformtest: property 4 "},
+		{"never prunes", &operator{noPrune: true, refuse: true}, time.Minute, "platformtest: property 4 "},
 		{"hangs", &operator{hang: true}, 10 * time.Millisecond, "has not returned 200ms after every lease was released"},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
