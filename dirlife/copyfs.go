@@ -31,10 +31,10 @@ import (
 // the read returns. As for WriteStream, nothing is then published and
 // id's directory is left as it was.
 func (l Layout[ID]) CopyFS(ctx context.Context, id ID, fsys fs.FS, opts StreamOptions) (Written, error) {
-	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, stage string) (map[string]fileSum, error) {
+	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, stage string) (filled, error) {
 		c := &copier{l: l.fault, ctx: ctx, fsys: fsys, cur: newDirCursor(sr), stage: stage, sums: map[string]fileSum{}, hash: sha256.New()}
 		defer c.cur.close()
-		return c.sums, c.walk()
+		return filled{sums: c.sums}, c.walk()
 	}, opts)
 }
 
@@ -126,7 +126,7 @@ func (c *copier) visit(name string, d fs.DirEntry, err error) error {
 	if mode.IsDir() {
 		mode |= 0o700
 	}
-	if err := checkMode(name, mode, true); err != nil {
+	if err := checkMode(name, mode); err != nil {
 		return err
 	}
 	switch {

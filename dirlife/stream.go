@@ -59,15 +59,24 @@ type Written struct {
 // panic in fill is raised again once it is removed. An error after the
 // publication is one Write would return; the Written then reports it.
 func (l Layout[ID]) WriteStream(ctx context.Context, id ID, fill func(ctx context.Context, dir *os.Root) error, opts StreamOptions) (Written, error) {
-	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, _ string) (map[string]fileSum, error) {
-		return nil, fill(ctx, sr)
+	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, _ string) (filled, error) {
+		return filled{}, fill(ctx, sr)
 	}, opts)
 }
 
-// A filler fills the staging directory sr, named stage in the root. It
-// returns the sizes and digests of the files it wrote itself, if it
-// knows them, which spares reading them back.
-type filler func(ctx context.Context, sr *os.Root, stage string) (map[string]fileSum, error)
+// A filler fills the staging directory sr, named stage in the root.
+type filler func(ctx context.Context, sr *os.Root, stage string) (filled, error)
+
+// filled is what a filler knows of what it wrote.
+type filled struct {
+	// sums are the sizes and digests of the files it wrote, by path in
+	// the staging directory, if it knows them: that spares reading them
+	// back.
+	sums map[string]fileSum
+	// synced reports that it synced every file it wrote (not the
+	// directories).
+	synced bool
+}
 
 // fileSum is the size and SHA-256 of a staged file.
 type fileSum struct {
@@ -109,14 +118,14 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 			return false, err
 		}
 		inherited := fi.Mode()&fs.ModeSetgid != 0
-		sums, err := l.runFill(ctx, fill, sr, stage)
+		f, err := l.runFill(ctx, fill, sr, stage)
 		if err == nil {
 			err = ctx.Err()
 		}
 		if err != nil {
 			return false, err
 		}
-		if w.Digest, err = l.finish(ctx, r, dir, sr, stage, inherited, sums, opts.Current); err != nil {
+		if w.Digest, err = l.finish(ctx, r, dir, sr, stage, inherited, f, opts.Current); err != nil {
 			return false, err
 		}
 		checked = true // every directory is the owner's to empty
@@ -141,9 +150,9 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 }
 
 // runFill calls fill, turning a panic into a *fillPanic.
-func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage string) (sums map[string]fileSum, err error) {
+func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage string) (f filled, err error) {
 	if err := l.fault(stepFill, stage); err != nil {
-		return nil, &os.PathError{Op: "fill", Path: stage, Err: err}
+		return f, &os.PathError{Op: "fill", Path: stage, Err: err}
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -157,22 +166,19 @@ func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage
 // it and, unless NoSync or its digest is current (it is then discarded),
 // makes it durable. inherited reports whether the staging directory had
 // the setgid bit from Root before it was filled.
-func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, inherited bool, sums map[string]fileSum, current Digest) (Digest, error) {
+func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, inherited bool, f filled, current Digest) (Digest, error) {
 	fi, err := sr.Lstat(".")
 	if err != nil {
 		return Digest{}, err
 	}
 	mode, setgid := passedOn(fi.Mode(), inherited)
-	if err := checkMode(".", mode, true); err != nil {
+	if err := checkMode(".", mode); err != nil {
 		return Digest{}, err // the directory itself
 	}
-	sync := syncFS
-	if l.PerFileSync || !haveSyncfs {
-		sync = syncFiles
-	}
+	sync := l.syncMode()
 	w := &stagedWalk{
-		ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: stage, sums: sums,
-		fault: l.fault, syncFiles: !l.NoSync && sync == syncFiles,
+		ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: stage, sums: f.sums,
+		fault: l.fault, syncFiles: !l.NoSync && sync == syncFiles && !f.synced,
 		hash: sha256.New(),
 	}
 	defer w.cur.close()
@@ -300,7 +306,7 @@ func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (i
 		return false, false, err
 	}
 	mode, setgid := passedOn(fi.Mode(), parentSetgid)
-	if err := checkMode(rel, mode, true); err != nil {
+	if err := checkMode(rel, mode); err != nil {
 		return false, false, err
 	}
 	switch mode.Type() {
