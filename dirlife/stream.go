@@ -36,28 +36,25 @@ type StreamOptions struct {
 	Current Digest
 }
 
-// Written reports a streamed write that succeeded.
+// Written reports a write that published, or found its content current.
 type Written struct {
 	Dir       string // the ID's directory, [Layout.Dir]
-	Digest    Digest // of the staged content; see [TreeDigest]
+	Digest    Digest // of the staged content
 	Published bool   // false when Digest equals StreamOptions.Current
 }
 
-// WriteStream is [Layout.WriteTree] with the tree that fill makes in dir,
-// an [os.Root] of a fresh staging directory beside id's: nothing fill does
-// through dir reaches outside it. Once fill returns nil, every entry is
-// checked as WriteTree checks a Tree (see the package documentation's
-// Modes, links and streamed writes), read back for the Digest, made
-// durable unless NoSync, and published as Write publishes, unless the
-// Digest is opts.Current. fill's modes are kept, after the umask.
+// WriteStream publishes as id's directory the tree fill makes in dir, an
+// [os.Root] of a fresh staging directory: every entry is checked
+// ([*NameError]), digested, made durable unless NoSync, and renamed into
+// place, swapping out an existing directory, which is removed before
+// WriteStream returns unless [Layout.DeferRemoval]. Nothing is published
+// if the Digest is opts.Current. fill runs under Root's shared lock: it
+// must honour ctx and call no method of a Layout on Root. Besides fill's,
+// it holds bounded descriptors, and memory that does not grow with the bytes.
 //
-// fill runs with Root's lock held shared, as a Write stages: it must
-// honour ctx, and must not call a method of a Layout on the same Root (a
-// waiting Prune would wait for it too). On failure (fill's error, a
-// refused entry, ctx done before publication) WriteStream leaves id's
-// directory as a failed Write does, and removes the staging directory; a
-// panic in fill is raised again once it is removed. An error after the
-// publication is one Write would return; the Written then reports it.
+// On failure id's directory is as it was and the staging directory is
+// removed (a panic in fill is raised again then), but for the errors of
+// [*NotDurableError] and [*StalledError], returned with the Written.
 func (l Layout[ID]) WriteStream(ctx context.Context, id ID, fill func(ctx context.Context, dir *os.Root) error, opts StreamOptions) (Written, error) {
 	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, _ string) (filled, error) {
 		return filled{}, fill(ctx, sr)

@@ -17,8 +17,9 @@ import (
 // A Write holds a bounded number of descriptors whatever its tree's depth
 // and width (a few dozen), and hashes each file as it writes it.
 //
-// On failure id's directory is as WriteStream leaves it. A non-empty Root
-// no layout claimed is refused with [ErrNotOwned].
+// On failure id's directory is as WriteStream leaves it; with the errors
+// of a published directory, the path is returned too. A non-empty Root no
+// layout claimed is refused with [ErrNotOwned].
 func (l Layout[ID]) Write(id ID, files Files) (string, error) {
 	if _, err := l.name(id); err != nil {
 		return "", err
