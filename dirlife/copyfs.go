@@ -14,27 +14,20 @@ import (
 	"sync"
 )
 
-// CopyFS is [Layout.WriteStream] with fsys's tree as the content: its
-// directories (empty ones too), regular files and symbolic links, copied a
-// buffer at a time (fsys must implement [fs.ReadLinkFS] for its links to
-// be copied), each file hashed as it is written. Files keep their
-// permission bits exactly, whatever the umask; directories keep theirs
-// with the owner's read, write and search added (an [embed.FS] directory,
-// 0o555, becomes 0o755). The entries of fsys are checked as WriteTree
-// checks a Tree, each before it is copied; a setuid, setgid or sticky bit
-// is refused, not dropped (a directory keeps the setgid bit a setgid Root
-// passes on, as Write's do). An entry whose name is not one path element
-// (empty, "." or "..", or holding a slash) is refused with a [*NameError].
-//
-// CopyFS returns once ctx is done, also while a read from fsys blocks:
-// such a read is abandoned, not interrupted, and its goroutine ends when
-// the read returns. As for WriteStream, nothing is then published and
-// id's directory is left as it was.
+// CopyFS is [Layout.WriteStream] with a fill that copies fsys's tree, a
+// buffer at a time: its directories (empty ones too), regular files and
+// symbolic links (fsys must implement [fs.ReadLinkFS] for those). Files
+// keep their permission bits exactly, whatever the umask; directories keep
+// theirs with the owner's read, write and search added (an [embed.FS]
+// directory, 0o555, becomes 0o755). Each entry is checked before it is
+// copied ([*NameError]), also one whose name is not one path element.
+// CopyFS returns once ctx is done, also while a read from fsys blocks: the
+// read is abandoned, and its goroutine ends when it returns.
 func (l Layout[ID]) CopyFS(ctx context.Context, id ID, fsys fs.FS, opts StreamOptions) (Written, error) {
-	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, stage string) (map[string]fileSum, error) {
+	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, stage string) (filled, error) {
 		c := &copier{l: l.fault, ctx: ctx, fsys: fsys, cur: newDirCursor(sr), stage: stage, sums: map[string]fileSum{}, hash: sha256.New()}
 		defer c.cur.close()
-		return c.sums, c.walk()
+		return filled{sums: c.sums}, c.walk()
 	}, opts)
 }
 
@@ -126,7 +119,7 @@ func (c *copier) visit(name string, d fs.DirEntry, err error) error {
 	if mode.IsDir() {
 		mode |= 0o700
 	}
-	if err := checkMode(name, mode, true); err != nil {
+	if err := checkMode(name, mode); err != nil {
 		return err
 	}
 	switch {

@@ -3,6 +3,7 @@
 package dirlife
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -43,7 +44,7 @@ func TestDeferredRemovalModel(t *testing.T) {
 		}
 		defer func() {
 			slow.Store(0)
-			if err := l.Settle(); err != nil {
+			if err := l.Settle(context.Background()); err != nil {
 				t.Fatalf("final Settle: %v", err)
 			}
 		}()
@@ -110,7 +111,7 @@ func TestDeferredRemovalModel(t *testing.T) {
 				strays[name] = kind == "dir"
 			},
 			"settle": func(t *rapid.T) {
-				if err := l.Settle(); err != nil {
+				if err := l.Settle(context.Background()); err != nil {
 					t.Fatalf("Settle: %v", err)
 				}
 				var want []string
@@ -191,7 +192,7 @@ func TestBlockedRemoval(t *testing.T) {
 					if err != nil {
 						t.Fatalf("a deferring Prune = %v, want nil", err)
 					}
-					err = l.Settle()
+					err = l.Settle(context.Background())
 				} else {
 					err = <-pruned
 				}
@@ -217,7 +218,7 @@ func TestBlockedRemoval(t *testing.T) {
 				}
 
 				close(unblock)
-				if err := l.Settle(); err != nil {
+				if err := l.Settle(context.Background()); err != nil {
 					t.Fatalf("Settle once the removal returned = %v", err)
 				}
 				if got := rootEntries(t, l.Root); !slices.Equal(got, []string{"gen-2", "gen-3"}) {

@@ -3,6 +3,7 @@
 package dirlife
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -137,7 +138,7 @@ func TestLowFDLimitChild(t *testing.T) {
 	if err := l.Prune(1, 2); err != nil {
 		t.Fatalf("Prune under RLIMIT_NOFILE %d: %v", lowFDLimit, err)
 	}
-	if err := l.Settle(); err != nil {
+	if err := l.Settle(context.Background()); err != nil {
 		t.Fatalf("removal under RLIMIT_NOFILE %d: %v", lowFDLimit, err)
 	}
 	if ids, err := l.IDs(); err != nil || len(ids) != 2 {

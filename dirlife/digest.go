@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"hash"
 	"io/fs"
 	"path"
@@ -18,11 +20,8 @@ import (
 // depth-first walk that visits a directory's entries in byte order of
 // their names; for each, its kind, its cleaned path and its permission
 // bits (none for a link), then a file's size and the SHA-256 of its bytes,
-// or a link's target, each field length-prefixed. A Tree implies its
-// directories with mode 0o755 and gives 0o644 to a file whose Mode has no
-// permission bits. A streamed write takes the modes on disk, after the
-// umask: with the usual umask 022, what it creates with the defaults of
-// [os.Mkdir] (0o755) and [os.Create] has the modes a Tree implies.
+// or a link's target, each field length-prefixed. The modes are those on
+// disk, after the umask.
 type Digest [sha256.Size]byte
 
 // String returns the digest in hexadecimal.
@@ -31,13 +30,16 @@ func (d Digest) String() string { return hex.EncodeToString(d[:]) }
 // IsZero reports whether d is the zero Digest.
 func (d Digest) IsZero() bool { return d == Digest{} }
 
-// TreeDigest returns the [Digest] of tree as [Layout.WriteTree] writes it:
-// the digest [Layout.WriteStream] and [Layout.CopyFS] report for the same
-// content, so that a publisher can tell an identical re-publish without
-// keeping a copy. For [Files], it is TreeDigest(files.Tree()). It reads no
-// disk, and returns the error [CheckTree] returns for tree.
-func TreeDigest(tree Tree) (Digest, error) {
-	p, err := planTree(tree)
+// DigestFiles returns the [Digest] that [Layout.Write] gives files under
+// the usual umask, 022: each file 0o644 and each directory 0o755 (under
+// another umask the modes on disk, and so the digest, differ). A
+// publisher keeps it to tell an identical re-publish without a copy of
+// the files. It reads no disk, and refuses what [CheckFiles] refuses.
+func DigestFiles(files Files) (Digest, error) {
+	p, err := planFiles(files)
+	if errors.Is(err, ErrNoFiles) {
+		return Digest{}, fmt.Errorf("dirlife: digest files: %w", err)
+	}
 	if err != nil {
 		return Digest{}, err
 	}
@@ -60,12 +62,8 @@ func TreeDigest(tree Tree) (Digest, error) {
 			dg.dir(e.name, defaultDirPerm)
 			continue
 		}
-		f := tree[p.from[e.file]]
-		if f.Mode&fs.ModeSymlink != 0 {
-			dg.link(e.name, string(f.Data))
-			continue
-		}
-		dg.file(e.name, f.perm(), int64(len(f.Data)), sha256.Sum256(f.Data))
+		data := files[p.from[e.file]]
+		dg.file(e.name, defaultFilePerm, int64(len(data)), sha256.Sum256(data))
 	}
 	return dg.sum(), nil
 }

@@ -42,12 +42,33 @@ var (
 	ErrUnsafeRoot = errors.New("unsafe root")
 )
 
-// A NameError reports a file name or ID that the layout refuses, and the
-// rule it breaks (see the package documentation's Names): unsafe (empty,
-// absolute, escaping, over-long, a duplicate), unportable (a character or
-// device name Windows refuses, a trailing dot or space) or colliding with
-// another name of the same Files by case. Nothing has been written when a
-// NameError is returned.
+// A NameError reports a name or an entry that the layout refuses, and the
+// rule it breaks; nothing is published. The rules make a layout portable:
+// what it writes on Linux, Windows and macOS (case-insensitive by default)
+// holds as written. An ID's directory name, as its [Codec] formats it, and
+// each element of a file's path must not
+//
+//   - contain a control character (0x00 to 0x1F) or one of : < > " \ | ? *;
+//   - end with a dot or a space, which Windows drops;
+//   - be a device name Windows reserves: CON, PRN, AUX, NUL, COM0 to COM9
+//     and LPT0 to LPT9, in any case, alone or before an extension
+//     ("nul.txt"), and COM and LPT with a superscript digit (COM¹, LPT³).
+//
+// Two paths of one directory that differ only by case ("README" and
+// "readme", or the directories of "Pkg/a" and "pkg/b") are refused. An
+// ID's name is one element of at most 255 bytes that does not start with
+// a dot; a file's path is relative, clean of escapes, not a duplicate
+// after cleaning, and at most 4,095 bytes. [StringCodec] escapes whatever
+// would break these rules, upper case included, so every string is an ID.
+//
+// A staged entry, however it was made, is refused unless it is a regular
+// file with no other hard link, a directory its owner can read, write and
+// search (so that Prune can empty it), or a symbolic link that is relative
+// and resolves, as the system follows it through other links, to an entry
+// of the same directory. The setuid, setgid and sticky bits are refused,
+// not dropped, but for the setgid bit that a setgid Root passes on to
+// every directory made under it (a shared group directory, a volume
+// mounted with an fsGroup): that one is Root's, and stays.
 type NameError struct {
 	Name string // the name as given
 	Rule string // the rule it breaks, such as "escapes the directory"

@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"testing/fstest"
 
 	"leasekit.dev/dirlife"
 )
@@ -139,7 +140,7 @@ func ExampleLayout_Settle() {
 	if err := modules.Prune(3); err != nil {
 		log.Fatal(err)
 	}
-	if err := modules.Settle(); err != nil {
+	if err := modules.Settle(context.Background()); err != nil {
 		log.Fatal(err)
 	}
 	entries, _ := os.ReadDir(modules.Root)
@@ -175,11 +176,14 @@ func ExampleLayout_WriteStream() {
 	fi, _ := os.Stat(filepath.Join(w.Dir, "start"))
 	fmt.Println("published:", w.Published, "executable:", fi.Mode()&0o100 != 0)
 
-	same, _ := dirlife.TreeDigest(dirlife.Tree{
+	copied, err := bundles.CopyFS(context.Background(), "v1-copy", fstest.MapFS{
 		"bin/run": {Data: []byte("#!/bin/sh\necho run\n"), Mode: 0o755},
 		"start":   {Data: []byte("bin/run"), Mode: fs.ModeSymlink},
-	})
-	fmt.Println("digest as a Tree:", same == w.Digest)
+	}, dirlife.StreamOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("a copy has its digest:", copied.Digest == w.Digest)
 
 	again, err := bundles.WriteStream(context.Background(), "v1", build, dirlife.StreamOptions{Current: w.Digest})
 	if err != nil {
@@ -188,6 +192,6 @@ func ExampleLayout_WriteStream() {
 	fmt.Println("rebuilt, published:", again.Published)
 	// Output:
 	// published: true executable: true
-	// digest as a Tree: true
+	// a copy has its digest: true
 	// rebuilt, published: false
 }

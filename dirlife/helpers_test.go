@@ -2,6 +2,7 @@ package dirlife
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -80,7 +81,7 @@ func rootEntries(t tb, root string) []string {
 // settle waits for l's background removals and fails on their errors.
 func settle(t tb, l Layout[int64]) {
 	t.Helper()
-	if err := l.Settle(); err != nil {
+	if err := l.Settle(context.Background()); err != nil {
 		t.Fatalf("Settle: %v", err)
 	}
 }

@@ -22,14 +22,8 @@ type Files map[string][]byte
 // share a Root coordinate through a lock on Root. Its methods are safe for
 // concurrent use by multiple goroutines.
 //
-// On Linux a rewrite of an ID is atomic (renameat2 with RENAME_EXCHANGE) and
-// a new ID never replaces one created concurrently (RENAME_NOREPLACE). On
-// other systems, and on Linux filesystems that refuse the exchange, a
-// rewrite moves the old directory aside first, and a new ID is renamed into
-// place after a check that it is absent: see the package documentation's
-// limits. The lock is flock(2) on Root's descriptor on Unix and LockFileEx
-// on Windows; a durable Write syncs with syncfs(2) on Linux and file by
-// file elsewhere.
+// How a rewrite, the lock and a durable write differ between systems is
+// in the package documentation's platform differences.
 type Layout[ID cmp.Ordered] struct {
 	// Root is the directory the layout owns. Write and Reset create it,
 	// with its parents, when it is missing.

@@ -3,6 +3,7 @@
 package dirlife
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"path/filepath"
@@ -11,7 +12,7 @@ import (
 )
 
 // FuzzLinkConfinement writes a Tree with one link, of any name and
-// target, among fixed entries: either WriteTree refuses it with a
+// target, among fixed entries: either CopyFS refuses it with a
 // NameError, or the published link resolves, as the system follows it, to
 // an entry inside the directory.
 func FuzzLinkConfinement(f *testing.F) {
@@ -37,10 +38,11 @@ func FuzzLinkConfinement(f *testing.F) {
 		tree[name] = File{Data: []byte(target), Mode: fs.ModeSymlink}
 		n++
 		l := Layout[int64]{Root: filepath.Join(root, "root"), Codec: IntCodec[int64]{}, NoSync: true}
-		dir, err := l.WriteTree(int64(n), tree)
+		w, err := l.CopyFS(context.Background(), int64(n), treeFS(tree), StreamOptions{})
+		dir := w.Dir
 		if err != nil {
 			if !errors.Is(err, ErrInvalidName) {
-				t.Fatalf("WriteTree: %v", err)
+				t.Fatalf("CopyFS: %v", err)
 			}
 			return
 		}

@@ -1,6 +1,7 @@
 package dirlife
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -25,7 +26,7 @@ func fakeMounts(mounts ...string) func(fs.FileInfo) uint64 {
 // errors of both.
 func pruneErr(l Layout[int64], keep ...int64) error {
 	err := l.Prune(keep...)
-	return errors.Join(err, l.Settle())
+	return errors.Join(err, l.Settle(context.Background()))
 }
 
 // checkMountError fails unless err is or joins a MountError naming path.
@@ -113,7 +114,7 @@ func TestRemovalFailureReported(t *testing.T) {
 	// The removal runs in the background: its failure is reported by the
 	// Prune itself if it is over by then, else by Settle; once.
 	checkMountError(t, pruneErr(l), "sub")
-	if err := l.Settle(); err != nil {
+	if err := l.Settle(context.Background()); err != nil {
 		t.Fatalf("a second Settle = %v, want the failure reported once", err)
 	}
 	if len(leftovers(t, l.Root)) != 1 {
@@ -144,7 +145,7 @@ func TestSettleAfterReportedFailure(t *testing.T) {
 	l.devices = fakeMounts("sub")
 	mustWrite(t, l, 1, Files{"sub/f": nil})
 	checkMountError(t, l.Prune(), "sub")
-	if err := l.Settle(); err != nil {
+	if err := l.Settle(context.Background()); err != nil {
 		t.Fatalf("Settle after the Prune that returned the failure = %v, want nil", err)
 	}
 	if left := leftovers(t, l.Root); len(left) != 1 {

@@ -99,7 +99,6 @@ type plan struct {
 	names []string // cleaned, sorted
 	from  []string // from[i]: the name as given for names[i]
 	dirs  []string // sorted, so parents come first
-	links []int    // the indices in names of symbolic links (a Tree's only)
 }
 
 // CheckFiles reports whether [Layout.Write] would accept the names of

@@ -71,7 +71,7 @@ func TestCrashChild(t *testing.T) {
 	for v := 0; ; v++ {
 		id := rng.Int64N(4)
 		// WriteTree, WriteStream and CopyFS in turn.
-		if _, err := streamKinds[v%3].write(l, id, versionFiles(id, v).Tree(), StreamOptions{}); err != nil {
+		if _, err := streamKinds[v%3].write(l, id, treeOf(versionFiles(id, v)), StreamOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if v == 0 {
@@ -193,7 +193,7 @@ func stress(t tb, l Layout[int64], seed uint64, ops int) (checked int) {
 				t.Fatal(err)
 			}
 		case 3:
-			if _, err := streamKinds[1+rng.IntN(2)].write(l, id, versionFiles(id, int(id)).Tree(), StreamOptions{}); err != nil {
+			if _, err := streamKinds[1+rng.IntN(2)].write(l, id, treeOf(versionFiles(id, int(id))), StreamOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		case 4, 5:

@@ -10,37 +10,33 @@ import (
 )
 
 // Prune removes every entry under Root except the directories of the IDs in
-// keep: superseded IDs, staging leftovers of failed or killed Writes,
-// moved-aside copies and anything else. A missing Root is not an error; an
-// ID in keep without a directory is ignored, unless a rewrite without an
-// atomic exchange left its last published directory moved aside (a crash
-// between its two renames, or a failure to move it back; see the package
-// limits): Prune then restores that directory into place, and removes the
-// other copies.
-//
-// Under Root's exclusive lock, Prune unlinks every entry that is not a
-// directory and renames every directory it removes to a fresh aside name
-// of its own, out of its path, so that a reader finds it complete or
-// absent and no ID or staging directory can take the name it is removed
-// under. It removes those trees after it lets the lock go, so concurrent
-// Writes do not wait for that; when Prune returns, they are gone and their
-// space is free (with [Layout.DeferRemoval], their removal goes on in the
-// background, and [Layout.Settle] waits for it). An entry that another
-// call of this process is removing is left to that call. A removal still
-// running at [Layout.RemovalDeadline] makes Prune return a [*StalledError]
-// naming what is left, and goes on. Prune does not sync Root: after power
-// loss, a pruned ID may be listed again, as if this Prune had not run
-// (see the package limits).
-//
-// Prune refuses, removing nothing, a Root that is empty, the filesystem
-// root, a symbolic link, or a non-empty directory the layout never claimed
-// ([ErrUnsafeRoot], [ErrNotOwned]). Its exclusive lock waits for running
-// Writes, so it never removes a staging directory that a live Write is
-// filling. It never removes across a filesystem mounted under Root
-// ([ErrMountPoint]). On an error it goes on with the other entries and
-// returns the errors, with the failures not yet reported of earlier
-// removals that no call waited for.
+// keep, and returns once they are gone (with [Layout.DeferRemoval], once
+// they are out of every ID's path). It waits for running writes, so it
+// never removes a directory being filled. An ID in keep without a
+// directory is ignored, unless a rewrite without an atomic exchange left
+// its last published directory moved aside: Prune restores it. After power
+// loss a pruned ID may be listed again, complete: to roll back for good,
+// write a new ID. A missing Root is no error; [ErrUnsafeRoot] and
+// [ErrNotOwned] roots are refused, and mounts kept ([ErrMountPoint]). Prune
+// goes on past a failed entry and returns every error, with the failures
+// of earlier removals no call waited for; a removal past
+// [Layout.RemovalDeadline] is a [*StalledError].
 func (l Layout[ID]) Prune(keep ...ID) error {
+	// Under Root's exclusive lock, Prune unlinks every entry that is not a
+	// directory and renames every directory it removes to a fresh aside
+	// name, out of its path, so that a reader finds it complete or absent
+	// and no ID or staging directory can take the name it is removed
+	// under. It removes those trees after it lets the lock go, so that
+	// writes do not wait for that; an entry another call of this process
+	// is removing is left to that call. Of several stranded copies of one
+	// ID, the one moved aside last, as the clock tells, is restored; the
+	// others are garbage.
+	//
+	// Prune syncs nothing: garbage needs no sync. The rename that takes a
+	// directory out of its path precedes every removal in it, journaling
+	// filesystems commit metadata in order, and the next durable write's
+	// sync of Root commits the renames too; so after power loss a pruned
+	// ID is back complete, never partial, and the next Prune removes it.
 	if l.Codec == nil {
 		return ErrNoCodec // it could not tell the kept directories
 	}
@@ -108,7 +104,7 @@ func (l Layout[ID]) Reset() error {
 // a directory is renamed to a fresh aside name of its own, unless it has
 // one already (a plain moved-aside entry, which no ID or staging directory
 // can take), and returned as garbage. Nothing is synced: garbage needs no
-// sync (see the package limits).
+// sync (see the comment in Prune).
 func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool) (doomed []garbage, busy []*removal, errs error) {
 	d, err := h.r.Open(".")
 	if err != nil {

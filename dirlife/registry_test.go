@@ -3,6 +3,7 @@
 package dirlife
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -124,7 +125,7 @@ func TestRecreatedRootReportsNoStaleFailure(t *testing.T) {
 	if err := l.Prune(1); err != nil {
 		t.Fatalf("Prune of a new root = %v, want nil: the failure was in a root deleted before it", err)
 	}
-	if err := l.Settle(); err != nil {
+	if err := l.Settle(context.Background()); err != nil {
 		t.Fatalf("Settle of a new root = %v, want nil", err)
 	}
 }

@@ -354,29 +354,19 @@ func removeErr(root, name string, err error) error {
 }
 
 // Settle waits until the removals that this process's calls on Root left
-// running are over: those of a Layout with DeferRemoval, and those a call
-// stopped waiting for at its deadline. It returns at once when there are
-// none. It returns their failures not reported yet (by an earlier Settle
-// or Prune) while what they left is still in Root, and a [*StalledError]
-// naming those still running once the removal deadline has passed since
-// Settle began: they go on. A missing Root is not an error.
-//
-// Afterwards every entry that this process set aside before Settle began
-// is gone from Root, or named by the error, or left by a removal whose
-// failure was reported already (by the call that waited for it, or by an
-// earlier Prune or Settle); the next Prune removes what a failure left,
-// unless its cause (a mount) stays. Entries that another process
-// left (a crash's staging directory) stay until the next Prune or Reset,
-// and removals started by another process are not waited for.
-//
-// The process keeps the failures of at most 16 roots that no call uses
-// any more, forgetting the oldest first; what their removals left is
-// removed all the same by the next Prune.
-func (l Layout[ID]) Settle() error { return l.SettleContext(context.Background()) }
-
-// SettleContext is [Layout.Settle] that also stops waiting when ctx ends,
-// returning ctx's error; the removals go on.
-func (l Layout[ID]) SettleContext(ctx context.Context) error {
+// running are over (those of [Layout.DeferRemoval], and those a call
+// stopped waiting for at its deadline), or until ctx is done, returning
+// ctx's error; the removals go on. It returns their failures not reported
+// yet while what they left is still in Root, and a [*StalledError] naming
+// those still running past the removal deadline. Afterwards every entry
+// this process set aside before Settle began is gone, named by the error,
+// or left by a failure reported already; the next Prune removes it.
+// Another process's removals and leftovers are not waited for. A missing
+// Root is not an error.
+func (l Layout[ID]) Settle(ctx context.Context) error {
+	// The failures of at most 16 roots that no call uses any more are
+	// kept, the oldest forgotten first; what their removals left is
+	// removed all the same by the next Prune.
 	if exists, err := checkRoot("settle", l.Root); err != nil || !exists {
 		return err
 	}

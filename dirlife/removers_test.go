@@ -202,7 +202,7 @@ func TestRemovalSlotsHeldStallOthers(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		start = time.Now()
-		if err := other.SettleContext(ctx); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 5*time.Second {
+		if err := other.Settle(ctx); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 5*time.Second {
 			t.Fatalf("SettleContext = %v after %v, want ctx's error once ctx ends", err, time.Since(start))
 		}
 		mu.Lock()

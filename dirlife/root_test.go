@@ -1,6 +1,7 @@
 package dirlife
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -181,31 +182,38 @@ func TestPlantedSymlinks(t *testing.T) {
 	}
 }
 
-func TestWriteFS(t *testing.T) {
+// TestCopyFSDir: CopyFS of an os.DirFS tree copies its files and
+// directories, refuses an absolute link naming it and leaves the
+// directory as it was, and refuses an empty tree.
+func TestCopyFSDir(t *testing.T) {
 	l := genLayout(t)
+	ctx := context.Background()
 	src := t.TempDir()
 	os.MkdirAll(filepath.Join(src, "a", "b"), 0o755)
 	os.MkdirAll(filepath.Join(src, "empty"), 0o755)
 	os.WriteFile(filepath.Join(src, "top.cue"), []byte("top"), 0o644)
 	os.WriteFile(filepath.Join(src, "a", "b", "deep.cue"), []byte("deep"), 0o644)
-	if _, err := l.WriteFS(5, os.DirFS(src)); err != nil {
+	if _, err := l.CopyFS(ctx, 5, os.DirFS(src), StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readTree(t, l.Dir(5)); !sameFiles(got, Files{"top.cue": []byte("top"), "a/b/deep.cue": []byte("deep")}) {
-		t.Fatalf("WriteFS wrote %v", got)
+		t.Fatalf("CopyFS wrote %v", got)
+	}
+	if fi, err := os.Stat(filepath.Join(l.Dir(5), "empty")); err != nil || !fi.IsDir() {
+		t.Fatalf("CopyFS left out the empty directory: %v", err)
 	}
 
 	os.Symlink("/etc/passwd", filepath.Join(src, "a", "link"))
-	_, err := l.WriteFS(5, os.DirFS(src))
+	_, err := l.CopyFS(ctx, 5, os.DirFS(src), StreamOptions{})
 	var ne *NameError
 	if !errors.As(err, &ne) || ne.Name != "a/link" {
-		t.Fatalf("WriteFS with a symlink = %v, want a NameError naming a/link", err)
+		t.Fatalf("CopyFS with an absolute symlink = %v, want a NameError naming a/link", err)
 	}
 	if got := readTree(t, l.Dir(5)); len(got) != 2 {
-		t.Fatalf("a refused WriteFS changed the directory: %v", got)
+		t.Fatalf("a refused CopyFS changed the directory: %v", got)
 	}
-	if _, err := l.WriteFS(6, os.DirFS(t.TempDir())); !errors.Is(err, ErrNoFiles) {
-		t.Fatalf("WriteFS of an empty tree = %v, want ErrNoFiles", err)
+	if _, err := l.CopyFS(ctx, 6, os.DirFS(t.TempDir()), StreamOptions{}); !errors.Is(err, ErrNoFiles) {
+		t.Fatalf("CopyFS of an empty tree = %v, want ErrNoFiles", err)
 	}
 }
 
@@ -215,8 +223,8 @@ func TestNoCodec(t *testing.T) {
 	if _, err := l.Write(1, Files{"f": nil}); !errors.Is(err, ErrNoCodec) {
 		t.Fatalf("Write = %v, want ErrNoCodec", err)
 	}
-	if _, err := l.WriteFS(1, os.DirFS(t.TempDir())); !errors.Is(err, ErrNoCodec) {
-		t.Fatalf("WriteFS = %v, want ErrNoCodec", err)
+	if _, err := l.CopyFS(context.Background(), 1, os.DirFS(t.TempDir()), StreamOptions{}); !errors.Is(err, ErrNoCodec) {
+		t.Fatalf("CopyFS = %v, want ErrNoCodec", err)
 	}
 	if _, err := l.IDs(); !errors.Is(err, ErrNoCodec) {
 		t.Fatalf("IDs = %v, want ErrNoCodec", err)

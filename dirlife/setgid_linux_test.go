@@ -73,12 +73,12 @@ func TestSetgidRoot(t *testing.T) {
 	for name, f := range tree {
 		files[name] = f.Data
 	}
-	plain := files.Tree() // the same names and bytes, each 0o644
-	want, err := TreeDigest(tree)
+	plain := treeOf(files) // the same names and bytes, each 0o644
+	want, err := treeDigest(tree)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPlain, err := TreeDigest(plain)
+	wantPlain, err := treeDigest(plain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +89,10 @@ func TestSetgidRoot(t *testing.T) {
 		write  func(id int64) (Digest, error)
 	}{
 		{"Write", wantPlain, func(id int64) (Digest, error) { _, err := l.Write(id, files); return wantPlain, err }},
-		{"WriteFS", wantPlain, func(id int64) (Digest, error) { _, err := l.WriteFS(id, treeFS(plain)); return wantPlain, err }},
-		{"WriteTree", want, func(id int64) (Digest, error) { _, err := l.WriteTree(id, tree); return want, err }},
+		{"CopyFS of Files", wantPlain, func(id int64) (Digest, error) {
+			w, err := l.CopyFS(ctx, id, treeFS(plain), StreamOptions{})
+			return w.Digest, err
+		}},
 		{"WriteStream", want, func(id int64) (Digest, error) {
 			w, err := l.WriteStream(ctx, id, fillTree(tree), StreamOptions{})
 			return w.Digest, err
@@ -100,7 +102,7 @@ func TestSetgidRoot(t *testing.T) {
 			return w.Digest, err
 		}},
 	}
-	var first map[string]fs.FileMode // the modes WriteTree publishes
+	var first map[string]fs.FileMode // the modes the first verb of the tree publishes
 	for i, v := range verbs {
 		id := int64(i + 1)
 		for round := range 2 { // a first write, then a rewrite
@@ -130,11 +132,11 @@ func TestSetgidRoot(t *testing.T) {
 		}
 		for name, m := range first {
 			if modes[name] != m {
-				t.Errorf("%s: %s has mode %v, WriteTree gives it %v", v.name, name, modes[name], m)
+				t.Errorf("%s: %s has mode %v, WriteStream gives it %v", v.name, name, modes[name], m)
 			}
 		}
 		if len(modes) != len(first) {
-			t.Errorf("%s published %d entries, WriteTree %d", v.name, len(modes), len(first))
+			t.Errorf("%s published %d entries, WriteStream %d", v.name, len(modes), len(first))
 		}
 	}
 	settle(t, l)
@@ -221,7 +223,8 @@ func TestSetgidRootRefusesTheCallersBits(t *testing.T) {
 				return err
 			}},
 			{"f", func(id int64) error {
-				_, err := l.WriteTree(id, Tree{"f": {Data: []byte("x"), Mode: fs.ModeSetgid | 0o644}})
+				fsys := fstest.MapFS{"f": {Data: []byte("x"), Mode: fs.ModeSetgid | 0o644}}
+				_, err := l.CopyFS(ctx, id, fsys, StreamOptions{})
 				return err
 			}},
 		}
@@ -287,7 +290,7 @@ func TestSetgidRootIrregularAndLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := TreeDigest(Tree{"a/b/f": {Data: []byte("f")}, "a/l": {Data: []byte("b/f"), Mode: fs.ModeSymlink}})
+	want, _ := treeDigest(Tree{"a/b/f": {Data: []byte("f")}, "a/l": {Data: []byte("b/f"), Mode: fs.ModeSymlink}})
 	if w.Digest != want {
 		t.Fatalf("digest %v, want %v", w.Digest, want)
 	}

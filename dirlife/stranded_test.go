@@ -1,6 +1,7 @@
 package dirlife
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,7 +131,7 @@ func TestPruneRestoresLongName(t *testing.T) {
 	if err := l.Prune(long); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Settle(); err != nil {
+	if err := l.Settle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ids, err := l.IDs()

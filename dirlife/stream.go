@@ -36,38 +36,44 @@ type StreamOptions struct {
 	Current Digest
 }
 
-// Written reports a streamed write that succeeded.
+// Written reports a write that published, or found its content current.
 type Written struct {
 	Dir       string // the ID's directory, [Layout.Dir]
-	Digest    Digest // of the staged content; see [TreeDigest]
+	Digest    Digest // of the staged content
 	Published bool   // false when Digest equals StreamOptions.Current
 }
 
-// WriteStream is [Layout.WriteTree] with the tree that fill makes in dir,
-// an [os.Root] of a fresh staging directory beside id's: nothing fill does
-// through dir reaches outside it. Once fill returns nil, every entry is
-// checked as WriteTree checks a Tree (see the package documentation's
-// Modes, links and streamed writes), read back for the Digest, made
-// durable unless NoSync, and published as Write publishes, unless the
-// Digest is opts.Current. fill's modes are kept, after the umask.
+// WriteStream publishes as id's directory the tree fill makes in dir, an
+// [os.Root] of a fresh staging directory: every entry is checked
+// ([*NameError]), digested, made durable unless NoSync, and renamed into
+// place, swapping out an existing directory, which is removed before
+// WriteStream returns unless [Layout.DeferRemoval]. Nothing is published
+// if the Digest is opts.Current. fill runs under Root's shared lock: it
+// must honour ctx and call no method of a Layout on Root. Besides fill's,
+// it holds bounded descriptors, and memory that does not grow with the bytes.
 //
-// fill runs with Root's lock held shared, as a Write stages: it must
-// honour ctx, and must not call a method of a Layout on the same Root (a
-// waiting Prune would wait for it too). On failure (fill's error, a
-// refused entry, ctx done before publication) WriteStream leaves id's
-// directory as a failed Write does, and removes the staging directory; a
-// panic in fill is raised again once it is removed. An error after the
-// publication is one Write would return; the Written then reports it.
+// On failure id's directory is as it was and the staging directory is
+// removed (a panic in fill is raised again then), but for the errors of
+// [*NotDurableError] and [*StalledError], returned with the Written.
 func (l Layout[ID]) WriteStream(ctx context.Context, id ID, fill func(ctx context.Context, dir *os.Root) error, opts StreamOptions) (Written, error) {
-	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, _ string) (map[string]fileSum, error) {
-		return nil, fill(ctx, sr)
+	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, _ string) (filled, error) {
+		return filled{}, fill(ctx, sr)
 	}, opts)
 }
 
-// A filler fills the staging directory sr, named stage in the root. It
-// returns the sizes and digests of the files it wrote itself, if it
-// knows them, which spares reading them back.
-type filler func(ctx context.Context, sr *os.Root, stage string) (map[string]fileSum, error)
+// A filler fills the staging directory sr, named stage in the root.
+type filler func(ctx context.Context, sr *os.Root, stage string) (filled, error)
+
+// filled is what a filler knows of what it wrote.
+type filled struct {
+	// sums are the sizes and digests of the files it wrote, by path in
+	// the staging directory, if it knows them: that spares reading them
+	// back.
+	sums map[string]fileSum
+	// synced reports that it synced every file it wrote (not the
+	// directories).
+	synced bool
+}
 
 // fileSum is the size and SHA-256 of a staged file.
 type fileSum struct {
@@ -109,14 +115,14 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 			return false, err
 		}
 		inherited := fi.Mode()&fs.ModeSetgid != 0
-		sums, err := l.runFill(ctx, fill, sr, stage)
+		f, err := l.runFill(ctx, fill, sr, stage)
 		if err == nil {
 			err = ctx.Err()
 		}
 		if err != nil {
 			return false, err
 		}
-		if w.Digest, err = l.finish(ctx, r, dir, sr, stage, inherited, sums, opts.Current); err != nil {
+		if w.Digest, err = l.finish(ctx, r, dir, sr, stage, inherited, f, opts.Current); err != nil {
 			return false, err
 		}
 		checked = true // every directory is the owner's to empty
@@ -141,9 +147,9 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 }
 
 // runFill calls fill, turning a panic into a *fillPanic.
-func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage string) (sums map[string]fileSum, err error) {
+func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage string) (f filled, err error) {
 	if err := l.fault(stepFill, stage); err != nil {
-		return nil, &os.PathError{Op: "fill", Path: stage, Err: err}
+		return f, &os.PathError{Op: "fill", Path: stage, Err: err}
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -157,22 +163,19 @@ func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage
 // it and, unless NoSync or its digest is current (it is then discarded),
 // makes it durable. inherited reports whether the staging directory had
 // the setgid bit from Root before it was filled.
-func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, inherited bool, sums map[string]fileSum, current Digest) (Digest, error) {
+func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, inherited bool, f filled, current Digest) (Digest, error) {
 	fi, err := sr.Lstat(".")
 	if err != nil {
 		return Digest{}, err
 	}
 	mode, setgid := passedOn(fi.Mode(), inherited)
-	if err := checkMode(".", mode, true); err != nil {
+	if err := checkMode(".", mode); err != nil {
 		return Digest{}, err // the directory itself
 	}
-	sync := syncFS
-	if l.PerFileSync || !haveSyncfs {
-		sync = syncFiles
-	}
+	sync := l.syncMode()
 	w := &stagedWalk{
-		ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: stage, sums: sums,
-		fault: l.fault, syncFiles: !l.NoSync && sync == syncFiles,
+		ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: stage, sums: f.sums,
+		fault: l.fault, syncFiles: !l.NoSync && sync == syncFiles && !f.synced,
 		hash: sha256.New(),
 	}
 	defer w.cur.close()
@@ -300,7 +303,7 @@ func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (i
 		return false, false, err
 	}
 	mode, setgid := passedOn(fi.Mode(), parentSetgid)
-	if err := checkMode(rel, mode, true); err != nil {
+	if err := checkMode(rel, mode); err != nil {
 		return false, false, err
 	}
 	switch mode.Type() {

@@ -22,7 +22,7 @@ var streamSteps = []string{stepOwnerAttr, stepMkdir, stepFill, stepCreate, stepW
 // reports ErrNotDurable; a failed hand-over of the replaced copy leaves it
 // for Prune, the write having succeeded.
 func TestStreamFaults(t *testing.T) {
-	tree := newFiles.Tree()
+	tree := treeOf(newFiles)
 	for _, k := range streamKinds[1:] {
 		for _, s := range scenarios() {
 			t.Run(k.name+"/"+s.name, func(t *testing.T) {
@@ -91,7 +91,7 @@ func TestStreamFaultsUnderConcurrency(t *testing.T) {
 			l.PerFileSync = perFile
 			mustWrite(t, l, 7, versionFiles(7, 0))
 			l.faults = rec.hook
-			if _, err := k.write(l, 7, versionFiles(7, 1).Tree(), StreamOptions{}); err != nil {
+			if _, err := k.write(l, 7, treeOf(versionFiles(7, 1)), StreamOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if rec.counts[step] == 0 {
@@ -121,13 +121,13 @@ func streamFaultRound(t *testing.T, write func(Layout[int64], int64, Tree, Strea
 	errs := make([]error, writers+1)
 	var wg sync.WaitGroup
 	done := make(chan struct{})
-	wg.Go(func() { _, errs[1] = write(faulty, 7, versionFiles(7, 1).Tree(), StreamOptions{}) })
+	wg.Go(func() { _, errs[1] = write(faulty, 7, treeOf(versionFiles(7, 1)), StreamOptions{}) })
 	for v := 2; v <= writers; v++ {
 		wg.Go(func() {
 			if v%2 == 0 {
 				_, errs[v] = l.Write(7, versionFiles(7, v))
 			} else {
-				_, errs[v] = streamKinds[v%3].write(l, 7, versionFiles(7, v).Tree(), StreamOptions{})
+				_, errs[v] = streamKinds[v%3].write(l, 7, treeOf(versionFiles(7, v)), StreamOptions{})
 			}
 		})
 	}
@@ -135,7 +135,7 @@ func streamFaultRound(t *testing.T, write func(Layout[int64], int64, Tree, Strea
 	others.Go(func() { // other IDs, streamed
 		for i := range 6 {
 			id := int64(i % 3)
-			if _, err := streamKinds[i%3].write(l, id, versionFiles(id, i%3).Tree(), StreamOptions{}); err != nil {
+			if _, err := streamKinds[i%3].write(l, id, treeOf(versionFiles(id, i%3)), StreamOptions{}); err != nil {
 				t.Errorf("write(%d): %v", id, err)
 			}
 		}

@@ -2,6 +2,7 @@ package dirlife
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,6 +11,90 @@ import (
 	"slices"
 	"testing/fstest"
 )
+
+// A File is one entry of a test's Tree: a regular file with its content
+// and permission bits, or a symbolic link whose target is Data. Mode zero
+// means 0o644.
+type File struct {
+	Data []byte
+	Mode fs.FileMode
+}
+
+// perm returns the permission bits f is written with.
+func (f File) perm() fs.FileMode {
+	if f.Mode.Perm() == 0 {
+		return defaultFilePerm
+	}
+	return f.Mode.Perm()
+}
+
+// A Tree describes what a test writes with [Layout.WriteStream] (through
+// fillTree), [Layout.CopyFS] (through treeFS) or, when it is plain,
+// [Layout.Write]: slash-separated paths to files and links, directories
+// implied, each 0o755.
+type Tree map[string]File
+
+// treeOf returns files as a Tree, each file 0o644.
+func treeOf(files Files) Tree {
+	t := make(Tree, len(files))
+	for name, data := range files {
+		t[name] = File{Data: data}
+	}
+	return t
+}
+
+// filesOf returns tree as Files, and whether it is plain: only files, each
+// 0o644, as Write writes them.
+func filesOf(tree Tree) (Files, bool) {
+	files := make(Files, len(tree))
+	plain := true
+	for name, f := range tree {
+		files[name] = f.Data
+		plain = plain && f.Mode&fs.ModeSymlink == 0 && f.perm() == defaultFilePerm
+	}
+	return files, plain
+}
+
+// treeDigest is the Digest of tree as the tests expect it, computed from
+// the description alone: the model the writers' digests are held to. It
+// refuses the names Write refuses.
+func treeDigest(tree Tree) (Digest, error) {
+	given := make([]string, 0, len(tree))
+	for name := range tree {
+		given = append(given, name)
+	}
+	p, err := planNames(given)
+	if err != nil {
+		return Digest{}, err
+	}
+	type entry struct {
+		name string
+		file int // index in p.names; -1 for a directory
+	}
+	var entries []entry
+	for _, d := range p.dirs {
+		entries = append(entries, entry{d, -1})
+	}
+	for i, name := range p.names {
+		entries = append(entries, entry{name, i})
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return comparePaths(a.name, b.name) })
+	var dg digester
+	dg.init()
+	for _, e := range entries {
+		if e.file < 0 {
+			dg.dir(e.name, defaultDirPerm)
+			continue
+		}
+		f := tree[p.from[e.file]]
+		if f.Mode&fs.ModeSymlink != 0 {
+			dg.link(e.name, string(f.Data))
+			continue
+		}
+		dg.file(e.name, f.perm(), int64(len(f.Data)), sha256.Sum256(f.Data))
+	}
+	return dg.sum(), nil
+}
 
 // treeMode returns the mode f is on disk, under umask 022.
 func treeMode(f File) fs.FileMode {
@@ -20,7 +105,7 @@ func treeMode(f File) fs.FileMode {
 }
 
 // fillTree returns a fill that makes tree in the staging directory, with
-// exactly the modes WriteTree gives it (0o755 for its directories).
+// exactly its modes (0o755 for its directories).
 func fillTree(tree Tree) func(context.Context, *os.Root) error {
 	return func(_ context.Context, dir *os.Root) error {
 		names := make([]string, 0, len(tree))
@@ -57,11 +142,17 @@ func fillTree(tree Tree) func(context.Context, *os.Root) error {
 func treeFS(tree Tree) fstest.MapFS {
 	m := fstest.MapFS{}
 	for name, f := range tree {
-		clean := path.Clean(name)
 		mode := treeMode(f)
-		m[clean] = &fstest.MapFile{Data: f.Data, Mode: mode}
-		for d := path.Dir(clean); d != "."; d = path.Dir(d) {
-			m[d] = &fstest.MapFile{Mode: fs.ModeDir | 0o755}
+		if mode&fs.ModeSymlink == 0 {
+			mode |= f.Mode &^ fs.ModePerm // the bits a copy refuses, too
+		}
+		m[path.Clean(name)] = &fstest.MapFile{Data: f.Data, Mode: mode}
+	}
+	for name := range tree {
+		for d := path.Dir(path.Clean(name)); d != "."; d = path.Dir(d) {
+			if m[d] == nil { // an entry of the tree keeps its own
+				m[d] = &fstest.MapFile{Mode: fs.ModeDir | 0o755}
+			}
 		}
 	}
 	return m
@@ -118,22 +209,36 @@ func sameTree(got, want Tree) bool {
 	return true
 }
 
-// streamKinds are the three ways to write a Tree: WriteTree, WriteStream
-// with fillTree, CopyFS from treeFS. Each returns the digest it reports,
-// or the tree's own for WriteTree.
-var streamKinds = []struct {
+// A streamKind is a way to write a Tree.
+type streamKind struct {
 	name  string
+	plain bool // it writes only plain trees (see filesOf)
 	write func(l Layout[int64], id int64, tree Tree, opts StreamOptions) (Written, error)
-}{
-	{"tree", func(l Layout[int64], id int64, tree Tree, _ StreamOptions) (Written, error) {
-		dir, err := l.WriteTree(id, tree)
-		d, _ := TreeDigest(tree)
-		return Written{Dir: dir, Digest: d, Published: err == nil}, err
+}
+
+// streamKinds are the three ways to write a Tree: Write of its Files
+// (plain trees only), WriteStream with fillTree, CopyFS from treeFS. Each
+// returns the digest it reports, or DigestFiles's for Write, which
+// ignores opts.
+var streamKinds = []streamKind{
+	{"write", true, func(l Layout[int64], id int64, tree Tree, _ StreamOptions) (Written, error) {
+		files, _ := filesOf(tree)
+		dir, err := l.Write(id, files)
+		d, _ := DigestFiles(files)
+		return Written{Dir: dir, Digest: d, Published: dir != ""}, err
 	}},
-	{"stream", func(l Layout[int64], id int64, tree Tree, opts StreamOptions) (Written, error) {
+	{"stream", false, func(l Layout[int64], id int64, tree Tree, opts StreamOptions) (Written, error) {
 		return l.WriteStream(context.Background(), id, fillTree(tree), opts)
 	}},
-	{"copy", func(l Layout[int64], id int64, tree Tree, opts StreamOptions) (Written, error) {
+	{"copy", false, func(l Layout[int64], id int64, tree Tree, opts StreamOptions) (Written, error) {
 		return l.CopyFS(context.Background(), id, treeFS(tree), opts)
 	}},
+}
+
+// kindsFor returns the streamKinds that can write tree.
+func kindsFor(tree Tree) []streamKind {
+	if _, plain := filesOf(tree); plain {
+		return streamKinds
+	}
+	return streamKinds[1:]
 }

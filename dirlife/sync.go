@@ -1,7 +1,6 @@
 package dirlife
 
 import (
-	"io/fs"
 	"os"
 	"sync"
 )
@@ -30,7 +29,6 @@ const syncWorkers = 8
 // of one staging tree: in turn, or under syncFiles on workers of its own.
 type filePool struct {
 	fault  faultFunc
-	dir    *os.File // the root, for syncfs
 	mode   syncMode
 	noSync bool
 	stage  string
@@ -39,32 +37,35 @@ type filePool struct {
 
 	mu  sync.Mutex
 	err error // the first failure; later jobs are skipped
-
-	// syncedAll reports, after wait, that the whole staging tree,
-	// directories included, is durable.
-	syncedAll bool
 }
 
 type fileJob struct {
 	dir  *dirHandle // the file's directory in the staging tree, released once the file is done
 	base string     // the file's name in dir
 	name string     // its root-relative name, for errors and the fault seam
-	file File       // its content and mode, or its link target
+	data []byte     // its content
 }
 
-func (l Layout[ID]) newFilePool(dir *os.File, stage string) *filePool {
-	mode := syncFS
-	if l.PerFileSync || !haveSyncfs {
-		mode = syncFiles
-	}
-	return &filePool{fault: l.fault, dir: dir, mode: mode, noSync: l.NoSync, stage: stage}
+func (l Layout[ID]) newFilePool(stage string) *filePool {
+	return &filePool{fault: l.fault, mode: l.syncMode(), noSync: l.NoSync, stage: stage}
 }
+
+// syncMode returns how a durable write of l makes its staging tree durable.
+func (l Layout[ID]) syncMode() syncMode {
+	if l.PerFileSync || !haveSyncfs {
+		return syncFiles
+	}
+	return syncFS
+}
+
+// syncs reports whether the pool syncs each file it writes.
+func (p *filePool) syncs() bool { return !p.noSync && p.mode == syncFiles }
 
 // add writes one file, or under syncFiles queues it for a worker,
 // blocking while every worker is busy. It releases j.dir when the file is
 // done.
 func (p *filePool) add(j fileJob) {
-	if p.noSync || p.mode != syncFiles {
+	if !p.syncs() {
 		if !p.failed() {
 			p.record(p.writeFile(j))
 		}
@@ -95,26 +96,16 @@ func (p *filePool) writeFile(j fileJob) error {
 	if err := p.fault(stepCreate, j.name); err != nil {
 		return &os.PathError{Op: "create", Path: j.name, Err: err}
 	}
-	if j.file.Mode&fs.ModeSymlink != 0 {
-		return j.dir.dir().Symlink(string(j.file.Data), j.base) // made durable by its directory's sync
-	}
-	perm := j.file.perm()
-	f, err := j.dir.dir().OpenFile(j.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, err := j.dir.dir().OpenFile(j.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, defaultFilePerm)
 	if err != nil {
 		return err
 	}
-	if j.file.Mode != 0 {
-		err = f.Chmod(perm) // exactly, whatever the umask
+	if err = p.fault(stepWrite, j.name); err != nil {
+		err = &os.PathError{Op: "write", Path: j.name, Err: err}
+	} else {
+		_, err = f.Write(j.data)
 	}
-	if err == nil {
-		err = p.fault(stepWrite, j.name)
-		if err != nil {
-			err = &os.PathError{Op: "write", Path: j.name, Err: err}
-		} else {
-			_, err = f.Write(j.file.Data)
-		}
-	}
-	if err == nil && !p.noSync && p.mode == syncFiles {
+	if err == nil && p.syncs() {
 		if err = p.fault(stepSync, j.name); err != nil {
 			err = &os.PathError{Op: "sync", Path: j.name, Err: err}
 		} else {
@@ -155,21 +146,4 @@ func (p *filePool) stop() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.err
-}
-
-// wait waits until every queued file is done and returns the first
-// failure. Under syncFS it then syncs the filesystem.
-func (p *filePool) wait() error {
-	err := p.stop()
-	if err != nil || p.noSync || p.mode != syncFS {
-		return err
-	}
-	if err := p.fault(stepSync, p.stage); err != nil {
-		return &os.PathError{Op: "syncfs", Path: p.stage, Err: err}
-	}
-	if err := syncfs(p.dir); err != nil {
-		return &os.PathError{Op: "syncfs", Path: p.stage, Err: err}
-	}
-	p.syncedAll = true
-	return nil
 }

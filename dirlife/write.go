@@ -2,99 +2,106 @@ package dirlife
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 )
 
 // Write materialises files as id's directory and returns its path,
-// [Layout.Dir](id): staged beside the target and renamed into place, so a
-// reader finds the directory absent or complete, and an existing one is
-// swapped out atomically (see the package limits) and removed before Write
-// returns (with [Layout.DeferRemoval], in the background). Unless [Layout.NoSync]
-// is set, the directory survives power loss once Write returns. Write runs
-// alongside other Writes (the last of one ID to publish wins); a Prune or
-// Reset waits for it.
+// [Layout.Dir](id): [Layout.WriteStream] with a fill that writes files,
+// each 0o644 in directories 0o755, subject to the umask as with
+// [os.WriteFile]. Every name is checked first ([*NameError], [ErrNoFiles]).
+// A Write holds a bounded number of descriptors whatever its tree's depth
+// and width (a few dozen), and hashes each file as it writes it.
 //
-// Every name is checked first ([*NameError]). On failure id's directory is
-// exactly as it was, but for a [*NotDurableError] (published, durability
-// unknown), a removal of the old copy that fails or runs past
-// [Layout.RemovalDeadline] (published; a [*StalledError]; the next Prune
-// removes what is left) and the double fault the package limits describe;
-// a non-empty Root no layout claimed is refused with [ErrNotOwned].
+// On failure id's directory is as WriteStream leaves it; with the errors
+// of a published directory, the path is returned too. A non-empty Root no
+// layout claimed is refused with [ErrNotOwned].
 func (l Layout[ID]) Write(id ID, files Files) (string, error) {
-	// Root is created when missing and claimed when empty. A staging
-	// directory a failure could not clean up is removed by the next Prune
-	// or Reset. The tree is written with a bounded number of descriptors
-	// (a few dozen), whatever its depth and width; Root's lock is held
-	// shared. A publication is never undone, also when the sync of Root
-	// after it fails: another Write of id may have published since.
-	name, err := l.name(id)
-	if err != nil {
+	if _, err := l.name(id); err != nil {
 		return "", err
 	}
 	p, err := planFiles(files)
 	if err != nil {
 		return "", l.writeErr(id, err)
 	}
-	return l.writePlan(id, name, p, func(i int) File { return File{Data: files[p.from[i]]} })
+	w, err := l.stream(context.Background(), id, l.fillFiles(p, files), StreamOptions{})
+	if err != nil && !w.Published {
+		return "", err
+	}
+	return w.Dir, err
 }
 
-// writePlan writes the validated plan p as id's directory, name.
-func (l Layout[ID]) writePlan(id ID, name string, p *plan, entry func(int) File) (string, error) {
-	stage := func(r *os.Root, dir *os.File, stage string) (bool, error) {
-		return true, l.stage(r, dir, stage, p, entry)
-	}
-	if _, err := l.write(name, stage); err != nil {
-		var pe *publishedError
-		if errors.As(err, &pe) {
-			return l.Dir(id), pe.err
+// fillFiles returns the fill of a Write: the files of the validated plan
+// p, in sorted order, every directory made before what it holds. Each
+// directory is opened by a dirCursor from its nearest open ancestor while
+// its entries are made, and closed once they are, which bounds the
+// descriptors (see maxWriteFDs). It reports each file's size and SHA-256,
+// which spares the check reading them back, and, under syncFiles, that it
+// synced them, on the file pool's workers.
+func (l Layout[ID]) fillFiles(p *plan, files Files) filler {
+	return func(ctx context.Context, sr *os.Root, stage string) (filled, error) {
+		out := filled{sums: make(map[string]fileSum, len(p.names))}
+		cur := newDirCursor(sr)
+		pool := l.newFilePool(stage)
+		err := l.fill(ctx, cur, pool, stage, p, files, out.sums)
+		cur.close()
+		if perr := pool.stop(); err == nil {
+			err = perr
 		}
-		return "", l.writeErr(id, err)
+		out.synced = pool.syncs()
+		return out, err
 	}
-	return l.Dir(id), nil
 }
 
-// A publishedError is the error of a Write that published its directory:
+// fill creates the directories and files of p in the staging tree, in
+// sorted order, so that every directory is made before what it holds.
+func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, stage string, p *plan, files Files, sums map[string]fileSum) error {
+	di, fi := 0, 0
+	for di < len(p.dirs) || fi < len(p.names) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if di < len(p.dirs) && (fi == len(p.names) || p.dirs[di] < p.names[fi]) {
+			d := p.dirs[di]
+			di++
+			h, err := cur.at(path.Dir(d))
+			if err != nil {
+				return err
+			}
+			err = l.mkdirIn(h.dir(), path.Base(d), path.Join(stage, d))
+			h.release()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		name := p.names[fi]
+		data := files[p.from[fi]]
+		fi++
+		sums[name] = fileSum{size: int64(len(data)), sum: sha256.Sum256(data)}
+		h, err := cur.at(path.Dir(name))
+		if err != nil {
+			return err
+		}
+		pool.add(fileJob{h, path.Base(name), path.Join(stage, name), data}) // releases h
+		if pool.failed() {
+			return nil // stop reports it
+		}
+	}
+	return nil
+}
+
+// A publishedError is the error of a write that published its directory:
 // a failed sync after the rename, or a removal of the replaced copy that
 // failed or is still running at the deadline.
 type publishedError struct{ err error }
 
 func (e *publishedError) Error() string { return e.err.Error() }
 func (e *publishedError) Unwrap() error { return e.err }
-
-// WriteFS is [Layout.Write] with the regular files of fsys (an [embed.FS],
-// an [os.DirFS] tree) as its files, under the same rules. Empty directories
-// of fsys are not reproduced; a symbolic link or other irregular file in
-// fsys is refused with a [NameError], and nothing is written. WriteFS
-// reads the whole tree into memory first; [Layout.CopyFS] streams it, and
-// keeps its modes and links.
-func (l Layout[ID]) WriteFS(id ID, fsys fs.FS) (string, error) {
-	if _, err := l.name(id); err != nil {
-		return "", err
-	}
-	files := Files{}
-	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil:
-			return err
-		case d.IsDir():
-			return nil
-		case !d.Type().IsRegular():
-			return &NameError{name, fmt.Sprintf("is not a regular file (%v)", d.Type())}
-		}
-		data, err := fs.ReadFile(fsys, name)
-		files[name] = data
-		return err
-	})
-	if err != nil {
-		return "", l.writeErr(id, err)
-	}
-	return l.Write(id, files)
-}
 
 func (l Layout[ID]) writeErr(id ID, err error) error {
 	var ne *NameError
@@ -190,88 +197,6 @@ func (l Layout[ID]) discard(h *openRoot, name, was string) error {
 		return err
 	}
 	return l.wait(context.Background(), st, batch, collectOwn)
-}
-
-// stage fills the staging directory and, unless NoSync, makes it durable.
-//
-// It holds a bounded number of descriptors whatever the tree's shape (see
-// maxWriteFDs): directories are opened by a dirCursor, from their nearest
-// open ancestor, and closed once the cursor has moved on and their files
-// are written.
-func (l Layout[ID]) stage(r *os.Root, dir *os.File, stage string, p *plan, entry func(int) File) error {
-	// Each file and directory is created by a single-element openat or
-	// mkdirat in its own directory: the staging tree is the layout's own
-	// fresh directory, opened as a Root of its own so nothing in it can
-	// lead outside.
-	sr, err := r.OpenRoot(stage)
-	if err != nil {
-		return err
-	}
-	defer sr.Close()
-	cur := newDirCursor(sr)
-	files := l.newFilePool(dir, stage)
-	err = l.fill(cur, files, stage, p, entry)
-	cur.close()
-	if err != nil {
-		files.stop()
-		return err
-	}
-	if err := files.stop(); err != nil {
-		return err
-	}
-	if err := checkLinks(sr, p); err != nil {
-		return err
-	}
-	if err := files.wait(); err != nil {
-		return err
-	}
-	if l.NoSync || files.syncedAll {
-		return nil
-	}
-	// Directories after their files, deepest first, the staging directory
-	// last: each entry is durable before the directory that names it.
-	// Reverse sorted order puts every directory before its parent.
-	cur = newDirCursor(sr)
-	defer cur.close()
-	for i := len(p.dirs) - 1; i >= 0; i-- {
-		if err := l.syncStaged(cur, stage, p.dirs[i]); err != nil {
-			return err
-		}
-	}
-	return l.syncDir(r, stage)
-}
-
-// fill creates the directories and files of p in the staging tree, in
-// sorted order, so that every directory is made before what it holds.
-func (l Layout[ID]) fill(cur *dirCursor, files *filePool, stage string, p *plan, entry func(int) File) error {
-	di, fi := 0, 0
-	for di < len(p.dirs) || fi < len(p.names) {
-		if di < len(p.dirs) && (fi == len(p.names) || p.dirs[di] < p.names[fi]) {
-			d := p.dirs[di]
-			di++
-			h, err := cur.at(path.Dir(d))
-			if err != nil {
-				return err
-			}
-			err = l.mkdirIn(h.dir(), path.Base(d), path.Join(stage, d))
-			h.release()
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		name := p.names[fi]
-		h, err := cur.at(path.Dir(name))
-		if err != nil {
-			return err
-		}
-		files.add(fileJob{h, path.Base(name), path.Join(stage, name), entry(fi)}) // releases h
-		fi++
-		if files.failed() {
-			return nil // wait reports it
-		}
-	}
-	return nil
 }
 
 // syncStaged syncs directory d of the staging tree.

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -81,7 +82,7 @@ func (l Layout) Prune(keep ...int64) error { return l.dirs().Prune(keep...) }
 // Settle waits for the removals this process left running on Root (those a
 // call stopped waiting for at its RemovalDeadline, and a [Publisher]'s,
 // which it defers): see [dirlife.Layout.Settle].
-func (l Layout) Settle() error { return l.dirs().Settle() }
+func (l Layout) Settle() error { return l.dirs().Settle(context.Background()) }
 
 // Reset empties Root, creating it when missing: the boot step (see
 // [dirlife.Layout.Reset]).

@@ -104,7 +104,7 @@ type Publisher struct {
 	disk   publish.Disk                                                  // the generic publisher's own
 	write  func(name string, files platformmodule.Files) (string, error) // test seam; nil: disk.Write
 	prune  func(keep ...string) error                                    // test seam; nil: disk.Prune
-	settle func(ctx context.Context) error                               // test seam; nil: disk.SettleContext
+	settle func(ctx context.Context) error                               // test seam; nil: disk.Settle
 }
 
 // NewPublisher returns a Publisher whose layout owns root. It touches
@@ -195,14 +195,14 @@ func (d seamDisk) Prune(keep ...string) error {
 	return d.p.disk.Prune(keep...)
 }
 
-func (d seamDisk) SettleContext(ctx context.Context) error {
+func (d seamDisk) Settle(ctx context.Context) error {
 	d.p.seamMu.Lock()
 	settle := d.p.settle
 	d.p.seamMu.Unlock()
 	if settle != nil {
 		return settle(ctx)
 	}
-	return d.p.disk.SettleContext(ctx)
+	return d.p.disk.Settle(ctx)
 }
 
 // Boot empties Root and makes sure it exists: the boot step, before any

@@ -10,18 +10,18 @@ import (
 )
 
 // A Digest is the digest of a directory's content, as [DigestFiles]
-// computes it: the [dirlife.Digest] that [dirlife.TreeDigest] gives the
+// computes it: the [dirlife.Digest] that [dirlife.DigestFiles] gives the
 // same files, and that [dirlife.Layout.WriteStream] and
 // [dirlife.Layout.CopyFS] report for what they wrote.
 type Digest = dirlife.Digest
 
 // DigestFiles returns the digest of files as [dirlife.Layout.Write] writes
-// them: [dirlife.TreeDigest] of files.Tree(), each file with mode 0o644
-// and its directories 0o755. It is deterministic across processes and
+// them: [dirlife.DigestFiles] of files, each file with mode 0o644 and its
+// directories 0o755. It is deterministic across processes and
 // machines. For files [dirlife.CheckFiles] refuses, which no Publish
 // writes, it returns the zero Digest.
 func DigestFiles(files dirlife.Files) Digest {
-	d, err := dirlife.TreeDigest(files.Tree())
+	d, err := dirlife.DigestFiles(files)
 	if err != nil {
 		return Digest{}
 	}

@@ -41,7 +41,7 @@ type BuildFunc[A any] func(ctx context.Context, dir string) (A, error)
 type Disk interface {
 	Write(name string, files dirlife.Files) (string, error)
 	Prune(keep ...string) error
-	SettleContext(ctx context.Context) error // waits for the removals Prune left to the background
+	Settle(ctx context.Context) error // waits for the removals Prune left to the background
 }
 
 // Options configures a [Publisher]. The zero value is a durable publisher

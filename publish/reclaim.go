@@ -76,7 +76,7 @@ func (p *Publisher[K, A, V]) Run(ctx context.Context) error {
 		}
 		if !settling {
 			settling = true
-			go func() { settled <- p.disk.SettleContext(ctx) }()
+			go func() { settled <- p.disk.Settle(ctx) }()
 		}
 	wait:
 		for {
@@ -140,7 +140,7 @@ func (p *Publisher[K, A, V]) Reclaim() []ReclaimEvent[K] {
 // on.
 func (p *Publisher[K, A, V]) Settle(ctx context.Context) error {
 	p.made()
-	err := p.disk.SettleContext(ctx)
+	err := p.disk.Settle(ctx)
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}

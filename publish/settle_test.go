@@ -57,10 +57,10 @@ func TestSettleLeavesNoGarbage(t *testing.T) {
 type blockingDisk struct {
 	publish.Disk
 	gate chan struct{}
-	err  error // what SettleContext returns once the gate is open
+	err  error // what Settle returns once the gate is open
 }
 
-func (d blockingDisk) SettleContext(ctx context.Context) error {
+func (d blockingDisk) Settle(ctx context.Context) error {
 	select {
 	case <-d.gate:
 		return d.err

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -208,7 +209,7 @@ func (a leasekitLayout) Write(id int64, files map[string][]byte) (string, error)
 
 func (a leasekitLayout) Prune(keep ...int64) error { return a.l.Prune(keep...) }
 func (a leasekitLayout) IDs() ([]int64, error)     { return a.l.IDs() }
-func (a leasekitLayout) Settle() error             { return a.l.Settle() }
+func (a leasekitLayout) Settle() error             { return a.l.Settle(context.Background()) }
 
 // settleLayout waits for l's background removals, if it has any.
 func settleLayout(l dirLayout) error {

@@ -11,13 +11,12 @@ import (
 )
 
 // The ways to write one module (32 files x 4 KiB) as a new ID each time:
-// Write of Files, WriteTree, WriteStream with a fill that writes the same
+// Write of Files, WriteStream with a fill that writes the same
 // files, CopyFS from an in-memory fs.FS, and the baseline's Write; and a
 // streamed identical re-publish, which stages, hashes and discards. Each
 // new ID's predecessor is pruned outside the timer.
 func BenchmarkWriteKinds32x4K(b *testing.B) {
 	files := moduleFiles()
-	tree := dirlife.Files(files).Tree()
 	fsys := fstest.MapFS{}
 	for name, data := range files {
 		fsys[name] = &fstest.MapFile{Data: data, Mode: 0o644}
@@ -38,7 +37,6 @@ func BenchmarkWriteKinds32x4K(b *testing.B) {
 		write func(l dirlife.Layout[int64], id int64) error
 	}{
 		{"write", func(l dirlife.Layout[int64], id int64) error { _, err := l.Write(id, files); return err }},
-		{"tree", func(l dirlife.Layout[int64], id int64) error { _, err := l.WriteTree(id, tree); return err }},
 		{"stream", func(l dirlife.Layout[int64], id int64) error {
 			_, err := l.WriteStream(context.Background(), id, fill, dirlife.StreamOptions{})
 			return err
