@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -78,39 +77,3 @@ func (l Limits) resolved() (Limits, error) {
 		MaxComponents: int(def(int64(l.MaxComponents), DefaultMaxComponents)),
 	}, nil
 }
-
-// ErrLimit is the error a build or render returns, wrapped in a
-// *LimitError, when its input goes past one of its Limits.
-var ErrLimit = errors.New("kernel: input past a limit")
-
-// A LimitError reports input past one of a Kernel's Limits. It is returned
-// as it is, before the offending input is parsed or evaluated.
-type LimitError struct {
-	Limit string // the field of Limits: "MaxDepth", "MaxFileSize", ...
-	Dir   string // the module's directory, "instance" for an instance's Files
-	File  string // the file or directory past the limit, slash-separated, relative to Dir; "" for the module itself
-
-	// Value is what the input reached: the file's size, the total size,
-	// the number of files, entries or components. For MaxDepth the scan
-	// stops at the first level past the limit, so Value is Max+1.
-	Value int64
-	Max   int64 // the limit in force
-}
-
-// Error names the limit, the file and both values.
-func (e *LimitError) Error() string {
-	what := map[string]string{
-		"MaxFileSize":   "holds %d bytes, more than the limit of %d (Limits.MaxFileSize)",
-		"MaxTotalSize":  "brings the module to %d bytes, more than the limit of %d (Limits.MaxTotalSize)",
-		"MaxFiles":      "makes %d files or entries, more than the limit of %d (Limits.MaxFiles)",
-		"MaxDepth":      "nests %d levels deep, more than the limit of %d (Limits.MaxDepth)",
-		"MaxComponents": "holds %d components, more than the limit of %d (Limits.MaxComponents)",
-	}[e.Limit]
-	if what == "" {
-		what = "reaches %d, more than the limit of %d (Limits." + e.Limit + ")"
-	}
-	return fmt.Sprintf("kernel: %s "+what, inModule(e.Dir, e.File), e.Value, e.Max)
-}
-
-// Is reports whether target is ErrLimit.
-func (e *LimitError) Is(target error) bool { return target == ErrLimit }

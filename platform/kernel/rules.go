@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"cuelang.org/go/cue"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/token"
 	"leasekit.dev/platform/internal/rules"
 )
 
@@ -145,3 +147,27 @@ func lookup(v cue.Value, path ...string) cue.Value {
 	}
 	return v
 }
+
+// fieldError is a CUE error about the field at path (string labels) under
+// v, at its position.
+func fieldError(v cue.Value, path []string, format string, args ...any) error {
+	cp := cue.MakePath(strSels(path)...)
+	return &pathError{pos: v.LookupPath(cp).Pos(), path: []string{cp.String()}, msg: messagef(format, args...)}
+}
+
+func messagef(format string, args ...any) cueerrors.Message {
+	return cueerrors.NewMessagef(format, args...)
+}
+
+// pathError is a CUE error at a position, about a path.
+type pathError struct {
+	pos  token.Pos
+	path []string
+	msg  cueerrors.Message
+}
+
+func (e *pathError) Position() token.Pos         { return e.pos }
+func (e *pathError) InputPositions() []token.Pos { return nil }
+func (e *pathError) Path() []string              { return e.path }
+func (e *pathError) Msg() (string, []any)        { return e.msg.Msg() }
+func (e *pathError) Error() string               { return e.msg.Error() }
