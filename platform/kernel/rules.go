@@ -126,28 +126,6 @@ func checkInstanceValues(w writtenInstance) error {
 	return c.errs
 }
 
-func strSels(path []string) []cue.Selector {
-	sels := make([]cue.Selector, len(path))
-	for i, p := range path {
-		sels[i] = cue.Str(p)
-	}
-	return sels
-}
-
-// lookup returns the value at path in v. Where a struct on the way is a
-// disjunction with a default (components: *{...} | {...}), it selects in
-// the default, as a reference in CUE does.
-func lookup(v cue.Value, path ...string) cue.Value {
-	if f := v.LookupPath(cue.MakePath(strSels(path)...)); f.Exists() || len(path) == 0 {
-		return f
-	}
-	for _, p := range path {
-		v, _ = v.Default()
-		v = v.LookupPath(cue.MakePath(cue.Str(p)))
-	}
-	return v
-}
-
 // fieldError is a CUE error about the field at path (string labels) under
 // v, at its position.
 func fieldError(v cue.Value, path []string, format string, args ...any) error {
