@@ -30,15 +30,6 @@ const (
 	renderFile = "leasekit.dev/platform/kernel/render.cue"
 )
 
-// compileSchema builds the vocabulary bi into cc.
-func compileSchema(cc *cue.Context, bi *build.Instance) (cue.Value, error) {
-	schema := cc.BuildInstance(bi)
-	if err := schema.Err(); err != nil {
-		return cue.Value{}, flatten(fmt.Errorf("kernel: the embedded schema does not compile: %w", err))
-	}
-	return schema, nil
-}
-
 // A vocabularyPart is how much of the kernel's vocabulary a call compiles.
 type vocabularyPart int
 
@@ -106,4 +97,13 @@ func vocabulary(part vocabularyPart) (*build.Instance, error) {
 		}
 	}
 	return bi, nil
+}
+
+// compileSchema builds the vocabulary bi into cc.
+func compileSchema(cc *cue.Context, bi *build.Instance) (cue.Value, error) {
+	schema := cc.BuildInstance(bi)
+	if err := schema.Err(); err != nil {
+		return cue.Value{}, flatten(fmt.Errorf("kernel: the embedded schema does not compile: %w", err))
+	}
+	return schema, nil
 }
