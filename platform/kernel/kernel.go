@@ -74,12 +74,16 @@ type Limits struct {
 
 // The default limits; see Limits.
 const (
-	DefaultMaxFileSize   = 1 << 20
-	DefaultMaxTotalSize  = 8 << 20
-	DefaultMaxFiles      = 1000
-	DefaultMaxDepth      = 100
-	DefaultMaxComponents = 1000
+	defaultMaxFileSize   = 1 << 20
+	defaultMaxTotalSize  = 8 << 20
+	defaultMaxFiles      = 1000
+	defaultMaxComponents = 1000
 )
+
+// DefaultMaxDepth is the default of Limits.MaxDepth: a file nested one
+// level deeper is refused, which is how a caller builds input just past
+// a limit.
+const DefaultMaxDepth = 100
 
 // resolved returns l with each zero field set to its default, or an error
 // naming a negative field.
@@ -102,10 +106,10 @@ func (l Limits) resolved() (Limits, error) {
 		return v
 	}
 	return Limits{
-		MaxFileSize:   def(l.MaxFileSize, DefaultMaxFileSize),
-		MaxTotalSize:  def(l.MaxTotalSize, DefaultMaxTotalSize),
-		MaxFiles:      int(def(int64(l.MaxFiles), DefaultMaxFiles)),
+		MaxFileSize:   def(l.MaxFileSize, defaultMaxFileSize),
+		MaxTotalSize:  def(l.MaxTotalSize, defaultMaxTotalSize),
+		MaxFiles:      int(def(int64(l.MaxFiles), defaultMaxFiles)),
 		MaxDepth:      int(def(int64(l.MaxDepth), DefaultMaxDepth)),
-		MaxComponents: int(def(int64(l.MaxComponents), DefaultMaxComponents)),
+		MaxComponents: int(def(int64(l.MaxComponents), defaultMaxComponents)),
 	}, nil
 }
