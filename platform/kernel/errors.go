@@ -272,11 +272,12 @@ type wireError struct {
 }
 
 // The kernel's own error types, each described once: its name on the
-// wire, its fields as plain data and back, and whether it is about the
-// content of the module its errors name. flatten, plainOf, the codec
-// (EncodeError, DecodeError) and IsContent know the kernel's errors only
-// through this table: adding an error type to the kernel is declaring it
-// and adding its row here.
+// wire, its fields as plain data and back, whether it is about the
+// content of the module its errors name, and whether it refuses that
+// module. flatten, plainOf, the codec (EncodeError, DecodeError),
+// IsContent and IsRefusal know the kernel's errors only through this
+// table: adding an error type to the kernel is declaring it and adding
+// its row here.
 var errorKinds []errorKind
 
 // The rows refer to functions that read the table.
@@ -296,7 +297,7 @@ func kernelErrorKinds() []errorKind {
 			// the kernel's errors.
 			func(e *Error, dir string) bool {
 				return e.Dir == dir && len(e.Problems) > 0 && !circumstantial(e.Err)
-			}),
+			}).refuses(),
 		kind("SkewError",
 			func(e *SkewError) (*wireError, []error) {
 				return &wireError{Path: e.Path, Want: e.InstanceVersion, Got: e.PlatformVersion}, nil
@@ -328,7 +329,8 @@ func kernelErrorKinds() []errorKind {
 			func(w *wireError, errs []error) *FileError {
 				return &FileError{Dir: w.Dir, File: w.File, Rule: w.Rule, Err: first(errs)}
 			},
-			func(*FileError, string) bool { return false }), // what a file is, not its content
+			// What a file is, not its content.
+			func(*FileError, string) bool { return false }).refuses(),
 		kind("LimitError",
 			func(e *LimitError) (*wireError, []error) {
 				return &wireError{Limit: e.Limit, Dir: e.Dir, File: e.File, Value: e.Value, Max: e.Max}, nil
@@ -338,7 +340,7 @@ func kernelErrorKinds() []errorKind {
 			},
 			func(e *LimitError, dir string) bool {
 				return e.Dir == dir && slices.Contains([]string{"MaxFileSize", "MaxTotalSize", "MaxFiles", "MaxDepth", "MaxComponents"}, e.Limit)
-			}),
+			}).refuses(),
 		kind("flat",
 			func(e *flatError) (*wireError, []error) { return &wireError{Msg: e.msg}, e.is },
 			func(w *wireError, errs []error) *flatError { return &flatError{msg: w.Msg, is: errs} },
@@ -353,6 +355,13 @@ type errorKind struct {
 	encode  func(error) (*wireError, []error) // the error's fields, and the errors it wraps
 	decode  func(*wireError, []error) error
 	content func(err error, dir string) bool
+	refusal bool // the kernel refuses the module: see IsRefusal
+}
+
+// refuses returns k as the row of an error that refuses its module.
+func (k errorKind) refuses() errorKind {
+	k.refusal = true
+	return k
 }
 
 // kind returns the row of the error type E.
@@ -419,6 +428,28 @@ func IsContent(err error, dir string) bool {
 		}
 	}
 	return len(errs) > 0
+}
+
+// IsRefusal reports whether err holds, anywhere in its tree, the kernel's
+// refusal of a module: its problems (an *Error), input past a limit (a
+// *LimitError) or a file the kernel does not read (a *FileError). The
+// same files are refused again, whatever the circumstances; only other
+// files can help. It is false for a context error, an I/O error, or any
+// error that holds none of those.
+func IsRefusal(err error) bool {
+	if err == nil {
+		return false
+	}
+	if k := kindOf(err); k != nil && k.refusal {
+		return true
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() error }:
+		return IsRefusal(e.Unwrap())
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(e.Unwrap(), IsRefusal)
+	}
+	return false
 }
 
 // circumstantial reports whether err, the cause of an *Error, says
