@@ -1,8 +1,6 @@
 package kernel
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // A Kernel builds platforms and renders instances. The zero value is ready
 // to use, with the default [Limits], and so is the result of [New]. A
@@ -80,9 +78,9 @@ const (
 	defaultMaxComponents = 1000
 )
 
-// DefaultMaxDepth is the default of Limits.MaxDepth: a file nested one
-// level deeper is refused, which is how a caller builds input just past
-// a limit.
+// DefaultMaxDepth is the default of Limits.MaxDepth, for a caller that
+// builds input just past it: under the default Limits, a file nested
+// DefaultMaxDepth+1 levels deep is refused with a *LimitError.
 const DefaultMaxDepth = 100
 
 // resolved returns l with each zero field set to its default, or an error
