@@ -47,10 +47,9 @@ const (
 	// holding the old record keep its directory until they release it.
 	Rewritten
 
-	// BuildFailed: the kernel refused the module's content: its problems
-	// (a *kernel.Error), a limit it goes past (a *kernel.LimitError) or a
-	// file it may not read (a *kernel.FileError). The current record and
-	// its directory are as they were.
+	// BuildFailed: the kernel refused the module's content
+	// ([kernel.IsRefusal]): publishing the same files again fails again.
+	// The current record and its directory are as they were.
 	BuildFailed
 
 	// Stale: a generation older than the current one was refused with a

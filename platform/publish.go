@@ -69,17 +69,6 @@ func platformError(err error) error {
 	return err
 }
 
-// refusedContent reports whether err is the kernel's refusal of the
-// module's content: its problems (a *kernel.Error), a limit it goes past
-// (a *kernel.LimitError) or a file it may not read (a *kernel.FileError).
-// Publishing the same files again fails again; only other files can help.
-func refusedContent(err error) bool {
-	_, problems := errors.AsType[*kernel.Error](err)
-	_, limit := errors.AsType[*kernel.LimitError](err)
-	_, file := errors.AsType[*kernel.FileError](err)
-	return problems || limit || file
-}
-
 // outcomeOf maps a generic publish's outcome to the platform's: a changed
 // module at the current generation is Rewritten, and a build step's error
 // that is not the kernel's refusal of the module (the context ending) is
@@ -93,7 +82,7 @@ func outcomeOf(ev publish.PublishEvent[int64]) Outcome {
 	case publish.Changed:
 		return Rewritten
 	case publish.BuildFailed:
-		if refusedContent(ev.Err) {
+		if kernel.IsRefusal(ev.Err) {
 			return BuildFailed
 		}
 		return Failed

@@ -321,11 +321,9 @@ func (p *Publisher) Stats() Stats {
 // each render waiting for it panics in its own goroutine with the same
 // value. When ctx ends, Render returns ctx.Err() at once; an evaluation
 // that other renders of the key still wait for goes on. Errors of the
-// instance's content are memoized, as
-// [kernel.IsContent] tells them: a [*kernel.CatalogError] or
-// [*kernel.SkewError], and the instance module's [*kernel.Error] or
-// [*kernel.LimitError]; never ctx's, a [*kernel.ContentError], a
-// [*kernel.FileError], an I/O error or any other. A record set by hand (no Identity) is never memoized. Render does
+// instance's content are memoized, those [kernel.IsContent] reports of
+// the instance's module, and no other. A record set by hand (no
+// Identity) is never memoized. Render does
 // not return the key: [Publisher.RenderKeyed] does.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
 	out, rec, _, err := p.RenderKeyed(ctx, inst)

@@ -8,37 +8,6 @@ import (
 	"cuelang.org/go/cue"
 )
 
-// A builtPlatform is what BuildPlatform decoded from a platform module,
-// as a render needs it, bound to the digest of the content it was decoded
-// from. BuildPlatform keeps it beside the Platform's exported fields,
-// which a caller may change: a render whose platform directory holds that
-// content renders with it rather than evaluating the module again. It is
-// plain data and never changes once built.
-type builtPlatform struct {
-	digest   string
-	name     string
-	typ      string            // defaulted
-	labels   map[string]string // the platform's labels
-	versions map[string]string // catalog path to version, as written
-}
-
-// builtFrom reports whether p holds what BuildPlatform decoded from the
-// content of digest, as p's Digest says it was built from.
-func (p *Platform) builtFrom(digest string) bool {
-	return p.built != nil && p.built.digest == digest && p.Digest == digest
-}
-
-// sealPlatform returns what a render needs of p, built from the content
-// of digest.
-func sealPlatform(p *Platform, digest string) *builtPlatform {
-	b := &builtPlatform{digest: digest, name: p.Name, typ: p.Type,
-		labels: maps.Clone(p.Labels), versions: make(map[string]string, len(p.Catalogs))}
-	for _, c := range p.Catalogs {
-		b.versions[c.Path] = c.Version
-	}
-	return b
-}
-
 // The fixed parts of a rendered resource. They mirror #Render in
 // render.cue; TestAssembleMatchesRender, and the differential test
 // against the stock loader's evaluation in leasekit.dev/internal, hold the

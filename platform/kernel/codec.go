@@ -86,31 +86,6 @@ func (s *InstanceSnapshot) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// A wireError is an error the kernel returns, as plain data: its type and
-// fields, and the errors it wraps. Each of the kernel's own errors, the
-// errors they wrap (an *fs.PathError, a syscall.Errno, a flattened error,
-// a join) and the sentinels they match travel as they are, so that the
-// error rebuilt on the other side equals the one sent, by type and by
-// text. Any other error travels flattened.
-type wireError struct {
-	Kind      string       `json:"kind"`
-	Op        string       `json:"op,omitempty"`
-	Dir       string       `json:"dir,omitempty"`
-	Path      string       `json:"path,omitempty"`
-	File      string       `json:"file,omitempty"`
-	Rule      string       `json:"rule,omitempty"`
-	Component string       `json:"component,omitempty"`
-	Position  string       `json:"position,omitempty"`
-	Want      string       `json:"want,omitempty"`
-	Got       string       `json:"got,omitempty"`
-	Limit     string       `json:"limit,omitempty"`
-	Msg       string       `json:"msg,omitempty"`
-	Value     int64        `json:"value,omitempty"`
-	Max       int64        `json:"max,omitempty"`
-	Problems  []Problem    `json:"problems,omitempty"`
-	Errs      []*wireError `json:"errs,omitempty"` // what it wraps
-}
-
 var textErrorType = reflect.TypeOf(errors.New(""))
 
 func toWireError(err error) *wireError {
@@ -148,8 +123,6 @@ func toWireError(err error) *wireError {
 	}
 	return toWireError(flatten(err))
 }
-
-var joinErrorType = reflect.TypeOf(errors.Join(errors.New("")))
 
 // error rebuilds the error w describes.
 func (w *wireError) error() error {

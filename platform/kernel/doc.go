@@ -163,3 +163,32 @@
 // more and ends once its current read returns. Otherwise a call returns
 // only after its goroutines have ended.
 package kernel
+
+// The files read as a pipeline, each using only those before it:
+//
+//   - kernel.go: the Kernel and its Limits, which every call reads under.
+//   - errors.go: every error type of the kernel, and the one table that
+//     says how each crosses a process and whether it is about the input's
+//     content (adding an error type changes this file alone); flatten.go
+//     reduces any error to plain data by that table.
+//   - vocabulary.go: the kernel's own CUE (schema.cue, render.cue);
+//     problems.go turns a CUE error into an *Error at the user's
+//     positions, hiding the vocabulary's.
+//   - Read: ahead.go (a read on a goroutine of its own), digest.go (the
+//     one content digest), depth.go (the nesting scan), source.go and
+//     openflags_*.go (an os.Root, or files in memory), modulefs.go (the
+//     loader's bounded reads), module.go (the module file).
+//   - Load: load.go (the CUE loader over a moduleFS), plainread.go (the
+//     same files read whole, unparsed), snapshot.go (an instance read
+//     once: plainly, or as the loader reads it).
+//   - Evaluate: written.go (an instance's value as written and under
+//     #Instance).
+//   - Check: rules.go (value rules), build.go (a platform evaluated,
+//     checked and decoded: BuildPlatform), catalogs.go (the catalogs and
+//     the skew), prepare.go (a render loaded and checked, its platform's
+//     content included).
+//   - Assemble: decode.go (resources decoded from #Render), assemble.go
+//     (resources assembled in Go), render.go (Render: assembled, or
+//     evaluated under #Render and decoded).
+//   - codec.go: a Platform, an InstanceSnapshot and an error as plain
+//     data, for another process.

@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"io/fs"
 	"reflect"
 	"slices"
 	"strings"
-
-	"cuelang.org/go/cue"
-	cueerrors "cuelang.org/go/cue/errors"
-	"cuelang.org/go/cue/token"
 )
 
 // An Error reports every problem a build or render found, each with the
@@ -81,170 +77,143 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error, flattened.
 func (e *Error) Unwrap() error { return e.Err }
 
-// A source is a value loaded from a module's files, reached in the
-// kernel's evaluation under prefix: where to look up the user's position of
-// a problem that the schema's positions alone would hide.
-type source struct {
-	prefix []string // such as ["#Render", "instance"]
-	v      cue.Value
+// A FileError reports a file or directory in a module that the kernel
+// refuses to read: one that is not a regular file or directory, a
+// symbolic link leading out of the module, or a directory of vendored
+// packages. It is returned as it is, and nothing of the module is
+// evaluated.
+type FileError struct {
+	Dir  string // the module's directory, "instance" for an instance's Files
+	File string // the file or directory, slash-separated, relative to Dir
+	Rule string // why it is refused: "is a named pipe (p---------), not a regular file", …
+	Err  error  // the underlying error, if any
 }
 
-// asError turns err into an *Error listing each of its problems, with err
-// flattened: what it returns is plain data, which keeps nothing of an
-// evaluation alive. An error that is plain data already (one of the
-// kernel's own errors, a context error, or a join of them) is returned as
-// it is; one that wraps a context error or the kernel's own errors is flattened,
-// still matching them. For a problem at a path under one of the
-// sources, the position of that path in the source is added.
-func asError(op, dir string, err error, sources ...source) error {
-	if err == nil {
-		return nil
+// Error names the module, the file and the rule.
+func (e *FileError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("kernel: %s %s: %v", inModule(e.Dir, e.File), e.Rule, e.Err)
 	}
-	if p, ok := plainOf(err); ok {
-		return p
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || len(kernelErrors(err)) > 0 {
-		return flatten(err)
-	}
-	e := &Error{Op: op, Dir: dir, Err: flatten(err)}
-	var cueErr cueerrors.Error
-	if !errors.As(err, &cueErr) {
-		e.Problems = []Problem{{Message: relativeMessage(dir, err.Error())}}
-		return e
-	}
-	for _, ce := range cueerrors.Errors(err) {
-		format, args := ce.Msg()
-		path := ce.Path()
-		p := Problem{Message: fmt.Sprintf(format, args...), Path: userPath(path)}
-		if p.Message == "" {
-			p.Message = ce.Error()
-		}
-		seen := map[string]bool{}
-		positions := []token.Pos{sourcePos(path, sources), ce.Position()}
-		for _, pos := range append(positions, ce.InputPositions()...) {
-			// The kernel's own files are no user's to open: they only
-			// say which rule applied, which the message says.
-			if s := posString(pos); s != "" && !isKernelFile(s) && !seen[s] {
-				seen[s] = true
-				p.Positions = append(p.Positions, relativePos(dir, s))
-			}
-		}
-		e.Problems = append(e.Problems, p)
-	}
-	e.Problems = slices.CompactFunc(e.Problems, func(a, b Problem) bool {
-		return a.Path == b.Path && a.Message == b.Message && slices.Equal(a.Positions, b.Positions)
-	})
-	if len(e.Problems) == 0 {
-		e.Problems = []Problem{{Message: err.Error()}}
-	}
-	for i := range e.Problems {
-		e.Problems[i].Message = relativeMessage(dir, e.Problems[i].Message)
-	}
-	return e
+	return fmt.Sprintf("kernel: %s %s", inModule(e.Dir, e.File), e.Rule)
 }
 
-// sourcePos returns the position of path in the source it falls under, if
-// any.
-func sourcePos(path []string, sources []source) token.Pos {
-	for _, s := range sources {
-		if len(path) < len(s.prefix) || !slices.Equal(path[:len(s.prefix)], s.prefix) {
-			continue
-		}
-		p := cue.ParsePath(strings.Join(path[len(s.prefix):], "."))
-		if p.Err() != nil {
-			continue
-		}
-		if v := s.v.LookupPath(p); v.Exists() {
-			return v.Pos()
-		}
-	}
-	return token.NoPos
-}
-
-func isKernelFile(pos string) bool {
-	return strings.HasPrefix(pos, schemaFile) || strings.HasPrefix(pos, renderFile)
-}
-
-// relativePos returns the position pos ("file:line:column") with its file
-// relative to the module directory dir, when it is in it.
-func relativePos(dir, pos string) string {
-	if rest, ok := strings.CutPrefix(pos, dir+"/"); ok && dir != "" {
-		return rest
-	}
-	if rest, ok := strings.CutPrefix(pos, dir+string(filepath.Separator)); ok && dir != "" {
-		return filepath.ToSlash(rest)
-	}
-	return pos
-}
-
-// relativeMessage returns msg with each file in the module directory dir
-// named relative to it.
-func relativeMessage(dir, msg string) string {
-	if dir == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, dir+string(filepath.Separator), "")
-}
-
-// userPath returns the CUE path of a problem as a user wrote it: under
-// the instance or the platform the kernel evaluates it in, without the
-// kernel's definition in front ("components.web.replicas" rather than
-// "#Render.instance.components.web.replicas").
-func userPath(path []string) string {
+// inModule names file, relative to the module directory dir, as an error
+// shows it: "dir: file", or dir alone for the module itself.
+func inModule(dir, file string) string {
 	switch {
-	case len(path) >= 2 && path[0] == "#Render" && path[1] == "instance":
-		path = path[2:]
-	case len(path) >= 1 && (path[0] == "#Render" || path[0] == "#Platform" || path[0] == "#Instance"):
-		path = path[1:]
+	case dir == "":
+		return file
+	case file == "":
+		return dir
 	}
-	return strings.Join(path, ".")
+	return dir + ": " + file
 }
 
-func posString(p token.Pos) string {
-	if !p.IsValid() {
-		return ""
+// Unwrap returns the underlying error.
+func (e *FileError) Unwrap() error { return e.Err }
+
+// A LimitError reports input past one of a Kernel's Limits. It is returned
+// as it is, before the offending input is parsed or evaluated.
+type LimitError struct {
+	Limit string // the field of Limits: "MaxDepth", "MaxFileSize", ...
+	Dir   string // the module's directory, "instance" for an instance's Files
+	File  string // the file or directory past the limit, slash-separated, relative to Dir; "" for the module itself
+
+	// Value is what the input reached: the file's size, the total size,
+	// the number of files, entries or components. For MaxDepth the scan
+	// stops at the first level past the limit, so Value is Max+1.
+	Value int64
+	Max   int64 // the limit in force
+}
+
+// Error names the limit, the file and both values.
+func (e *LimitError) Error() string {
+	what := map[string]string{
+		"MaxFileSize":   "holds %d bytes, more than the limit of %d (Limits.MaxFileSize)",
+		"MaxTotalSize":  "brings the module to %d bytes, more than the limit of %d (Limits.MaxTotalSize)",
+		"MaxFiles":      "makes %d files or entries, more than the limit of %d (Limits.MaxFiles)",
+		"MaxDepth":      "nests %d levels deep, more than the limit of %d (Limits.MaxDepth)",
+		"MaxComponents": "holds %d components, more than the limit of %d (Limits.MaxComponents)",
+	}[e.Limit]
+	if what == "" {
+		what = "reaches %d, more than the limit of %d (Limits." + e.Limit + ")"
 	}
-	pos := p.Position()
-	if pos.Filename == "" {
-		return ""
+	return fmt.Sprintf("kernel: %s "+what, inModule(e.Dir, e.File), e.Value, e.Max)
+}
+
+// A SkewError reports a catalog that an instance requires in a newer
+// version than the platform carries, under SkewRefuse. A render with
+// several skewed catalogs returns one SkewError for each, joined; find them
+// with errors.As.
+type SkewError struct {
+	Path            string // the catalog's module path
+	InstanceVersion string // the version the instance requires
+	PlatformVersion string // the version the platform carries
+}
+
+// Error names the catalog and both versions.
+func (e *SkewError) Error() string {
+	return fmt.Sprintf("kernel: catalog %s: the instance requires %s, newer than the platform's %s (skew policy Refuse)",
+		e.Path, e.InstanceVersion, e.PlatformVersion)
+}
+
+// A CatalogError reports a catalog an instance requires or a component
+// uses that the platform does not offer.
+type CatalogError struct {
+	Path      string // the catalog's module path
+	Component string // the component that uses it, or "" for the requires list
+	Rule      string // what is wrong: "is not carried by the platform", ...
+
+	// Position is where the instance requires the catalog, or where the
+	// component sets its kind: file:line:column, the file relative to
+	// the instance's module ("shop.cue:3:11"); "" if unknown.
+	Position string
+}
+
+// Error names the position, the catalog, the component if any, and the
+// rule.
+func (e *CatalogError) Error() string {
+	at := ""
+	if e.Position != "" {
+		at = e.Position + ": "
 	}
-	return fmt.Sprintf("%s:%d:%d", pos.Filename, pos.Line, pos.Column)
-}
-
-// joinCUE joins two errors into one CUE error list, keeping each problem.
-func joinCUE(a, b error) error {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
+	if e.Component != "" {
+		return fmt.Sprintf("kernel: %scomponent %s: catalog %s %s", at, e.Component, e.Path, e.Rule)
 	}
-	return cueerrors.Append(cueerrors.Promote(a, ""), cueerrors.Promote(b, ""))
+	return fmt.Sprintf("kernel: %scatalog %s %s", at, e.Path, e.Rule)
 }
 
-// fieldError is a CUE error about the field at path (string labels) under
-// v, at its position.
-func fieldError(v cue.Value, path []string, format string, args ...any) error {
-	cp := cue.MakePath(strSels(path)...)
-	return &pathError{pos: v.LookupPath(cp).Pos(), path: []string{cp.String()}, msg: messagef(format, args...)}
+// A ContentError reports a render refused because the platform's
+// directory no longer holds what the Platform was built from: a file
+// rewritten, added or removed since BuildPlatform read it. The catalog
+// and skew checks that ran against the Platform would not hold for what
+// the directory holds now; build the platform again.
+type ContentError struct {
+	Dir  string // the platform's directory
+	Want string // the Platform's Digest, "" for a Platform no build returned
+	Got  string // the digest of what the render read from Dir
+
+	// Err is why the platform no longer loads, if it does not: the
+	// problems of its new content, an *Error. Nil when it loads.
+	Err error
 }
 
-func messagef(format string, args ...any) cueerrors.Message {
-	return cueerrors.NewMessagef(format, args...)
+// Error names the directory and both digests, and why the platform no
+// longer loads, if it does not.
+func (e *ContentError) Error() string {
+	if e.Want == "" {
+		return fmt.Sprintf("kernel: platform %s: the Platform has no Digest: render only against a Platform that BuildPlatform returned", e.Dir)
+	}
+	msg := fmt.Sprintf("kernel: platform %s no longer holds the content the platform was built from (built from %s, now %s): build it again",
+		e.Dir, e.Want, e.Got)
+	if e.Err != nil {
+		msg += "; it no longer loads: " + unprefixed(e.Err)
+	}
+	return msg
 }
 
-// pathError is a CUE error at a position, about a path.
-type pathError struct {
-	pos  token.Pos
-	path []string
-	msg  cueerrors.Message
-}
-
-func (e *pathError) Position() token.Pos         { return e.pos }
-func (e *pathError) InputPositions() []token.Pos { return nil }
-func (e *pathError) Path() []string              { return e.path }
-func (e *pathError) Msg() (string, []any)        { return e.msg.Msg() }
-func (e *pathError) Error() string               { return e.msg.Error() }
+// Unwrap returns why the platform no longer loads, or nil.
+func (e *ContentError) Unwrap() error { return e.Err }
 
 // unprefixed returns the text of err, an error that an error of the
 // kernel's own wraps, without the "kernel: " it may begin with: the
@@ -256,12 +225,59 @@ func unprefixed(err error) string {
 	return strings.TrimPrefix(err.Error(), "kernel: ")
 }
 
+// A flatError is an error reduced to plain data: its text, the sentinels
+// it matched and the kernel's own errors it wrapped, plain data too.
+type flatError struct {
+	msg string
+	is  []error
+}
+
+func (e *flatError) Error() string   { return e.msg }
+func (e *flatError) Unwrap() []error { return e.is }
+
+// sentinels are the sentinels a flattened error still matches, by the
+// names they travel under (see EncodeError).
+var sentinels = []struct {
+	name string
+	err  error
+}{
+	{"Canceled", context.Canceled}, {"DeadlineExceeded", context.DeadlineExceeded},
+	{"ErrNotExist", fs.ErrNotExist}, {"ErrPermission", fs.ErrPermission}, {"ErrExist", fs.ErrExist},
+	{"ErrInvalid", fs.ErrInvalid}, {"ErrClosed", fs.ErrClosed},
+}
+
+// A wireError is an error the kernel returns, as plain data: its type and
+// fields, and the errors it wraps. Each of the kernel's own errors, the
+// errors they wrap (an *fs.PathError, a syscall.Errno, a flattened error,
+// a join) and the sentinels they match travel as they are, so that the
+// error rebuilt on the other side equals the one sent, by type and by
+// text. Any other error travels flattened.
+type wireError struct {
+	Kind      string       `json:"kind"`
+	Op        string       `json:"op,omitempty"`
+	Dir       string       `json:"dir,omitempty"`
+	Path      string       `json:"path,omitempty"`
+	File      string       `json:"file,omitempty"`
+	Rule      string       `json:"rule,omitempty"`
+	Component string       `json:"component,omitempty"`
+	Position  string       `json:"position,omitempty"`
+	Want      string       `json:"want,omitempty"`
+	Got       string       `json:"got,omitempty"`
+	Limit     string       `json:"limit,omitempty"`
+	Msg       string       `json:"msg,omitempty"`
+	Value     int64        `json:"value,omitempty"`
+	Max       int64        `json:"max,omitempty"`
+	Problems  []Problem    `json:"problems,omitempty"`
+	Errs      []*wireError `json:"errs,omitempty"` // what it wraps
+}
+
 // The kernel's own error types, each described once: its name on the
-// wire, its fields as plain data and back, and whether it is about the
-// content of the module its errors name. flatten, plainOf, the codec
-// (EncodeError, DecodeError) and IsContent know the kernel's errors only
-// through this table: adding an error type to the kernel is declaring it
-// and adding its row here.
+// wire, its fields as plain data and back, whether it is about the
+// content of the module its errors name, and whether it refuses that
+// module. flatten, plainOf, the codec (EncodeError, DecodeError),
+// IsContent and IsRefusal know the kernel's errors only through this
+// table: adding an error type to the kernel is declaring it and adding
+// its row here.
 var errorKinds []errorKind
 
 // The rows refer to functions that read the table.
@@ -281,7 +297,7 @@ func kernelErrorKinds() []errorKind {
 			// the kernel's errors.
 			func(e *Error, dir string) bool {
 				return e.Dir == dir && len(e.Problems) > 0 && !circumstantial(e.Err)
-			}),
+			}).refuses(),
 		kind("SkewError",
 			func(e *SkewError) (*wireError, []error) {
 				return &wireError{Path: e.Path, Want: e.InstanceVersion, Got: e.PlatformVersion}, nil
@@ -313,7 +329,8 @@ func kernelErrorKinds() []errorKind {
 			func(w *wireError, errs []error) *FileError {
 				return &FileError{Dir: w.Dir, File: w.File, Rule: w.Rule, Err: first(errs)}
 			},
-			func(*FileError, string) bool { return false }), // what a file is, not its content
+			// What a file is, not its content.
+			func(*FileError, string) bool { return false }).refuses(),
 		kind("LimitError",
 			func(e *LimitError) (*wireError, []error) {
 				return &wireError{Limit: e.Limit, Dir: e.Dir, File: e.File, Value: e.Value, Max: e.Max}, nil
@@ -323,7 +340,7 @@ func kernelErrorKinds() []errorKind {
 			},
 			func(e *LimitError, dir string) bool {
 				return e.Dir == dir && slices.Contains([]string{"MaxFileSize", "MaxTotalSize", "MaxFiles", "MaxDepth", "MaxComponents"}, e.Limit)
-			}),
+			}).refuses(),
 		kind("flat",
 			func(e *flatError) (*wireError, []error) { return &wireError{Msg: e.msg}, e.is },
 			func(w *wireError, errs []error) *flatError { return &flatError{msg: w.Msg, is: errs} },
@@ -338,6 +355,13 @@ type errorKind struct {
 	encode  func(error) (*wireError, []error) // the error's fields, and the errors it wraps
 	decode  func(*wireError, []error) error
 	content func(err error, dir string) bool
+	refusal bool // the kernel refuses the module: see IsRefusal
+}
+
+// refuses returns k as the row of an error that refuses its module.
+func (k errorKind) refuses() errorKind {
+	k.refusal = true
+	return k
 }
 
 // kind returns the row of the error type E.
@@ -406,6 +430,28 @@ func IsContent(err error, dir string) bool {
 	return len(errs) > 0
 }
 
+// IsRefusal reports whether err holds, anywhere in its tree, the kernel's
+// refusal of a module: its problems (an *Error), input past a limit (a
+// *LimitError) or a file the kernel does not read (a *FileError). The
+// same files are refused again, whatever the circumstances; only other
+// files can help. It is false for a context error, an I/O error, or any
+// error that holds none of those.
+func IsRefusal(err error) bool {
+	if err == nil {
+		return false
+	}
+	if k := kindOf(err); k != nil && k.refusal {
+		return true
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() error }:
+		return IsRefusal(e.Unwrap())
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(e.Unwrap(), IsRefusal)
+	}
+	return false
+}
+
 // circumstantial reports whether err, the cause of an *Error, says
 // anything of the circumstances of a build or render rather than its
 // input: it matches a context error or an fs sentinel, or wraps one of
@@ -436,3 +482,5 @@ func wrapsKernelError(err error) bool {
 	}
 	return false
 }
+
+var joinErrorType = reflect.TypeOf(errors.Join(errors.New("")))

@@ -3,29 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
-	"io/fs"
 )
-
-// A flatError is an error reduced to plain data: its text, the sentinels
-// it matched and the kernel's own errors it wrapped, plain data too.
-type flatError struct {
-	msg string
-	is  []error
-}
-
-func (e *flatError) Error() string   { return e.msg }
-func (e *flatError) Unwrap() []error { return e.is }
-
-// sentinels are the sentinels a flattened error still matches, by the
-// names they travel under (see EncodeError).
-var sentinels = []struct {
-	name string
-	err  error
-}{
-	{"Canceled", context.Canceled}, {"DeadlineExceeded", context.DeadlineExceeded},
-	{"ErrNotExist", fs.ErrNotExist}, {"ErrPermission", fs.ErrPermission}, {"ErrExist", fs.ErrExist},
-	{"ErrInvalid", fs.ErrInvalid}, {"ErrClosed", fs.ErrClosed},
-}
 
 // flatten returns err reduced to plain data: an error with its text that
 // matches, for errors.Is, each of the sentinels err matches, and for

@@ -1,38 +1,6 @@
 package kernel
 
-import (
-	"context"
-	_ "embed"
-	"encoding/json"
-	"fmt"
-	"path/filepath"
-	"slices"
-	"strings"
-
-	"cuelang.org/go/cue"
-	"cuelang.org/go/cue/build"
-	"cuelang.org/go/cue/cuecontext"
-)
-
-// The kernel's vocabulary: schema.cue holds the platform's shape, which
-// BuildPlatform needs; render.cue the instance's shape and the render,
-// which Render needs as well. Every call compiles the source into a
-// cue.Context of its own: compiling writes to the syntax tree, so not even
-// a parsed tree can be shared between calls.
-var (
-	//go:embed schema.cue
-	schemaSource []byte
-	//go:embed render.cue
-	renderSource []byte
-)
-
-// defaultType is a platform's type when its module sets none.
-const defaultType = "standard"
-
-const (
-	schemaFile = "leasekit.dev/platform/kernel/schema.cue"
-	renderFile = "leasekit.dev/platform/kernel/render.cue"
-)
+import "fmt"
 
 // A Kernel builds platforms and renders instances. The zero value is ready
 // to use, with the default [Limits], and so is the result of [New]. A
@@ -66,183 +34,80 @@ func (k *Kernel) Bounds() Limits {
 // New returns a Kernel.
 func New() *Kernel { return &Kernel{} }
 
-// A Platform is what BuildPlatform decoded from a platform module.
-type Platform struct {
-	Name     string            // the platform's name, a DNS label
-	Type     string            // its type; "standard" unless the module says otherwise
-	Module   string            // the module path of its cue.mod/module.cue
-	Labels   map[string]string // labels added to every rendered resource
-	Catalogs []Catalog         // the catalogs it carries, ordered by path
-
-	// Dir is the absolute directory the platform was built from: its
-	// source, which every Render loads again.
-	Dir string
-
-	// Digest binds the platform to the content it was built from: a
-	// [Digest] of every file the build read from Dir, taken from the
-	// bytes as they were read. Those are the files the CUE loader reads:
-	// the module file, the package's CUE files, the CUE files it then
-	// leaves out (such as _x.cue or x_tool.cue) and the data files beside
-	// them (.json, .yaml, .txt, ...); not files of other kinds, such as a
-	// README.md. A Render refuses,
-	// with a *ContentError, to render against a Dir that no longer holds
-	// that content; a Platform with no Digest cannot be rendered against.
-	Digest string
-
-	// built is what the build decoded, bound to Digest: a render of
-	// unchanged content uses it instead of evaluating the module again.
-	built *builtPlatform
-
-	size int64 // bytes of the files the build read
-}
-
-// Size returns the bytes of the files BuildPlatform read to build p: what
-// a render reads of the platform's directory again. It is 0 for a
-// Platform that BuildPlatform did not return.
-func (p *Platform) Size() int64 { return p.size }
-
-// A Catalog is one component catalog a platform carries.
-type Catalog struct {
-	Path    string   // CUE module path with major version
-	Version string   // semantic version, with or without a leading 'v', as the module writes it
-	Enabled bool     // whether instances may use it
-	Kinds   []string // the component kinds it provides, sorted; empty: any kind
-}
-
-// Catalog returns the catalog of p with the given path, and whether p
-// carries one.
-func (p *Platform) Catalog(path string) (Catalog, bool) {
-	i, ok := slices.BinarySearchFunc(p.Catalogs, path, func(c Catalog, path string) int {
-		return strings.Compare(c.Path, path)
-	})
-	if !ok {
-		return Catalog{}, false
-	}
-	return p.Catalogs[i], true
-}
-
-// BuildPlatform loads the platform module at dir and returns the platform
-// it describes, bound to the content it was read from (see
-// Platform.Digest). The module is loaded with no registry
-// (CUE_REGISTRY=none) and no process environment, so a build never touches
-// the network; a module that declares dependencies is refused. The
-// platform package is unified with the kernel's #Platform schema and
-// validated concretely, definitions included.
+// Limits bounds what a build or a render reads and evaluates, so that the
+// cost of a call cannot grow without bound with hostile input. A zero field
+// means its default; the zero Limits is every default. A negative field is
+// misuse: BuildPlatform, ReadInstance and Render refuse it with an error
+// naming the field.
 //
-// The directory is read through an os.Root: a file that is not regular or
-// a symbolic link leading out of it fails the build with a *FileError, and
-// input past the Kernel's Limits with a *LimitError, before anything is
-// parsed. Any other problem is reported in one *Error with its file
-// positions. BuildPlatform reads on a goroutine of its own; when ctx is
-// done it returns ctx.Err() at once, even while a read is blocked, and
-// that goroutine reads nothing more once its current read returns.
-func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	limits, err := k.limits()
-	if err != nil {
-		return nil, err
-	}
-	fail := func(err error) (*Platform, error) { return nil, moduleError("build", abs, err) }
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m, err := loadAside(ctx, func() (loadedModule, error) { return loadDir(ctx, limits, abs) })
-	if err != nil {
-		return fail(err)
-	}
-	cc := cuecontext.New()
-	v, err := buildPackage(ctx, cc, m.inst)
-	if err != nil {
-		return fail(err)
-	}
-	bi, err := vocabulary(platformVocabulary)
-	if err != nil {
-		return nil, err
-	}
-	schema, err := compileSchema(cc, bi)
-	if err != nil {
-		return nil, err
-	}
-	p, err := decodePlatform(ctx, schema, v)
-	if err != nil {
-		return nil, asError("build", abs, err, source{[]string{"#Platform"}, v})
-	}
-	p.Module, p.Dir, p.Digest, p.size = m.info.path, abs, m.digest, m.size
-	p.built = sealPlatform(p, m.digest)
-	return p, nil
+// The defaults are far above real modules: a generated platform module is
+// two files of a few kilobytes, nested less than ten levels deep, and an
+// instance holds tens of components.
+type Limits struct {
+	// MaxFileSize is the most bytes one file may hold: 1 MiB by default.
+	MaxFileSize int64
+
+	// MaxTotalSize is the most bytes all the files read from one module
+	// may hold together: 8 MiB by default.
+	MaxTotalSize int64
+
+	// MaxFiles is the most files read from one module, and the most
+	// entries one of its directories may list: 1,000 by default.
+	MaxFiles int
+
+	// MaxDepth is the deepest nesting a CUE or JSON file may hold,
+	// counted over its bytes before it is parsed: each label of a field
+	// (a: b: c: 1 nests three levels), each brace, bracket or parenthesis
+	// but one that opens a field's value (a: {b: [1]} nests two), each
+	// string interpolation, and each operator of a field's expression but
+	// & and | (a: 1 + 2 + 3 nests three); nothing inside strings and
+	// comments. 100 by default; the CUE files of CUE's own schemas nest
+	// at most 12 levels so counted.
+	MaxDepth int
+
+	// MaxComponents is the most components an instance may hold: 1,000
+	// by default.
+	MaxComponents int
 }
 
-// compileSchema builds the vocabulary bi into cc.
-func compileSchema(cc *cue.Context, bi *build.Instance) (cue.Value, error) {
-	schema := cc.BuildInstance(bi)
-	if err := schema.Err(); err != nil {
-		return cue.Value{}, flatten(fmt.Errorf("kernel: the embedded schema does not compile: %w", err))
-	}
-	return schema, nil
-}
+// The default limits; see Limits.
+const (
+	defaultMaxFileSize   = 1 << 20
+	defaultMaxTotalSize  = 8 << 20
+	defaultMaxFiles      = 1000
+	defaultMaxComponents = 1000
+)
 
-// validate validates v concretely, and each of its definitions too: a
-// top-level Validate skips definitions.
-func validate(v cue.Value) error {
-	err := v.Validate(cue.Concrete(true), cue.Final())
-	iter, ierr := v.Fields(cue.Definitions(true))
-	if ierr != nil {
-		return joinCUE(err, ierr)
-	}
-	for iter.Next() {
-		if iter.Selector().IsDefinition() {
-			err = joinCUE(err, iter.Value().Validate(cue.Concrete(true), cue.Final()))
+// DefaultMaxDepth is the default of Limits.MaxDepth, for a caller that
+// builds input just past it: under the default Limits, a file nested
+// DefaultMaxDepth+1 levels deep is refused with a *LimitError.
+const DefaultMaxDepth = 100
+
+// resolved returns l with each zero field set to its default, or an error
+// naming a negative field.
+func (l Limits) resolved() (Limits, error) {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"MaxFileSize", l.MaxFileSize}, {"MaxTotalSize", l.MaxTotalSize}, {"MaxFiles", int64(l.MaxFiles)},
+		{"MaxDepth", int64(l.MaxDepth)}, {"MaxComponents", int64(l.MaxComponents)},
+	} {
+		if f.v < 0 {
+			return Limits{}, fmt.Errorf("kernel: Limits.%s is %d: a limit must be positive, or zero for its default", f.name, f.v)
 		}
 	}
-	return err
-}
-
-type platformData struct {
-	Name     string            `json:"name"`
-	Type     string            `json:"type"`
-	Labels   map[string]string `json:"labels"`
-	Catalogs map[string]struct {
-		Version string   `json:"version"`
-		Enabled *bool    `json:"enabled"` // nil: true
-		Kinds   []string `json:"kinds"`
-	} `json:"catalogs"`
-}
-
-// decodePlatform gates v on the #Platform shape, checks its values and
-// decodes it.
-func decodePlatform(ctx context.Context, schema, v cue.Value) (*Platform, error) {
-	u := schema.LookupPath(cue.MakePath(cue.Def("#Platform"))).Unify(v)
-	if err := joinCUE(validate(u), checkPlatformValues(v, u)); err != nil {
-		return nil, err
+	def := func(v, d int64) int64 {
+		if v == 0 {
+			return d
+		}
+		return v
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	data, err := u.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	var d platformData
-	if err := json.Unmarshal(data, &d); err != nil {
-		return nil, err
-	}
-	// The schema leaves defaults out: a disjunction with a default costs
-	// more to evaluate than the rest of a platform.
-	p := &Platform{Name: d.Name, Type: d.Type, Labels: d.Labels}
-	if p.Type == "" {
-		p.Type = defaultType
-	}
-	if p.Labels == nil {
-		p.Labels = map[string]string{}
-	}
-	for path, c := range d.Catalogs {
-		kinds := slices.Compact(slices.Sorted(slices.Values(c.Kinds)))
-		enabled := c.Enabled == nil || *c.Enabled
-		p.Catalogs = append(p.Catalogs, Catalog{Path: path, Version: c.Version, Enabled: enabled, Kinds: kinds})
-	}
-	slices.SortFunc(p.Catalogs, func(a, b Catalog) int { return strings.Compare(a.Path, b.Path) })
-	return p, nil
+	return Limits{
+		MaxFileSize:   def(l.MaxFileSize, defaultMaxFileSize),
+		MaxTotalSize:  def(l.MaxTotalSize, defaultMaxTotalSize),
+		MaxFiles:      int(def(int64(l.MaxFiles), defaultMaxFiles)),
+		MaxDepth:      int(def(int64(l.MaxDepth), DefaultMaxDepth)),
+		MaxComponents: int(def(int64(l.MaxComponents), defaultMaxComponents)),
+	}, nil
 }

@@ -14,20 +14,6 @@ import (
 	"strings"
 )
 
-// A fileSource is where the bytes of a module come from: a directory
-// opened as an os.Root (see rootSource), or an instance's files in memory.
-// Names are slash-separated paths in the module, "." for its root.
-type fileSource interface {
-	// lstat describes name, not following a final symbolic link.
-	lstat(name string) (fs.FileInfo, error)
-	// stat describes name, following symbolic links that stay in the
-	// source; it fails for one that leads out.
-	stat(name string) (fs.FileInfo, error)
-	// open opens name for reading; opening does not block, whatever name
-	// is.
-	open(name string) (fs.File, error)
-}
-
 // A moduleFS is the file system the loader reads a module through. It
 // trusts nothing on disk: it reads regular files only, follows symbolic
 // links only where they stay in the module, stops at its limits, and

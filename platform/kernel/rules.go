@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"cuelang.org/go/cue"
+	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/token"
 	"leasekit.dev/platform/internal/rules"
 )
 
@@ -124,24 +126,26 @@ func checkInstanceValues(w writtenInstance) error {
 	return c.errs
 }
 
-func strSels(path []string) []cue.Selector {
-	sels := make([]cue.Selector, len(path))
-	for i, p := range path {
-		sels[i] = cue.Str(p)
-	}
-	return sels
+// fieldError is a CUE error about the field at path (string labels) under
+// v, at its position.
+func fieldError(v cue.Value, path []string, format string, args ...any) error {
+	cp := cue.MakePath(strSels(path)...)
+	return &pathError{pos: v.LookupPath(cp).Pos(), path: []string{cp.String()}, msg: messagef(format, args...)}
 }
 
-// lookup returns the value at path in v. Where a struct on the way is a
-// disjunction with a default (components: *{...} | {...}), it selects in
-// the default, as a reference in CUE does.
-func lookup(v cue.Value, path ...string) cue.Value {
-	if f := v.LookupPath(cue.MakePath(strSels(path)...)); f.Exists() || len(path) == 0 {
-		return f
-	}
-	for _, p := range path {
-		v, _ = v.Default()
-		v = v.LookupPath(cue.MakePath(cue.Str(p)))
-	}
-	return v
+func messagef(format string, args ...any) cueerrors.Message {
+	return cueerrors.NewMessagef(format, args...)
 }
+
+// pathError is a CUE error at a position, about a path.
+type pathError struct {
+	pos  token.Pos
+	path []string
+	msg  cueerrors.Message
+}
+
+func (e *pathError) Position() token.Pos         { return e.pos }
+func (e *pathError) InputPositions() []token.Pos { return nil }
+func (e *pathError) Path() []string              { return e.path }
+func (e *pathError) Msg() (string, []any)        { return e.msg.Msg() }
+func (e *pathError) Error() string               { return e.msg.Error() }

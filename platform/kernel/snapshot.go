@@ -12,6 +12,18 @@ import (
 	"cuelang.org/go/cue"
 )
 
+// An Instance is an instance module: its files, or a directory holding
+// them. Exactly one of Dir and Files is set.
+type Instance struct {
+	// Dir is the module's directory on disk.
+	Dir string
+
+	// Files maps slash-separated paths to contents, cue.mod/module.cue
+	// included. Errors name the module "instance" and its files by their
+	// paths here.
+	Files map[string][]byte
+}
+
 // An InstanceSnapshot is an instance module as one read found it: the
 // bytes of its files, and their digest. A module whose tree holds only
 // directories and regular files, within the Limits, is read whole without

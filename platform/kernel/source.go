@@ -2,11 +2,24 @@ package kernel
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"testing/fstest"
 )
+
+// A fileSource is where the bytes of a module come from: a directory
+// opened as an os.Root (see rootSource), or an instance's files in memory.
+// Names are slash-separated paths in the module, "." for its root.
+type fileSource interface {
+	// lstat describes name, not following a final symbolic link.
+	lstat(name string) (fs.FileInfo, error)
+	// stat describes name, following symbolic links that stay in the
+	// source; it fails for one that leads out.
+	stat(name string) (fs.FileInfo, error)
+	// open opens name for reading; opening does not block, whatever name
+	// is.
+	open(name string) (fs.File, error)
+}
 
 // rootSource is a module directory opened as an os.Root: no name leads
 // out of it, by a symbolic link or otherwise.
@@ -47,46 +60,3 @@ type memSource struct{ fsys fstest.MapFS }
 func (s memSource) lstat(name string) (fs.FileInfo, error) { return fs.Stat(s.fsys, name) }
 func (s memSource) stat(name string) (fs.FileInfo, error)  { return fs.Stat(s.fsys, name) }
 func (s memSource) open(name string) (fs.File, error)      { return s.fsys.Open(name) }
-
-// ErrFileRefused is the error a build or render returns, wrapped in a
-// *FileError, for a file or directory in a module that the kernel does not
-// read.
-var ErrFileRefused = errors.New("kernel: file refused")
-
-// A FileError reports a file or directory in a module that the kernel
-// refuses to read: one that is not a regular file or directory, a
-// symbolic link leading out of the module, or a directory of vendored
-// packages. It is returned as it is, and nothing of the module is
-// evaluated.
-type FileError struct {
-	Dir  string // the module's directory, "instance" for an instance's Files
-	File string // the file or directory, slash-separated, relative to Dir
-	Rule string // why it is refused: "is a named pipe (p---------), not a regular file", …
-	Err  error  // the underlying error, if any
-}
-
-// Error names the module, the file and the rule.
-func (e *FileError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("kernel: %s %s: %v", inModule(e.Dir, e.File), e.Rule, e.Err)
-	}
-	return fmt.Sprintf("kernel: %s %s", inModule(e.Dir, e.File), e.Rule)
-}
-
-// inModule names file, relative to the module directory dir, as an error
-// shows it: "dir: file", or dir alone for the module itself.
-func inModule(dir, file string) string {
-	switch {
-	case dir == "":
-		return file
-	case file == "":
-		return dir
-	}
-	return dir + ": " + file
-}
-
-// Is reports whether target is ErrFileRefused.
-func (e *FileError) Is(target error) bool { return target == ErrFileRefused }
-
-// Unwrap returns the underlying error.
-func (e *FileError) Unwrap() error { return e.Err }

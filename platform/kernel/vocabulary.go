@@ -1,14 +1,33 @@
 package kernel
 
 import (
+	_ "embed"
 	"fmt"
 	"slices"
 	"sync"
 
+	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/format"
 	"cuelang.org/go/cue/parser"
+)
+
+// The kernel's vocabulary: schema.cue holds the platform's shape, which
+// BuildPlatform needs; render.cue the instance's shape and the render,
+// which Render needs as well. Every call compiles the source into a
+// cue.Context of its own: compiling writes to the syntax tree, so not even
+// a parsed tree can be shared between calls.
+var (
+	//go:embed schema.cue
+	schemaSource []byte
+	//go:embed render.cue
+	renderSource []byte
+)
+
+const (
+	schemaFile = "leasekit.dev/platform/kernel/schema.cue"
+	renderFile = "leasekit.dev/platform/kernel/render.cue"
 )
 
 // A vocabularyPart is how much of the kernel's vocabulary a call compiles.
@@ -78,4 +97,13 @@ func vocabulary(part vocabularyPart) (*build.Instance, error) {
 		}
 	}
 	return bi, nil
+}
+
+// compileSchema builds the vocabulary bi into cc.
+func compileSchema(cc *cue.Context, bi *build.Instance) (cue.Value, error) {
+	schema := cc.BuildInstance(bi)
+	if err := schema.Err(); err != nil {
+		return cue.Value{}, flatten(fmt.Errorf("kernel: the embedded schema does not compile: %w", err))
+	}
+	return schema, nil
 }

@@ -85,3 +85,25 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 		}
 	}
 }
+
+func strSels(path []string) []cue.Selector {
+	sels := make([]cue.Selector, len(path))
+	for i, p := range path {
+		sels[i] = cue.Str(p)
+	}
+	return sels
+}
+
+// lookup returns the value at path in v. Where a struct on the way is a
+// disjunction with a default (components: *{...} | {...}), it selects in
+// the default, as a reference in CUE does.
+func lookup(v cue.Value, path ...string) cue.Value {
+	if f := v.LookupPath(cue.MakePath(strSels(path)...)); f.Exists() || len(path) == 0 {
+		return f
+	}
+	for _, p := range path {
+		v, _ = v.Default()
+		v = v.LookupPath(cue.MakePath(cue.Str(p)))
+	}
+	return v
+}

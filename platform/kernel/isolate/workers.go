@@ -23,7 +23,7 @@ import (
 const (
 	DefaultTimeout = 10 * time.Second
 	DefaultMemory  = 512 << 20
-	DefaultCalls   = 1000
+	defaultCalls   = 1000
 
 	// MinMemory is the least memory budget a worker may have: a
 	// worker's runtime and CUE hold about 20 MiB before their first call.
@@ -78,7 +78,7 @@ type Workers struct {
 	Memory int64
 
 	// Calls is how many calls a worker answers before it is replaced by a
-	// fresh one. Zero means DefaultCalls.
+	// fresh one. Zero means 1,000.
 	Calls int
 
 	mu      sync.Mutex
@@ -140,7 +140,7 @@ func (ws *Workers) resolved() (size int, timeout time.Duration, memory int64, ca
 		memory = DefaultMemory
 	}
 	if calls == 0 {
-		calls = DefaultCalls
+		calls = defaultCalls
 	}
 	return size, timeout, memory, calls, nil
 }
