@@ -13,7 +13,7 @@ import (
 // hexadecimal digits over the names in order, each with its length, its
 // contents' length and their SHA-256. It covers every byte a build or
 // render can read of the files and nothing else (not their modes), so
-// equal digests mean equal evaluations. dirlife.DigestFiles, which also
+// equal digests mean equal evaluations. A dirlife.Digest, which also
 // covers modes, directories and links, names a directory's identity;
 // publish's keyed fingerprint guards a cache against collisions a tenant
 // chooses; this one names what CUE reads.
