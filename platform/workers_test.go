@@ -31,7 +31,7 @@ func TestRendersThroughWorkers(t *testing.T) {
 	for range 2 {
 		_, _, err := p.Render(ctx, bomb)
 		var be *isolate.BudgetError
-		if !errors.As(err, &be) || be.Budget != "time" {
+		if !errors.As(err, &be) || be.Budget != "time" || !errors.Is(err, isolate.ErrBudget) {
 			t.Fatalf("Render of the bomb: %v, want a *isolate.BudgetError for time", err)
 		}
 	}

@@ -77,6 +77,11 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error, flattened.
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrFileRefused is the error a build or render returns, wrapped in a
+// *FileError, for a file or directory in a module that the kernel does not
+// read.
+var ErrFileRefused = errors.New("kernel: file refused")
+
 // A FileError reports a file or directory in a module that the kernel
 // refuses to read: one that is not a regular file or directory, a
 // symbolic link leading out of the module, or a directory of vendored
@@ -109,8 +114,15 @@ func inModule(dir, file string) string {
 	return dir + ": " + file
 }
 
+// Is reports whether target is ErrFileRefused.
+func (e *FileError) Is(target error) bool { return target == ErrFileRefused }
+
 // Unwrap returns the underlying error.
 func (e *FileError) Unwrap() error { return e.Err }
+
+// ErrLimit is the error a build or render returns, wrapped in a
+// *LimitError, when its input goes past one of its Limits.
+var ErrLimit = errors.New("kernel: input past a limit")
 
 // A LimitError reports input past one of a Kernel's Limits. It is returned
 // as it is, before the offending input is parsed or evaluated.
@@ -140,6 +152,9 @@ func (e *LimitError) Error() string {
 	}
 	return fmt.Sprintf("kernel: %s "+what, inModule(e.Dir, e.File), e.Value, e.Max)
 }
+
+// Is reports whether target is ErrLimit.
+func (e *LimitError) Is(target error) bool { return target == ErrLimit }
 
 // A SkewError reports a catalog that an instance requires in a newer
 // version than the platform carries, under SkewRefuse. A render with
@@ -183,6 +198,11 @@ func (e *CatalogError) Error() string {
 	return fmt.Sprintf("kernel: %scatalog %s %s", at, e.Path, e.Rule)
 }
 
+// ErrPlatformChanged is the error a render returns, wrapped in a
+// *ContentError, when the platform's directory no longer holds the content
+// the platform was built from.
+var ErrPlatformChanged = errors.New("kernel: platform changed since it was built")
+
 // A ContentError reports a render refused because the platform's
 // directory no longer holds what the Platform was built from: a file
 // rewritten, added or removed since BuildPlatform read it. The catalog
@@ -211,6 +231,9 @@ func (e *ContentError) Error() string {
 	}
 	return msg
 }
+
+// Is reports whether target is ErrPlatformChanged.
+func (e *ContentError) Is(target error) bool { return target == ErrPlatformChanged }
 
 // Unwrap returns why the platform no longer loads, or nil.
 func (e *ContentError) Unwrap() error { return e.Err }

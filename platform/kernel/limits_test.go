@@ -33,7 +33,7 @@ func wantLimit(t interface {
 }, err error, limit, file string, value, max int64) {
 	t.Helper()
 	var le *LimitError
-	if !errors.As(err, &le) {
+	if !errors.As(err, &le) || !errors.Is(err, ErrLimit) {
 		t.Fatalf("error %v, want a *LimitError for %s", err, limit)
 	}
 	got := *le

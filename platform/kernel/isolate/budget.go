@@ -7,6 +7,11 @@ import (
 	"time"
 )
 
+// ErrBudget is the error a build or render in a worker returns, wrapped in
+// a *BudgetError, when the worker was killed past one of the [Workers]
+// budgets.
+var ErrBudget = errors.New("kernel: evaluation past a budget")
+
 // ErrClosed is the error a build or render returns, wrapped in a
 // *WorkerError, when its Workers are closed before or while it runs.
 var ErrClosed = errors.New("kernel: workers closed")
@@ -37,6 +42,9 @@ func (e *BudgetError) Error() string {
 	}
 	return fmt.Sprintf("kernel: %s %s: the worker was killed past the %s budget of %d", e.Op, e.Dir, e.Budget, e.Value)
 }
+
+// Is reports whether target is ErrBudget.
+func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
 
 // A WorkerError reports a build or render whose worker could not be
 // started, or ended before it answered: killed from outside, crashed, or

@@ -194,7 +194,7 @@ func TestWorkersBombs(t *testing.T) {
 		err := call()
 		took := time.Since(start)
 		var be *isolate.BudgetError
-		if !errors.As(err, &be) {
+		if !errors.As(err, &be) || !errors.Is(err, isolate.ErrBudget) {
 			t.Fatalf("%s: %v, want a *isolate.BudgetError", name, err)
 		}
 		if be.Op != op || be.Dir != wantDir || (be.Budget == "time") != (be.Value == int64(timeout)) ||

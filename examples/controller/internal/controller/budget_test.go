@@ -56,7 +56,7 @@ func TestReleaseOverBudgetIsNotRetried(t *testing.T) {
 		return &rel, err
 	}
 	rel, err := reconcileOnce()
-	if !errors.Is(err, reconcile.TerminalError(nil)) || !errors.As(err, new(*isolate.BudgetError)) {
+	if !errors.Is(err, reconcile.TerminalError(nil)) || !errors.Is(err, isolate.ErrBudget) {
 		t.Fatalf("Reconcile: %v, want a terminal error wrapping the budget's", err)
 	}
 	c := wantCondition(t, rel.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionFalse, v1alpha1.ReasonRenderFailed)

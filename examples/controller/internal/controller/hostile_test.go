@@ -89,7 +89,7 @@ func TestReleaseDecidedRenderIsNotRunAgainAfterAFailedWrite(t *testing.T) {
 	refuse = false
 	mu.Unlock()
 	_, err := f.release.Reconcile(context.Background(), ctrl.Request{NamespacedName: releaseKey})
-	if !errors.Is(err, reconcile.TerminalError(nil)) || !errors.As(err, new(*isolate.BudgetError)) {
+	if !errors.Is(err, reconcile.TerminalError(nil)) || !errors.Is(err, isolate.ErrBudget) {
 		t.Fatalf("reconcile once the write goes through: %v; want a terminal error wrapping the budget's", err)
 	}
 	var rel v1alpha1.Release
@@ -319,7 +319,7 @@ func TestPlatformBuildOverBudgetIsABuildFailure(t *testing.T) {
 	spec.Overlay = overlayBomb
 	f.setSpec(t, spec, 2)
 	p, res, err := f.reconcilePlatform(t)
-	if !errors.Is(err, reconcile.TerminalError(nil)) || !errors.As(err, new(*isolate.BudgetError)) && !strings.Contains(err.Error(), "time budget") || !res.IsZero() {
+	if !errors.Is(err, reconcile.TerminalError(nil)) || !errors.Is(err, isolate.ErrBudget) && !strings.Contains(err.Error(), "time budget") || !res.IsZero() {
 		t.Fatalf("reconcile of a build past the time budget: %v, %+v; want a terminal error naming the budget", err, res)
 	}
 	c := wantCondition(t, p.Status.Conditions, v1alpha1.PlatformBuildFailed, metav1.ConditionTrue, controller.ReasonBuildFailed)

@@ -52,7 +52,7 @@ func classify(err error) outcome {
 // answered (killed from outside, crashed, closed) is not. It reports false
 // for any other error.
 func workerFailure(err error) (outcome, bool) {
-	if _, ok := errors.AsType[*isolate.BudgetError](err); ok {
+	if _, ok := errors.AsType[*isolate.BudgetError](err); ok || errors.Is(err, isolate.ErrBudget) {
 		return overBudget, true
 	}
 	if _, ok := errors.AsType[*isolate.WorkerError](err); ok || errors.Is(err, isolate.ErrClosed) {

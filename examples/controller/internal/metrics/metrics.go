@@ -124,7 +124,7 @@ func (m *Metrics) ObserveRender(secs float64, err error) {
 	switch {
 	case errors.Is(err, platform.ErrNotReady):
 		result = "not-ready"
-	case errors.As(err, new(*isolate.BudgetError)):
+	case errors.Is(err, isolate.ErrBudget):
 		result = "over-budget"
 	case err != nil:
 		result = "failed"
