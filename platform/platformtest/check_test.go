@@ -130,6 +130,7 @@ func TestCheckFailsBuggyReconcilers(t *testing.T) {
 					t.Fatalf("run %d: Check reported %d sequences, not one:\n%s", run+1, len(seqs), out)
 				}
 				steps, _ := strconv.Atoi(seqs[0][1])
+				t.Logf("run %d: %d steps", run+1, steps)
 				if steps > maxFailingSteps {
 					t.Fatalf("run %d: Check reported a sequence of %d steps, more than %d:\n%s", run+1, steps, maxFailingSteps, out)
 				}
