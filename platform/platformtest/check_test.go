@@ -346,8 +346,8 @@ func TestCheckShrinkRunsBounds(t *testing.T) {
 		mustFail(t, newTarget, platformtest.ShrinkRuns(n))
 		return len(roots)
 	}
-	// At most the package's 25 checks before the failure, one run to
-	// shrink it and one to show it.
+	// At most the package's 25 checks before the failure, the run in
+	// which rapid reproduces it, and one to show it.
 	base := sequences(1)
 	if base > 25+2 {
 		t.Errorf("ShrinkRuns(1): Check ran %d sequences, more than 27", base)
