@@ -332,7 +332,6 @@ func setFlag(t *testing.T, name, value string) {
 // it. Each sequence has a root of its own; with one seed, the sequences
 // before the failure are the same whatever the bound.
 func TestCheckShrinkRunsBounds(t *testing.T) {
-	setFlag(t, "rapid.shrinktime", "1h")
 	setFlag(t, "rapid.seed", "1")
 	sequences := func(n int) int {
 		var mu sync.Mutex
