@@ -77,10 +77,16 @@
 // lease through every identical reconcile, and through some new
 // generations, stale generations, failing builds of a new generation and
 // deletes (steps a correct reconciler takes without waiting for its
-// readers); it is checked once the step returns. So a sequence that fails fails again when rapid runs it again,
-// and rapid shrinks it to a short one, which Check reports once, in words,
-// after the property and what broke it: "reconcile 1 (module 0, new
-// generation); reconcile 1 (identical), while a render holds generation 1".
+// readers); it is checked once the step returns. So a sequence that fails
+// fails again when it runs again, and Check shrinks it by whole steps: it
+// records each step's action and the choices it drew, and runs shorter
+// sequences made from them on a fresh Root (runs of adjacent steps left
+// out, any two steps left out together, each choice lowered), keeping one
+// that breaks the same property, until none is shorter or [ShrinkRuns]
+// sequences have run. It runs the result once more, and reports it once,
+// in words, after the property and what broke it: "reconcile 1 (module 0,
+// new generation); reconcile 1 (identical), while a render holds
+// generation 1".
 //
 // What a render leasing in a loop while a Reconcile or Delete runs sees
 // depends on the scheduler, as a refused lease does for

@@ -16,7 +16,6 @@ import (
 
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/platformmodule"
-	"pgregory.net/rapid"
 )
 
 // The properties, as failure messages name them.
@@ -72,7 +71,15 @@ type machine struct {
 	// depends on the scheduler, so it fails no sequence (see
 	// deferProblem).
 	pending, deferred *violation
-	report            *report
+
+	// Where the sequence's choices come from, and the steps it has run
+	// with the choices each drew (cur is the step running).
+	src    source
+	script []step
+	cur    step
+
+	failure     *outcome // how the sequence failed, once it has
+	reproducing bool     // rapid runs the sequence again to reproduce a failure
 }
 
 // A heldLease is a render that holds its lease across steps, on a
@@ -94,26 +101,31 @@ func (h *heldLease) end() {
 	<-h.done
 }
 
-func newMachine(t *rapid.T, cfg config, base string, newTarget func(root string) (Target, error), rep *report) *machine {
+// newMachine returns a sequence on a Root of its own under base. Its
+// target is made by start; close ends it.
+func newMachine(cfg config, base string, newTarget func(root string) (Target, error)) (*machine, error) {
 	dir, err := os.MkdirTemp(base, "seq-")
 	if err != nil {
-		t.Fatalf("platformtest: %v", err)
+		return nil, err
 	}
 	root := filepath.Join(dir, "root")
 	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatalf("platformtest: %v", err)
-	}
-	m := &machine{cfg: cfg, newTarget: newTarget, root: root, ok: map[int64]platformmodule.Files{}, report: rep}
-	t.Cleanup(func() {
-		m.releaseAll()
-		if c, ok := m.target.(io.Closer); ok {
-			if err := c.Close(); err != nil {
-				t.Errorf("platformtest: closing the target at the end: %v", err)
-			}
-		}
 		_ = os.RemoveAll(dir)
-	})
-	return m
+		return nil, err
+	}
+	return &machine{cfg: cfg, newTarget: newTarget, root: root, ok: map[int64]platformmodule.Files{}}, nil
+}
+
+// close releases every lease, closes the target if it is an io.Closer,
+// and removes the sequence's directory. It returns what Close returned.
+func (m *machine) close() error {
+	m.releaseAll()
+	var err error
+	if c, ok := m.target.(io.Closer); ok {
+		err = c.Close()
+	}
+	_ = os.RemoveAll(filepath.Dir(m.root))
+	return err
 }
 
 // start makes the target on m.root.
@@ -142,17 +154,24 @@ func (m *machine) say(format string, args ...any) {
 // differ between runs (a path outside Root).
 type problem struct {
 	what, msg, detail string
+	kind              string // the property, or for a failure that is none (a hang, a panic) what kind it is
 }
 
-// bad returns the problem that what is broken as format says.
+// bad returns the problem that what is broken as format says. A what of
+// "" is a failure that breaks no property; format tells its kind.
 func bad(what, format string, args ...any) *problem {
-	return &problem{what: what, msg: fmt.Sprintf(format, args...)}
+	kind := what
+	if kind == "" {
+		kind = format
+	}
+	return &problem{what: what, msg: fmt.Sprintf(format, args...), kind: kind}
 }
 
 // A violation is a failure of the sequence: what broke and the steps that
 // led there.
 type violation struct {
-	msg    string // the same each time its sequence runs, for rapid
+	kind   string // the property broken, the same in every sequence that breaks it
+	msg    string // the same each time its sequence runs
 	detail string // what was seen, which may differ between runs
 	seq    string
 	steps  int
@@ -176,7 +195,7 @@ func (m *machine) violation(p *problem) *violation {
 	if len(m.steps) > 0 {
 		seq = strings.Join(m.steps, "; ")
 	}
-	return &violation{msg: m.paths("platformtest: " + msg), detail: m.paths(p.detail), seq: m.paths(seq), steps: len(m.steps)}
+	return &violation{kind: p.kind, msg: m.paths("platformtest: " + msg), detail: m.paths(p.detail), seq: m.paths(seq), steps: len(m.steps)}
 }
 
 // fail fails the sequence at this step, naming what broke. It panics with
@@ -201,81 +220,43 @@ func (m *machine) deferProblem(p *problem) {
 	}
 }
 
-// guard runs action, keeping the violation it panics with, if any, for
-// the check that follows every action, which reports it unless the check
-// finds one itself. Every failure found at a step boundary is raised from
-// that one place, because rapid takes two failures for the same when they
-// fail at the same place and read the same: shrinking may then trade one
-// property's failure for a shorter sequence that breaks another.
-func (m *machine) guard(action func(*rapid.T), check bool) func(*rapid.T) {
-	return func(t *rapid.T) {
-		v := func() (v *violation) {
-			defer func() {
-				if p := recover(); p != nil {
-					var ok bool
-					if v, ok = p.(*violation); !ok {
-						panic(p)
-					}
-				}
-			}()
-			action(t)
-			return nil
-		}()
-		if !check {
-			if m.pending == nil {
-				m.pending = v
+// act runs the action name, keeping the violation it panics with, if
+// any, for the check at the step boundary that follows it. A step that
+// ran, to its end or to a violation, joins m.script with the choices it
+// drew; one that skipped itself does not, and its skip goes on up.
+func (m *machine) act(name string, action func()) {
+	m.cur = step{action: name}
+	v := catchViolation(action)
+	m.script = append(m.script, m.cur)
+	if m.pending == nil {
+		m.pending = v
+	}
+}
+
+// boundary checks properties 1 to 3 at a step boundary and returns the
+// sequence's violation: the one it finds, or else the one the step
+// found. Every failure is decided here, once its step is over, so that a
+// sequence run again fails again, at the same step.
+func (m *machine) boundary() *violation {
+	if v := catchViolation(m.invariants); v != nil {
+		return v
+	}
+	return m.pending
+}
+
+// catchViolation calls f and returns the violation it panics with, if
+// any; any other panic goes on up.
+func catchViolation(f func()) (v *violation) {
+	defer func() {
+		if p := recover(); p != nil {
+			var ok bool
+			if v, ok = p.(*violation); !ok {
+				panic(p)
 			}
-			return
 		}
-		if v == nil {
-			v = m.pending
-		}
-		if v != nil {
-			m.raise(t, v)
-		}
-	}
-}
-
-// raise fails the sequence with v.
-func (m *machine) raise(t *rapid.T, v *violation) {
-	m.report.failed(v)
-	t.Fatal(v.msg)
-}
-
-// A report is what the sequences of one Check found: the failure of the
-// sequence that ran last, the shortest failure of all, and the shortest
-// sequence in which a render running during a Reconcile or Delete saw a
-// property broken.
-type report struct {
-	last, shortest, seen *violation
-}
-
-// begin starts a sequence.
-func (r *report) begin() { r.last = nil }
-
-func (r *report) failed(v *violation) {
-	r.last = v
-	if r.shortest == nil || v.steps < r.shortest.steps {
-		r.shortest = v
-	}
-}
-
-// saw keeps v, a property a render running during a Reconcile or Delete
-// saw broken, if it is the shortest so far.
-func (r *report) saw(v *violation) {
-	if r.seen == nil || v.steps < r.seen.steps {
-		r.seen = v
-	}
-}
-
-// pick returns the failure to report: that of the sequence that ran last,
-// which is rapid's minimal failing sequence run once more to show it, or,
-// when that one passed, the shortest failing sequence of all.
-func (r *report) pick() *violation {
-	if r.last != nil {
-		return r.last
-	}
-	return r.shortest
+	}()
+	f()
+	return nil
 }
 
 // paths names the sequence's root "Root" in s, so that a failure reads
@@ -286,72 +267,75 @@ func (m *machine) paths(s string) string {
 
 func (m *machine) store() *platform.Store { return m.target.Store() }
 
-func (m *machine) actions() map[string]func(*rapid.T) {
-	actions := map[string]func(*rapid.T){
-		"reconcile a new generation": func(t *rapid.T) {
-			gen := m.gen + rapid.Int64Range(1, 2).Draw(t, "step")
-			mod := drawModule(t)
-			m.reconcile(t, gen, mod, "new generation", throughDrawn)
+// actions are the steps a sequence draws from, by name. An action draws
+// its choices from m.src, and skips itself (m.skip) before it changes
+// anything when it does not apply.
+func (m *machine) actions() map[string]func() {
+	return map[string]func(){
+		"reconcile a new generation": func() {
+			gen := m.gen + m.draw("step", 1, 2)
+			mod := m.drawModule()
+			m.reconcile(gen, mod, "new generation", throughDrawn)
 		},
-		"reconcile changed files": func(t *rapid.T) {
+		"reconcile changed files": func() {
 			if m.gen == 0 {
-				t.Skip("no resource")
+				m.skip("no resource")
 			}
-			mod := drawModule(t)
+			mod := m.drawModule()
 			if sameFiles(mod.files, m.files) {
-				t.Skip("the same files")
+				m.skip("the same files")
 			}
-			m.reconcile(t, m.gen, mod, "same generation, changed files", throughNever)
+			m.reconcile(m.gen, mod, "same generation, changed files", throughNever)
 		},
-		"reconcile again, identical": func(t *rapid.T) {
+		"reconcile again, identical": func() {
 			if m.gen == 0 {
-				t.Skip("no resource")
+				m.skip("no resource")
 			}
 			// A render holds the directory through it: an identical
 			// reconcile must leave it as it is.
-			m.reconcile(t, m.gen, module{files: m.files, name: "identical", builds: m.builds}, "", throughAlways)
+			m.reconcile(m.gen, module{files: m.files, name: "identical", builds: m.builds}, "", throughAlways)
 		},
-		"reconcile a stale generation": func(t *rapid.T) {
+		"reconcile a stale generation": func() {
 			cur := m.store().Generation()
 			if cur < 2 {
-				t.Skip("no generation older than the store's")
+				m.skip("no generation older than the store's")
 			}
-			gen := rapid.Int64Range(1, cur-1).Draw(t, "stale generation")
-			m.reconcile(t, gen, drawModule(t), fmt.Sprintf("stale: the store holds %d", cur), throughDrawn)
+			gen := m.draw("stale generation", 1, cur-1)
+			m.reconcile(gen, m.drawModule(), fmt.Sprintf("stale: the store holds %d", cur), throughDrawn)
 		},
-		"reconcile a module that fails to build": func(t *rapid.T) {
+		"reconcile a module that fails to build": func() {
 			gen, through := m.gen+1, throughDrawn
-			if m.gen > 0 && rapid.Bool().Draw(t, "same generation") {
+			if m.gen > 0 && m.drawBool("same generation") {
 				gen, through = m.gen, throughNever
 			}
-			m.reconcile(t, gen, drawBroken(t), "", through)
+			m.reconcile(gen, m.drawBroken(), "", through)
 		},
-		"delete": func(t *rapid.T) {
-			if m.gen == 0 && !rapid.Bool().Draw(t, "delete with no resource") {
-				t.Skip("no resource")
+		"delete": func() {
+			if m.gen == 0 && !m.drawBool("delete with no resource") {
+				m.skip("no resource")
 			}
-			m.delete(t)
+			m.delete()
 		},
-		"restart": func(t *rapid.T) {
+		"restart": func() {
 			m.restart()
 		},
-		"lease and hold": func(t *rapid.T) {
-			m.skipIfNothingToLease(t)
+		"lease and hold": func() {
+			m.skipIfNothingToLease()
 			m.hold()
 		},
-		"release a held lease": func(t *rapid.T) {
+		"release a held lease": func() {
 			if len(m.held) == 0 {
-				t.Skip("no lease held")
+				m.skip("no lease held")
 			}
-			i := rapid.IntRange(0, len(m.held)-1).Draw(t, "lease")
+			i := int(m.draw("lease", 0, int64(len(m.held)-1)))
 			h := m.held[i]
 			m.held = slices.Delete(m.held, i, i+1)
 			h.end()
 			m.say("release lease #%d", h.n)
 		},
-		"render": func(t *rapid.T) {
-			m.skipIfNothingToLease(t)
-			withKernel := rapid.Bool().Draw(t, "with the kernel")
+		"render": func() {
+			m.skipIfNothingToLease()
+			withKernel := m.drawBool("with the kernel")
 			o := render(m.store(), withKernel)
 			if withKernel {
 				m.say("render with the kernel")
@@ -362,18 +346,13 @@ func (m *machine) actions() map[string]func(*rapid.T) {
 				m.failWith(p)
 			}
 		},
-		"release every lease and reconcile": func(t *rapid.T) {
+		"release every lease and reconcile": func() {
 			if m.gen == 0 {
-				t.Skip("no resource")
+				m.skip("no resource")
 			}
 			m.settle()
 		},
-		"": func(t *rapid.T) { m.invariants() },
 	}
-	for name, action := range actions {
-		actions[name] = m.guard(action, name == "")
-	}
-	return actions
 }
 
 // readers are the renders that run while a Reconcile or Delete does:
@@ -388,9 +367,9 @@ type readers struct {
 
 // skipIfNothingToLease skips a lease of a store that holds nothing, whose
 // refusal breaks no property.
-func (m *machine) skipIfNothingToLease(t *rapid.T) {
+func (m *machine) skipIfNothingToLease() {
 	if _, held := m.store().Generated(); !held && !(m.cfg.neverRefused && m.served) {
-		t.Skip("nothing to lease")
+		m.skip("nothing to lease")
 	}
 }
 
@@ -404,20 +383,20 @@ const (
 )
 
 // drawReaders draws the readers of a step.
-func drawReaders(t *rapid.T, through throughMode) readers {
+func (m *machine) drawReaders(through throughMode) readers {
 	// Renders in a loop in one step out of three or so: what they see,
 	// and what a target that looks at Store.Leased does meanwhile, may
 	// differ each time a sequence runs, and rapid shrinks a sequence only
 	// while a rerun fails the same way.
-	r := readers{loops: max(0, rapid.IntRange(0, 5).Draw(t, "concurrent renders")-3)}
+	r := readers{loops: max(0, int(m.draw("concurrent renders", 0, 5))-3)}
 	switch through {
 	case throughAlways:
 		r.through = true
 	case throughDrawn:
-		r.through = rapid.Bool().Draw(t, "a render holds its lease through it")
+		r.through = m.drawBool("a render holds its lease through it")
 	}
 	if r.through {
-		r.withKernel = rapid.Bool().Draw(t, "it renders with the kernel")
+		r.withKernel = m.drawBool("it renders with the kernel")
 	}
 	return r
 }
@@ -434,8 +413,8 @@ func (r readers) words() string {
 // reconcile reconciles gen with mod while some renders lease, and checks
 // what they saw and what the properties require. how, when not empty,
 // says what kind of reconcile it is.
-func (m *machine) reconcile(t *rapid.T, gen int64, mod module, how string, through throughMode) {
-	r := drawReaders(t, through)
+func (m *machine) reconcile(gen int64, mod module, how string, through throughMode) {
+	r := m.drawReaders(through)
 	stale := gen < m.store().Generation()
 	current := !stale
 	if current {
@@ -524,8 +503,8 @@ func (m *machine) checkProgress(gen int64, files platformmodule.Files, after pla
 }
 
 // delete runs Delete while some renders lease.
-func (m *machine) delete(t *rapid.T) {
-	r := drawReaders(t, throughDrawn)
+func (m *machine) delete() {
+	r := m.drawReaders(throughDrawn)
 	okBefore := maps.Clone(m.ok)
 	res := m.op("delete"+r.words(), "the Delete", r, m.target.Delete)
 	err := res.err

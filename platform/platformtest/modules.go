@@ -8,7 +8,6 @@ import (
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
-	"pgregory.net/rapid"
 )
 
 // A module is a drawn set of files and how the sequence names it.
@@ -23,29 +22,29 @@ type module struct {
 const variants = 6
 
 // drawModule draws one of the generator's modules that build.
-func drawModule(t *rapid.T) module {
-	return generated(t, rapid.IntRange(0, variants-1).Draw(t, "module"))
+func (m *machine) drawModule() module {
+	return generated(int(m.draw("module", 0, variants-1)))
 }
 
 // drawBroken draws a module the kernel refuses: a syntax error or a value
 // the platform schema rejects.
-func drawBroken(t *rapid.T) module {
-	m := generated(t, rapid.IntRange(0, variants-1).Draw(t, "module"))
-	files := make(platformmodule.Files, len(m.files))
-	for name, data := range m.files {
+func (m *machine) drawBroken() module {
+	mod := generated(int(m.draw("module", 0, variants-1)))
+	files := make(platformmodule.Files, len(mod.files))
+	for name, data := range mod.files {
 		files[name] = data
 	}
-	if rapid.Bool().Draw(t, "syntax error") {
+	if m.drawBool("syntax error") {
 		files[platformmodule.PlatformFile] = append(bytes.Clone(files[platformmodule.PlatformFile]), "\nname: {\n"...)
-		return module{files: files, name: m.name + " with a syntax error"}
+		return module{files: files, name: mod.name + " with a syntax error"}
 	}
 	files[platformmodule.PlatformFile] = append(bytes.Clone(files[platformmodule.PlatformFile]), "\ntype: 42\n"...)
-	return module{files: files, name: m.name + " with a value the schema refuses"}
+	return module{files: files, name: mod.name + " with a value the schema refuses"}
 }
 
 // generated is variant v of a small platform module: one or two catalogs
 // whose versions depend on v, so that variants differ byte for byte.
-func generated(t *rapid.T, v int) module {
+func generated(v int) module {
 	in := platformmodule.Input{
 		Name: "acme",
 		Catalogs: []platformmodule.Catalog{
@@ -57,7 +56,7 @@ func generated(t *rapid.T, v int) module {
 	}
 	files, err := platformmodule.Generate(in)
 	if err != nil {
-		t.Fatalf("platformtest: generating module %d: %v", v, err)
+		panic(fmt.Sprintf("platformtest: generating module %d: %v", v, err))
 	}
 	return module{files: files, name: fmt.Sprintf("module %d", v), builds: true}
 }

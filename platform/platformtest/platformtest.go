@@ -2,6 +2,10 @@ package platformtest
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,12 +43,14 @@ type Target interface {
 // Check calls Reconcile and Delete from one goroutine, one at a time, and
 // leases from other goroutines, also while a Reconcile runs; the properties
 // it checks after every step, and the options that add stricter ones, are
-// listed in the package documentation. A failure is shrunk to a short
-// sequence, which Check logs once, in words; messages call the root given
-// to newTarget "Root". The number of sequences, their length and the time
-// spent shrinking are rapid's (-rapid.checks, -rapid.steps,
-// -rapid.shrinktime); shrinking also ends after the number of runs set
-// by [ShrinkRuns], so that on any machine it gets as far.
+// listed in the package documentation. The first sequence that breaks a
+// property is shrunk by whole steps to a short one, which Check runs once
+// more to show it and reports once, in words, with the property it
+// breaks and rapid's seed of the sequence first found; messages call the
+// root given to newTarget "Root". The number of sequences and their
+// length are rapid's (-rapid.checks, -rapid.steps); shrinking ends once no
+// shorter sequence fails, or after the number of runs set by
+// [ShrinkRuns], so that on any machine it gets as far.
 //
 // Check blocks until every sequence has run. It waits for the target only
 // within the bound set by [ReclaimWait]: a Reconcile or Delete that has not
@@ -62,53 +68,177 @@ func check(t rapid.TB, base string, newTarget func(root string) (Target, error),
 	for _, o := range opts {
 		o(&cfg)
 	}
-	// Check reports one failing sequence: the minimal one rapid shrank
-	// to, run once more to show it (or, when that run passed, the
-	// shortest of all that failed), or, when every sequence passed its
-	// checks at step boundaries, the shortest in which a render running
-	// during a Reconcile or Delete saw a property broken. The deferred
-	// call runs also when FailNow ends the goroutine.
-	rep := &report{}
-	defer func() {
-		v := rep.pick()
-		switch {
-		case v == nil || !t.Failed():
-		case v == rep.last && v.detail == "":
-			// Its message is the last thing the rerun logged.
-			t.Logf("the failing sequence (%d steps): %s", v.steps, v.seq)
-		default:
-			t.Logf("%s\nthe failing sequence (%d steps): %s", v.text(), v.steps, v.seq)
+	// rapid draws the sequences; Check shrinks the first that breaks a
+	// property by whole steps (see shrinker), and reports the result
+	// once, run again to show it. rapid reports to tb, which keeps
+	// rapid's report of a failure for Check to replace.
+	//
+	// rapid's own shrinker, which works on the bits the choices were
+	// drawn from, is not used for a broken property: it spends thousands
+	// of runs where Check's takes tens, and its passes over a long
+	// sequence cost minutes even when every candidate is turned away. So
+	// the run in which rapid reproduces the failure raises it in other
+	// words: rapid takes it for a failure it cannot reproduce, and
+	// returns it as found, with its bits kept for -rapid.failfile. A
+	// failure that breaks no property (a panic in Check, a Close that
+	// fails) is rapid's to shrink, within cfg.shrinkRuns runs.
+	tb := &rapidTB{TB: t}
+	var (
+		failing bool       // a sequence has failed
+		first   *violation // how the first failing sequence failed, when it broke a property
+		best    *outcome   // the shortest failure that breaks first's property
+		seen    *violation // the shortest sequence in which a render running during a Reconcile or Delete saw a property broken
+		reruns  int        // sequences rapid has run since the first failure
+	)
+	prop := func(rt *rapid.T) {
+		if tb.Failed() && best != nil {
+			rt.SkipNow() // rapid's run to show its result: Check shows its own
 		}
-	}()
-	// Once a sequence has failed, every run is rapid reproducing or
-	// shrinking it. Past cfg.shrinkRuns of them each further candidate
-	// is turned away at once, so shrinking ends after a number of runs,
-	// not a time; the run that shows the result comes after t has
-	// failed and is never turned away.
-	failing, reruns := false, 0
-	rapid.Check(t, func(rt *rapid.T) {
-		if failing && !t.Failed() {
-			if reruns >= cfg.shrinkRuns {
+		if failing {
+			if first != nil && reruns >= 1 || reruns >= cfg.shrinkRuns {
 				rt.SkipNow()
 			}
 			reruns++
 		}
+		m, err := newMachine(cfg, base, newTarget)
+		if err != nil {
+			rt.Fatalf("platformtest: %v", err)
+		}
+		m.reproducing = failing
+		rt.Cleanup(func() {
+			if err := m.close(); err != nil {
+				rt.Errorf("platformtest: closing the target at the end: %v", err)
+			}
+		})
 		defer func() {
-			if rt.Failed() {
-				failing = true
+			if !rt.Failed() {
+				return
+			}
+			if !failing && m.failure != nil {
+				first = m.failure.v
+			}
+			failing = true
+			if f := m.failure; f != nil && first != nil && f.v.kind == first.kind && (best == nil || f.smaller(best)) {
+				best = f
 			}
 		}()
-		rep.begin()
-		m := newMachine(rt, cfg, base, newTarget, rep)
-		m.guard(func(*rapid.T) { m.start() }, true)(rt)
-		rt.Repeat(m.actions())
-		if m.deferred != nil {
-			rep.saw(m.deferred)
+		runRapid(rt, m)
+		if v := m.deferred; v != nil && (seen == nil || v.steps < seen.steps) {
+			seen = v
 		}
-	})
-	if v := rep.seen; v != nil {
-		t.Fatalf("%s\n(seen by a render running during a Reconcile or Delete, which the scheduler decides: a rerun may not see it, so this is the shortest sequence in which it was seen)\nthe failing sequence (%d steps): %s", v.text(), v.steps, v.seq)
 	}
+	func() {
+		defer func() {
+			if p := recover(); p != nil && p != errFailNow {
+				panic(p)
+			}
+		}()
+		rapid.Check(tb, prop)
+	}()
+	switch {
+	case tb.Failed() && best == nil:
+		tb.forward()
+		t.FailNow()
+	case tb.Failed():
+		s := &shrinker{
+			run:    func(plan []step) outcome { return replay(cfg, base, newTarget, plan) },
+			best:   *best,
+			budget: cfg.shrinkRuns - reruns,
+		}
+		o := s.shrink()
+		v, note := o.v, ""
+		if shown := replay(cfg, base, newTarget, o.script); shown.v != nil && shown.v.kind == v.kind {
+			v = shown.v
+		} else {
+			note = "\n(it failed so when it ran, but not when it ran once more to show it: what it breaks depends on the scheduler)"
+		}
+		t.Fatalf("%s\nthe failing sequence (%d steps): %s%s%s", v.text(), v.steps, v.seq, note, tb.reproduce())
+	case seen != nil:
+		t.Fatalf("%s\n(seen by a render running during a Reconcile or Delete, which the scheduler decides: a rerun may not see it, so this is the shortest sequence in which it was seen)\nthe failing sequence (%d steps): %s", seen.text(), seen.steps, seen.seq)
+	}
+}
+
+// rapidTB is the TB Check gives rapid. It passes rapid's logs on until
+// rapid reports a failure; that report it keeps, for Check to pass on
+// (forward) or to replace with its own. Its FailNow panics with
+// errFailNow, which check recovers.
+type rapidTB struct {
+	rapid.TB
+	mu     sync.Mutex
+	failed bool
+	report []string // what rapid logged and reported since it failed
+}
+
+var errFailNow = errors.New("platformtest: rapid failed the check")
+
+func (r *rapidTB) Logf(format string, args ...any) { r.Log(fmt.Sprintf(format, args...)) }
+
+func (r *rapidTB) Log(args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.failed {
+		r.TB.Log(args...)
+		return
+	}
+	r.report = append(r.report, fmt.Sprint(args...))
+}
+
+func (r *rapidTB) Errorf(format string, args ...any) { r.Error(fmt.Sprintf(format, args...)) }
+
+func (r *rapidTB) Error(args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = true
+	r.report = append(r.report, fmt.Sprint(args...))
+}
+
+func (r *rapidTB) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	r.FailNow()
+}
+
+func (r *rapidTB) Fatal(args ...any) {
+	r.Error(args...)
+	r.FailNow()
+}
+
+func (r *rapidTB) Fail() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = true
+}
+
+func (r *rapidTB) FailNow() {
+	r.Fail()
+	panic(errFailNow)
+}
+
+func (r *rapidTB) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+// forward fails the test with what rapid reported.
+func (r *rapidTB) forward() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.TB.Error(strings.Join(r.report, "\n"))
+}
+
+// reproduce returns what rapid said runs the failure again (its seed,
+// its fail file), on a line of its own, or "" when it said nothing.
+func (r *rapidTB) reproduce() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.report {
+		for line := range strings.Lines(s) {
+			if _, args, ok := strings.Cut(line, "reproduce, specify "); ok {
+				return "\nrapid finds it again with " + strings.TrimSpace(args)
+			}
+		}
+	}
+	return ""
 }
 
 // An Option changes what [Check] waits for or adds a stricter property.
@@ -128,9 +258,11 @@ var defaults = config{reclaimWait: 10 * time.Second, releaseAfter: 500 * time.Mi
 
 // ShrinkRuns bounds how many times Check runs sequences while it shrinks a
 // failure: once that many have run, the shortest failing sequence found so
-// far is the one reported. A bound on runs, unlike -rapid.shrinktime,
-// shrinks a failure as far on a slow machine as on a fast one. The
-// default is 5000. An n that is not positive keeps the default.
+// far is the one reported. A bound on runs, unlike a time, shrinks a
+// failure as far on a slow machine as on a fast one. A failure usually
+// shrinks in tens of runs; the default, 5000, is a bound for a target
+// whose failures shrink slowly. An n that is not positive keeps the
+// default.
 func ShrinkRuns(n int) Option {
 	return func(c *config) {
 		if n > 0 {
