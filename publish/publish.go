@@ -88,7 +88,7 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.F
 	if err != nil {
 		return rec, Failed, err
 	}
-	id := Identity[K]{Key: key, Digest: DigestFiles(files)}
+	id := Identity[K]{Key: key, Digest: digestOf(files)}
 	if same && cur.Identity() == id {
 		p.curFP = fp
 		*reclaims = p.reclaimOthers()

@@ -20,7 +20,7 @@ import (
 // Publish carried.
 type Record[K cmp.Ordered, A any, V comparable] struct {
 	Key      K
-	Digest   Digest
+	Digest   dirlife.Digest
 	Dir      string // the directory the content lives in, under Root
 	Artifact A
 	Value    V
@@ -227,28 +227,15 @@ func (p *Publisher[K, A, V]) unlock() { <-p.sem }
 // Root returns the directory the Publisher owns.
 func (p *Publisher[K, A, V]) Root() string { return p.root }
 
-// Slot returns the slot readers lease from: Lease, Wait, Get. Writing it
-// (Set, Clear) bypasses the Publisher's order; use Publish and Forget.
+// Slot returns the slot readers use, the one way in: [slot.Slot.Lease]
+// leases the current record (reading it and leasing it are one atomic
+// step, and its directory stays on disk, unchanged, until the lease is
+// released), Wait waits for one, and Get reads it without a lease. Writing
+// the slot (Set, Clear) bypasses the Publisher's order; use Publish and
+// Forget.
 func (p *Publisher[K, A, V]) Slot() *slot.Slot[K, Record[K, A, V]] {
 	p.made()
 	return p.slot
-}
-
-// Lease leases the current record: reading it and leasing it are one
-// atomic step, and its directory stays on disk, unchanged, until the lease
-// is released. It returns nil and false when no record is held. It takes
-// no lock unless it races a Publish's set or a Forget.
-func (p *Publisher[K, A, V]) Lease() (*slot.Lease[K, Record[K, A, V]], bool) {
-	p.made()
-	return p.slot.Lease()
-}
-
-// Current returns the current record and true, or the zero record and
-// false. It leases nothing: a reader of the directory calls Lease.
-func (p *Publisher[K, A, V]) Current() (Record[K, A, V], bool) {
-	p.made()
-	_, rec, ok := p.slot.Get()
-	return rec, ok
 }
 
 // Boot empties Root and makes sure it exists: the boot step, before any

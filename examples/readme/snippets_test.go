@@ -106,7 +106,7 @@ func readmeGeneric(ctx context.Context, bundleDir string, logger *slog.Logger, l
 	// for a reader; a failed build leaves the current record as it was
 
 	// reader
-	l, ok := pub.Lease()
+	l, ok := pub.Slot().Lease()
 	if !ok {
 		return errNotReady
 	}

@@ -1,0 +1,4 @@
+package publish
+
+// DigestFiles is the digest a Publisher gives files.
+var DigestFiles = digestOf
