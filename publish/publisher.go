@@ -31,8 +31,10 @@ func (r Record[K, A, V]) Identity() Identity[K] { return Identity[K]{Key: r.Key,
 
 // A BuildFunc makes the artifact of a written directory: it parses,
 // compiles or validates what dir holds. It must not change dir. An error
-// fails the Publish with [BuildFailed] and leaves the current record as it
-// was.
+// fails the Publish and leaves the current record as it was: with
+// [BuildFailed] when it is a verdict on the content, with [Failed] when it
+// is ctx's own (ctx ended during the build) or [Options.Refused] says it
+// is not a verdict.
 type BuildFunc[A any] func(ctx context.Context, dir string) (A, error)
 
 // A Disk is where a Publisher writes and removes directories, by name under
@@ -72,6 +74,13 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// of the caller's own on keys, files or values.
 	Check func(key K, files dirlife.Files, value V) error
 
+	// Refused, when set, reports whether an error of the build step is a
+	// verdict on the content, which the same files would meet again
+	// (outcome BuildFailed), rather than a failure to finish the build
+	// that a retry may not meet (Failed). Nil: every build error that is
+	// not ctx's own is a verdict.
+	Refused func(error) bool
+
 	// WrapDisk, when set, wraps the Publisher's disk, for tests that make
 	// a write or a removal fail.
 	WrapDisk func(Disk) Disk
@@ -110,6 +119,7 @@ type Publisher[K cmp.Ordered, A any, V comparable] struct {
 	onReclaim func(ReclaimEvent[K])
 	check     func(K, dirlife.Files, V) error
 	mapErr    func(error) error
+	refused   func(error) bool
 	retryMin  time.Duration
 	retryMax  time.Duration
 	seedA     maphash.Seed
@@ -168,6 +178,7 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 		onReclaim: opts.OnReclaim,
 		check:     opts.Check,
 		mapErr:    opts.MapError,
+		refused:   opts.Refused,
 		retryMin:  opts.RetryMin,
 		retryMax:  opts.RetryMax,
 		seedA:     maphash.MakeSeed(),
