@@ -10,13 +10,7 @@ import (
 )
 
 // ReclaimNow runs one step of the reclaim loop: what Run does when woken.
-func (p *Publisher) ReclaimNow() []ReclaimEvent {
-	var evs []ReclaimEvent
-	for _, ev := range p.pub.Reclaim() {
-		evs = append(evs, reclaimEvent(ev))
-	}
-	return evs
-}
+func (p *Publisher) ReclaimNow() []ReclaimEvent { return p.pub.Reclaim() }
 
 // DiskWrite is the write step, by directory name.
 func (p *Publisher) DiskWrite(name string, files platformmodule.Files) (string, error) {

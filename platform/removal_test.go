@@ -86,7 +86,7 @@ func TestStuckRemovalBlocksNothing(t *testing.T) {
 			OnReclaim: func(ev platform.ReclaimEvent) {
 				if errors.Is(ev.Err, dirlife.ErrRemovalStalled) {
 					mu.Lock()
-					stalls = append(stalls, ev.Generation)
+					stalls = append(stalls, ev.Identity.Key)
 					mu.Unlock()
 				}
 			},

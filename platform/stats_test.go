@@ -18,7 +18,7 @@ import (
 func TestStats(t *testing.T) {
 	p := newBooted(t, platform.PublisherOptions{})
 	ctx := context.Background()
-	if st := p.Stats(); st.Generation != 0 || len(st.OnDisk) != 0 || len(st.Leased) != 0 || st.Publishes != 0 {
+	if st := p.Stats(); st.Current.Key != 0 || len(onDisk(st)) != 0 || len(leased(st)) != 0 || st.Publishes != 0 {
 		t.Fatalf("fresh stats %+v", st)
 	}
 	p.Publish(ctx, 1, moduleFiles(t, 0), 0)
@@ -30,11 +30,11 @@ func TestStats(t *testing.T) {
 	p.Publish(ctx, 3, brokenFiles(t, true), 0)
 
 	st := p.Stats()
-	if st.Generation != 2 || !slices.Equal(st.OnDisk, []int64{1, 2}) || !slices.Equal(st.Leased, []int64{1, 2}) ||
-		!maps.Equal(st.Leases, map[int64]int{1: 2, 2: 1}) {
+	if st.Current.Key != 2 || !slices.Equal(onDisk(st), []int64{1, 2}) || !slices.Equal(leased(st), []int64{1, 2}) ||
+		!maps.Equal(leaseCounts(st), map[int64]int{1: 2, 2: 1}) {
 		t.Fatalf("stats %+v", st)
 	}
-	if st.Publishes != 2 || st.Unchanged != 1 || st.FailedBuilds != 1 || st.Prunes != 1 || st.LastError == nil {
+	if st.Publishes != 2 || st.Unchanged != 1 || st.FailedBuilds != 1 || st.Reclaims != 1 || st.LastError == nil {
 		t.Fatalf("counters %+v: want 2 publishes, 1 unchanged, 1 failed build, 1 prune (the failed directory), an error", st)
 	}
 	if st.LastPublish.Write == 0 || st.LastPublish.Build == 0 {
@@ -46,7 +46,7 @@ func TestStats(t *testing.T) {
 	p.ReclaimNow()
 	p.Publish(ctx, 3, moduleFiles(t, 2), 0)
 	st = p.Stats()
-	if st.LastError != nil || st.Prunes != 3 || !slices.Equal(st.OnDisk, []int64{3}) || len(st.Leases) != 0 {
+	if st.LastError != nil || st.Reclaims != 3 || !slices.Equal(onDisk(st), []int64{3}) || len(leaseCounts(st)) != 0 {
 		t.Fatalf("after releases, a reclaim and a publish: %+v", st)
 	}
 }
@@ -106,8 +106,8 @@ func TestLastErrorKeepsAFailingRemoval(t *testing.T) {
 		mu.Unlock()
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if st := p.Stats(); st.LastError != nil || !slices.Equal(st.OnDisk, []int64{3}) {
-			t.Fatalf("after the retry succeeded: LastError = %v, OnDisk %v", st.LastError, st.OnDisk)
+		if st := p.Stats(); st.LastError != nil || !slices.Equal(onDisk(st), []int64{3}) {
+			t.Fatalf("after the retry succeeded: LastError = %v, OnDisk %v", st.LastError, onDisk(st))
 		}
 		cancel()
 		if err := <-ran; err != nil {

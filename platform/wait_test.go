@@ -12,6 +12,7 @@ import (
 
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 // warmKernel builds once outside any bubble, so that whatever the CUE
@@ -88,8 +89,8 @@ func TestRewriteBesideLeasedGeneration(t *testing.T) {
 	}
 	checkTree(t, old.Dir, moduleFiles(t, 0))
 	checkTree(t, rec.Dir, moduleFiles(t, 1))
-	if n := len(events); n != 2 || events[1].Outcome != platform.Rewritten || events[1].Identity != rec.Identity {
-		t.Fatalf("events = %+v, want published then rewritten", events)
+	if n := len(events); n != 2 || events[1].Outcome != publish.Changed || events[1].Identity != rec.Identity {
+		t.Fatalf("events = %+v, want published then changed", events)
 	}
 
 	release1()
@@ -100,10 +101,10 @@ func TestRewriteBesideLeasedGeneration(t *testing.T) {
 	if _, err := os.Lstat(old.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("after its last release and a reclaim, %s: %v, want it gone", old.Dir, err)
 	}
-	if len(reclaims) != 1 || reclaims[0].Identity != old.Identity || reclaims[0].Generation != 1 {
+	if len(reclaims) != 1 || reclaims[0].Identity != old.Identity || reclaims[0].Identity.Key != 1 {
 		t.Fatalf("reclaims %+v, want the old content of generation 1", reclaims)
 	}
-	if st := p.Stats(); st.Rewrites != 1 || st.Publishes != 2 || !slices.Equal(st.OnDisk, []int64{1}) || len(st.Dirs) != 1 {
+	if st := p.Stats(); st.Changes != 1 || st.Publishes != 2 || !slices.Equal(onDisk(st), []int64{1}) || len(st.Dirs) != 1 {
 		t.Fatalf("Stats() = %+v", st)
 	}
 }
@@ -162,10 +163,10 @@ func TestRunReclaimsOnRelease(t *testing.T) {
 			t.Fatalf("after the last lease on 1 was released, Generations() = %v, want [2]", gens)
 		}
 		ev := <-reclaims
-		if ev.Generation != 1 || ev.Err != nil || ev.Delay != 0 {
+		if ev.Identity.Key != 1 || ev.Err != nil || ev.Delay != 0 {
 			t.Fatalf("reclaim event %+v, want generation 1 removed at once after its release", ev)
 		}
-		if st := p.Stats(); st.Prunes != 1 || st.ReclaimDelay != 0 {
+		if st := p.Stats(); st.Reclaims != 1 || st.ReclaimDelay != 0 {
 			t.Fatalf("stats %+v", st)
 		}
 
@@ -269,7 +270,7 @@ func TestRunRetriesFailedRemovalWithBackoff(t *testing.T) {
 			t.Errorf("OnReclaim saw %d failures, want 6", reclaimErrs)
 		}
 		mu.Unlock()
-		if st := p.Stats(); st.LastError != nil || st.Prunes != 1 {
+		if st := p.Stats(); st.LastError != nil || st.Reclaims != 1 {
 			t.Fatalf("stats after the successful retry: %+v", st)
 		}
 		cancel()
@@ -325,7 +326,7 @@ func TestPruneErrorBesideRemovedGenerationsIsReported(t *testing.T) {
 	if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
 		t.Fatalf("a failed removal failed the publish: %v", err)
 	}
-	if len(events) != 2 || events[0].Generation != 1 || events[0].Err != nil || !errors.Is(events[1].Err, errLeftover) {
+	if len(events) != 2 || events[0].Identity.Key != 1 || events[0].Err != nil || !errors.Is(events[1].Err, errLeftover) {
 		t.Fatalf("events %+v, want generation 1 removed and the leftover's error", events)
 	}
 	if st := p.Stats(); !errors.Is(st.LastError, errLeftover) {
