@@ -10,11 +10,10 @@ import (
 )
 
 var (
-	// ErrNotBooted is returned by Publish, Render (RenderKeyed,
-	// RenderLeased) and Run of a [Publisher]
-	// whose Boot has not succeeded: Root has not been emptied, so stale
-	// directories of an earlier process could be mistaken for current ones.
-	// It is [publish.ErrNotBooted].
+	// ErrNotBooted is returned by Publish, Render, RenderLeased and Run of
+	// a [Publisher] whose Boot has not succeeded: Root has not been
+	// emptied, so stale directories of an earlier process could be
+	// mistaken for current ones. It is [publish.ErrNotBooted].
 	ErrNotBooted = publish.ErrNotBooted
 
 	// ErrNotReady is returned by [Publisher.Render] when no platform is

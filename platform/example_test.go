@@ -159,7 +159,7 @@ func ExampleLayout() {
 
 // A resync renders every object again; the memo answers what did not
 // change, and the key says what a render was a function of.
-func ExamplePublisher_RenderKeyed() {
+func ExamplePublisher_RenderLeased() {
 	platformDir, _ := os.MkdirTemp("", "platform")
 	defer os.RemoveAll(platformDir)
 	ctx := context.Background()
@@ -172,7 +172,9 @@ func ExamplePublisher_RenderKeyed() {
 	}
 	var keys []platform.RenderKey
 	for range 3 { // three resyncs of one object
-		_, _, key, err := pub.RenderKeyed(ctx, shopInstance)
+		rec, release, _ := pub.Store().Lease()
+		_, key, err := pub.RenderLeased(ctx, rec, shopInstance)
+		release()
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -187,7 +189,9 @@ func ExamplePublisher_RenderKeyed() {
 	if _, err := pub.Publish(ctx, 2, acme("v1.5.0"), kernel.SkewWarn); err != nil {
 		log.Fatal(err)
 	}
-	_, _, key, _ := pub.RenderKeyed(ctx, shopInstance)
+	rec, release, _ := pub.Store().Lease()
+	_, key, _ := pub.RenderLeased(ctx, rec, shopInstance)
+	release()
 	st = pub.Stats().Memo
 	fmt.Println("hits", st.Hits, "misses", st.Misses, "dropped", st.Dropped, "generation", key.Platform.Key)
 	// Output:

@@ -238,56 +238,41 @@ func (p *Publisher) Stats() Stats {
 	return s
 }
 
-// Render leases the current record, renders inst against its platform with
-// the record's skew policy, and releases the lease; it returns the output
-// and the record it rendered against. It returns [ErrNotReady] when no
-// platform is held: before the first Publish and after Forget (never
-// while a changed module is published). Render takes none of the locks
-// Publish holds, and may run concurrently with everything.
+// Render leases the current record, renders inst against its platform
+// with the record's skew policy, and releases the lease; it returns the
+// output and the record it rendered against. It returns [ErrNotReady] when
+// no platform is held, and takes none of the locks Publish holds.
 //
-// Render looks the render's [RenderKey] up in the Publisher's memo. A hit
-// returns a copy of an earlier render's result and reads nothing of the
-// platform's directory: a leased identity's directory never changes. An
-// instance given as Files is keyed by their digest; one in a Dir is read
-// once ([Evaluator].ReadInstance), hit or miss. A miss renders the
-// bytes read, checking the platform directory's content, once for every
-// render of the key that waits for it, after admission with ctx
-// ([PublisherOptions].AdmissionCapacity); when that evaluation panics,
-// each render waiting for it panics in its own goroutine with the same
-// value. When ctx ends, Render returns ctx.Err() at once; an evaluation
-// that other renders of the key still wait for goes on. Errors of the
-// instance's content are memoized, as
-// [kernel.IsContent] tells them: a [*kernel.CatalogError] or
-// [*kernel.SkewError], and the instance module's [*kernel.Error] or
-// [*kernel.LimitError]; never ctx's, a [*kernel.ContentError], a
-// [*kernel.FileError], an I/O error or any other. A record set by hand (no Identity) is never memoized. Render does
-// not return the key: [Publisher.RenderKeyed] does.
+// A render is looked up by its [RenderKey] in the Publisher's memo: a hit
+// returns a copy and reads nothing of the platform's directory (a leased
+// identity's directory never changes). An instance in Files is keyed by
+// their digest; one in a Dir is read once, hit or miss. A miss evaluates
+// once for every render of the key that waits for it, after admission
+// ([PublisherOptions].AdmissionCapacity); an evaluation that panics makes
+// each waiting render panic with the same value. When ctx ends, Render
+// returns ctx.Err() at once. Only errors of the instance's content are
+// memoized, as [kernel.IsContent] tells them.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
-	out, rec, _, err := p.RenderKeyed(ctx, inst)
-	return out, rec, err
-}
-
-// RenderKeyed is [Publisher.Render] that also returns the key of the
-// render, for a controller to record in status; the zero key when it
-// returns before reading the instance, or fails to read it.
-func (p *Publisher) RenderKeyed(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, RenderKey, error) {
 	p.mustBeMade()
 	if !p.pub.Booted() {
-		return kernel.RenderOutput{}, Generated{}, RenderKey{}, ErrNotBooted
+		return kernel.RenderOutput{}, Generated{}, ErrNotBooted
 	}
 	l, ok := p.store.slot.Lease()
 	if !ok {
-		return kernel.RenderOutput{}, Generated{}, RenderKey{}, ErrNotReady
+		return kernel.RenderOutput{}, Generated{}, ErrNotReady
 	}
 	defer l.Release()
-	return p.renderRecord(ctx, generatedOf(l.Value()), inst)
+	out, rec, _, err := p.renderRecord(ctx, generatedOf(l.Value()), inst)
+	return out, rec, err
 }
 
-// RenderLeased is [Publisher.RenderKeyed] against rec, a record the
-// caller leased from the Publisher's [Store] and has not yet released,
-// for a caller that holds one lease across several renders. A record not
-// leased may have lost its directory: a miss then fails, and nothing is
-// memoized of it.
+// RenderLeased is [Publisher.Render] against rec, a record the caller
+// leased from the Publisher's [Store] and has not yet released, for a
+// caller that holds one lease across several renders; it also returns the
+// render's key, for a controller to record in status (the zero key when it
+// fails to read the instance). A record not leased may have lost its
+// directory: a miss then fails, and nothing is memoized of it. A record
+// set by hand (no Identity) is never memoized.
 func (p *Publisher) RenderLeased(ctx context.Context, rec Generated, inst kernel.Instance) (kernel.RenderOutput, RenderKey, error) {
 	p.mustBeMade()
 	if !p.pub.Booted() {
