@@ -314,46 +314,6 @@ func TestCancelledContextWritesNothing(t *testing.T) {
 	}
 }
 
-// A Write that fails after its directory was published (a sync failure)
-// loses nothing: the new directory, of a new generation or a changed
-// module of the current one, is removed and the current record and its
-// directory stay as they were.
-func TestWriteFailingAfterPublication(t *testing.T) {
-	p := newBooted(t, platform.PublisherOptions{})
-	ctx := context.Background()
-	rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	errSync := errors.New("sync failed after publication")
-	write := p.DiskWrite
-	var writes int
-	p.SetWrite(func(name string, files platformmodule.Files) (string, error) {
-		writes++
-		dir, err := write(name, files)
-		if err == nil && writes == 1 {
-			err = errSync
-		}
-		return dir, err
-	})
-	for _, gen := range []int64{2, 1} {
-		writes = 0
-		if _, err := p.Publish(ctx, gen, moduleFiles(t, 1), 0); !errors.Is(err, errSync) {
-			t.Fatalf("Publish(%d): %v, want the write's error", gen, err)
-		}
-		if got, ok := p.Store().Generated(); !ok || got != rec {
-			t.Fatalf("Publish(%d) failed: store holds %+v, %v", gen, got, ok)
-		}
-		if g := generations(t, p); !slices.Equal(g, []int64{1}) {
-			t.Fatalf("Publish(%d) failed: Generations() = %v, want [1]", gen, g)
-		}
-		checkTree(t, rec.Dir, moduleFiles(t, 0))
-	}
-	if writes != 1 {
-		t.Fatalf("the failed rewrite wrote %d times, want once: the old directory is never written", writes)
-	}
-}
-
 // Every method of a zero Publisher panics naming NewPublisher, instead of
 // blocking or dereferencing nil.
 func TestZeroPublisherPanics(t *testing.T) {

@@ -3,13 +3,10 @@ package platform
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
-	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/kernel/isolate"
-	"leasekit.dev/platform/platformmodule"
 	"leasekit.dev/publish"
 )
 
@@ -86,12 +83,6 @@ type Publisher struct {
 
 	memo      *memo      // renders by RenderKey; entries of a reclaimed identity go
 	admission *admission // of the renders that evaluate
-
-	seamMu sync.Mutex
-	disk   publish.Disk                                                  // the generic publisher's own
-	write  func(name string, files platformmodule.Files) (string, error) // test seam; nil: disk.Write
-	prune  func(keep ...string) error                                    // test seam; nil: disk.Prune
-	settle func(ctx context.Context) error                               // test seam; nil: disk.SettleContext
 }
 
 // NewPublisher returns a Publisher whose layout owns root. It touches
@@ -114,7 +105,6 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 		Check:           check,
 		Refused:         refusedContent,
 		MapError:        platformError, // what the caller gets, OnPublish sees and the log says
-		WrapDisk:        func(d publish.Disk) publish.Disk { p.disk = d; return seamDisk{p} },
 	}
 	gopts.OnReclaim = func(ev ReclaimEvent) {
 		// A removal that failed still took the directory out of every
@@ -157,39 +147,6 @@ func (p *Publisher) mustBeMade() {
 func (p *Publisher) gen() *platformPublisher {
 	p.mustBeMade()
 	return p.pub
-}
-
-// seamDisk is the generic publisher's disk with the test seams in front.
-type seamDisk struct{ p *Publisher }
-
-func (d seamDisk) Write(name string, files dirlife.Files) (string, error) {
-	d.p.seamMu.Lock()
-	write := d.p.write
-	d.p.seamMu.Unlock()
-	if write != nil {
-		return write(name, files)
-	}
-	return d.p.disk.Write(name, files)
-}
-
-func (d seamDisk) Prune(keep ...string) error {
-	d.p.seamMu.Lock()
-	prune := d.p.prune
-	d.p.seamMu.Unlock()
-	if prune != nil {
-		return prune(keep...)
-	}
-	return d.p.disk.Prune(keep...)
-}
-
-func (d seamDisk) SettleContext(ctx context.Context) error {
-	d.p.seamMu.Lock()
-	settle := d.p.settle
-	d.p.seamMu.Unlock()
-	if settle != nil {
-		return settle(ctx)
-	}
-	return d.p.disk.SettleContext(ctx)
 }
 
 // Boot is [publish.Publisher.Boot]: it empties Root before any reader

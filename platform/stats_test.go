@@ -2,13 +2,9 @@ package platform_test
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
-	"sync"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"leasekit.dev/platform"
 )
@@ -49,69 +45,4 @@ func TestStats(t *testing.T) {
 	if st.LastError != nil || st.Reclaims != 3 || !slices.Equal(onDisk(st), []int64{3}) || len(leaseCounts(st)) != 0 {
 		t.Fatalf("after releases, a reclaim and a publish: %+v", st)
 	}
-}
-
-// Stats().LastError keeps a removal failure while it lasts: a removal
-// beside it in the same pass does not hide it, nor does an identical
-// re-publish; the retry that succeeds clears it.
-func TestLastErrorKeepsAFailingRemoval(t *testing.T) {
-	warmKernel(t)
-	synctest.Test(t, func(t *testing.T) {
-		p := newBooted(t, platform.PublisherOptions{RetryMin: time.Second, RetryMax: time.Second})
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		var releases []func()
-		for gen := int64(1); gen <= 3; gen++ {
-			if _, err := p.Publish(ctx, gen, moduleFiles(t, int(gen)), 0); err != nil {
-				t.Fatal(err)
-			}
-			if gen < 3 {
-				_, release, _ := p.Store().Lease()
-				releases = append(releases, release)
-			}
-		}
-		// Generation 1 will not go; generation 2 goes beside it.
-		errDisk := errors.New("disk says no")
-		var mu sync.Mutex
-		stuck := true
-		prune := p.DiskPrune
-		p.SetPrune(func(keep ...string) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if !stuck {
-				return prune(keep...)
-			}
-			return errors.Join(prune(append(keep, "gen-1")...), errDisk)
-		})
-		for _, release := range releases {
-			release()
-		}
-		ran := make(chan error, 1)
-		go func() { ran <- p.Run(ctx) }()
-		synctest.Wait()
-		if g := generations(t, p); !slices.Equal(g, []int64{1, 3}) {
-			t.Fatalf("Generations() = %v, want [1 3]", g)
-		}
-		if st := p.Stats(); !errors.Is(st.LastError, errDisk) {
-			t.Fatalf("after a pass that removed 2 and failed on 1, LastError = %v, want %v", st.LastError, errDisk)
-		}
-		if _, err := p.Publish(ctx, 3, moduleFiles(t, 3), 0); err != nil {
-			t.Fatal(err)
-		}
-		if st := p.Stats(); !errors.Is(st.LastError, errDisk) {
-			t.Fatalf("after an identical re-publish, LastError = %v, want the removal failure still retried", st.LastError)
-		}
-		mu.Lock()
-		stuck = false
-		mu.Unlock()
-		time.Sleep(time.Second)
-		synctest.Wait()
-		if st := p.Stats(); st.LastError != nil || !slices.Equal(onDisk(st), []int64{3}) {
-			t.Fatalf("after the retry succeeded: LastError = %v, OnDisk %v", st.LastError, onDisk(st))
-		}
-		cancel()
-		if err := <-ran; err != nil {
-			t.Fatal(err)
-		}
-	})
 }

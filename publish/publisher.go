@@ -37,10 +37,10 @@ func (r Record[K, A, V]) Identity() Identity[K] { return Identity[K]{Key: r.Key,
 // is not a verdict.
 type BuildFunc[A any] func(ctx context.Context, dir string) (A, error)
 
-// A Disk is where a Publisher writes and removes directories, by name under
-// Root. The default is a [dirlife.Layout] on Root with the Publisher's
-// codec; [Options.WrapDisk] can wrap it to inject faults in tests.
-type Disk interface {
+// disk is where a Publisher writes and removes directories, by name under
+// Root: a [dirlife.Layout] on Root with the Publisher's codec, which the
+// tests wrap to inject faults (export_test.go).
+type disk interface {
 	Write(name string, files dirlife.Files) (string, error)
 	Prune(keep ...string) error
 	SettleContext(ctx context.Context) error // waits for the removals Prune left to the background
@@ -81,15 +81,13 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// not ctx's own is a verdict.
 	Refused func(error) bool
 
-	// WrapDisk, when set, wraps the Publisher's disk, for tests that make
-	// a write or a removal fail.
-	WrapDisk func(Disk) Disk
-
 	// MapError, when set, words each error of a Publish as the caller is
 	// to get it: what Publish returns, OnPublish sees and the log says.
 	// For a type built on the Publisher that speaks in terms of its own;
 	// errors.As and errors.Is must still find what the error wraps.
 	MapError func(error) error
+
+	wrapDisk func(disk) disk // tests only: wraps the Publisher's disk
 }
 
 const (
@@ -111,7 +109,7 @@ type Publisher[K cmp.Ordered, A any, V comparable] struct {
 	root      string
 	codec     dirlife.Codec[K]
 	layout    dirlife.Layout[string]
-	disk      Disk
+	disk      disk
 	build     BuildFunc[A]
 	slot      *slot.Slot[K, Record[K, A, V]]
 	log       *slog.Logger
@@ -192,8 +190,8 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 	p.layout = dirlife.Layout[string]{Root: root, Codec: dirCodec[K]{key: codec}, NoSync: opts.NoSync,
 		DeferRemoval: true, RemovalDeadline: opts.RemovalDeadline}
 	p.disk = p.layout
-	if opts.WrapDisk != nil {
-		p.disk = opts.WrapDisk(p.layout)
+	if opts.wrapDisk != nil {
+		p.disk = opts.wrapDisk(p.layout)
 	}
 	if p.slot == nil {
 		p.slot = new(slot.Slot[K, Record[K, A, V]])

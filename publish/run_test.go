@@ -65,10 +65,8 @@ func TestFailedRemovalIsRetried(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
 	errDisk := errors.New("disk says no")
 	fail := true
-	p := newPublisher(t, root, publish.Options[int64, dirlife.Digest, int]{
-		NoSync:   true,
-		WrapDisk: func(d publish.Disk) publish.Disk { return failingPrune{d, &fail, errDisk} },
-	})
+	p := newPublisher(t, root, publish.WithDisk(publish.Options[int64, dirlife.Digest, int]{NoSync: true},
+		func(d publish.Disk) publish.Disk { return failingPrune{d, &fail, errDisk} }))
 	ctx := context.Background()
 	if _, err := p.Publish(ctx, 1, dirlife.Files{"a": []byte("1")}, 0); err != nil {
 		t.Fatal(err)

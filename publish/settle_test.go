@@ -78,11 +78,10 @@ func TestSettleWaits(t *testing.T) {
 		gate := make(chan struct{})
 		disk := &blockingDisk{gate: gate}
 		var reclaims []publish.ReclaimEvent[int64]
-		p := newPublisher(t, filepath.Join(t.TempDir(), "root"), publish.Options[int64, dirlife.Digest, int]{
+		p := newPublisher(t, filepath.Join(t.TempDir(), "root"), publish.WithDisk(publish.Options[int64, dirlife.Digest, int]{
 			NoSync:    true,
-			WrapDisk:  func(d publish.Disk) publish.Disk { disk.Disk = d; return disk },
 			OnReclaim: func(ev publish.ReclaimEvent[int64]) { reclaims = append(reclaims, ev) },
-		})
+		}, func(d publish.Disk) publish.Disk { disk.Disk = d; return disk }))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		start := time.Now()
