@@ -28,8 +28,8 @@ type Evaluator interface {
 }
 
 // PublisherOptions configures a [Publisher]. The zero value is a durable
-// publisher with a fresh kernel and no logging. A field that [publish.Options]
-// also has means what it means there.
+// publisher with a fresh kernel and no logging. A field that
+// [publish.Options] also has means what it means there.
 type PublisherOptions struct {
 	Evaluator Evaluator // nil: kernel.New()
 
@@ -71,8 +71,8 @@ type platformPublisher = publish.Publisher[int64, *kernel.Platform, kernel.SkewP
 // A Publisher is made by [NewPublisher]; the zero value has no Root, and
 // each of its methods panics. A Publisher is safe for concurrent use by
 // multiple goroutines. Publish, Forget, Boot and every removal are
-// serialised. Renders and leases take
-// no lock of the Publisher's. Two Publishers must not share a Root.
+// serialised. Renders and leases take no lock of the Publisher's. Two
+// Publishers must not share a Root.
 type Publisher struct {
 	pub       *platformPublisher
 	root      string
