@@ -9,9 +9,9 @@ import (
 
 	"leasekit.dev/internal/baseline"
 	"leasekit.dev/platform"
-	"leasekit.dev/publish"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 func storeRecord() platform.Generated {
