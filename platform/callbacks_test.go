@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/publish"
 )
 
 // OnPublish and OnReclaim run after the Publisher's serialisation is
@@ -19,7 +20,7 @@ func TestCallbacksRunOutsideLocks(t *testing.T) {
 	warmKernel(t)
 	synctest.Test(t, func(t *testing.T) {
 		var p *platform.Publisher
-		var outcomes []platform.Outcome
+		var outcomes []publish.Outcome
 		var reclaimed []int64
 		var mu sync.Mutex
 		files := moduleFiles(t, 0)
@@ -27,7 +28,7 @@ func TestCallbacksRunOutsideLocks(t *testing.T) {
 			OnPublish: func(ev platform.PublishEvent) {
 				mu.Lock()
 				outcomes = append(outcomes, ev.Outcome)
-				again := ev.Outcome == platform.Published && ev.Generation == 2
+				again := ev.Outcome == publish.Published && ev.Key == 2
 				mu.Unlock()
 				_ = p.Stats()
 				if again {
@@ -36,7 +37,7 @@ func TestCallbacksRunOutsideLocks(t *testing.T) {
 			},
 			OnReclaim: func(ev platform.ReclaimEvent) {
 				mu.Lock()
-				reclaimed = append(reclaimed, ev.Generation)
+				reclaimed = append(reclaimed, ev.Identity.Key)
 				mu.Unlock()
 				p.ReclaimNow() // re-entrant
 			},
@@ -50,7 +51,7 @@ func TestCallbacksRunOutsideLocks(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		want := []platform.Outcome{platform.Published, platform.Published, platform.Unchanged}
+		want := []publish.Outcome{publish.Published, publish.Published, publish.Unchanged}
 		if len(outcomes) != 3 || outcomes[0] != want[0] || outcomes[1] != want[1] || outcomes[2] != want[2] {
 			t.Fatalf("outcomes %v, want %v (the re-entrant publish reports last)", outcomes, want)
 		}
@@ -72,7 +73,7 @@ func TestLogger(t *testing.T) {
 	for _, want := range []string{
 		"outcome=published", "key=2", "identity=2@sha256:", "removed a directory",
 		// A stale publish is expected: Info, in the words of the caller's error.
-		`level=INFO msg="platform: generation 1 is older than the current generation 2: stale generation" key=1 outcome=stale`,
+		`level=INFO msg="platform: key 1 is older than the current key 2: stale key" key=1 outcome=stale`,
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, buf.String())

@@ -10,20 +10,16 @@ import (
 )
 
 var (
-	// ErrNotBooted is returned by Publish, Render (RenderKeyed,
-	// RenderLeased) and Run of a [Publisher]
-	// whose Boot has not succeeded: Root has not been emptied, so stale
-	// directories of an earlier process could be mistaken for current ones.
-	// It is [publish.ErrNotBooted].
+	// ErrNotBooted is returned by Publish, Render, RenderLeased and Run of
+	// a [Publisher] whose Boot has not succeeded: Root has not been
+	// emptied, so stale directories of an earlier process could be
+	// mistaken for current ones. It is [publish.ErrNotBooted].
 	ErrNotBooted = publish.ErrNotBooted
 
 	// ErrNotReady is returned by [Publisher.Render] when no platform is
 	// held: nothing has been published yet, or the resource was forgotten.
 	// A changed module never makes it: it is swapped in atomically.
 	ErrNotReady = errors.New("platform: no platform is held")
-
-	// ErrStale is wrapped by every [StaleError].
-	ErrStale = errors.New("stale generation")
 
 	// ErrInvalidGeneration is wrapped by every [GenerationError].
 	ErrInvalidGeneration = errors.New("invalid generation")
@@ -36,20 +32,6 @@ var (
 	// Nothing is written.
 	ErrNoFiles = dirlife.ErrNoFiles
 )
-
-// A StaleError reports a Publish of a generation older than the one the
-// store holds. Nothing was written, built or changed.
-type StaleError struct {
-	Generation int64 // the generation refused
-	Current    int64 // the generation held
-}
-
-func (e *StaleError) Error() string {
-	return fmt.Sprintf("platform: generation %d is older than the current generation %d: %v", e.Generation, e.Current, ErrStale)
-}
-
-// Unwrap returns [ErrStale].
-func (e *StaleError) Unwrap() error { return ErrStale }
 
 // A GenerationError reports a generation number that is refused, and the
 // rule it breaks. Nothing was written or changed.

@@ -11,6 +11,7 @@ import (
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 // shopInstance is an instance module with one component.
@@ -76,14 +77,14 @@ func ExamplePublisher() {
 	}
 	// a late reconcile of generation 1 is refused
 	_, err = pub.Publish(ctx, 1, acme("v1.4.0"), kernel.SkewWarn)
-	fmt.Println(errors.Is(err, platform.ErrStale), err)
+	fmt.Println(errors.Is(err, publish.ErrStale), err)
 
 	st := pub.Stats()
-	fmt.Println("current:", st.Generation, "publishes:", st.Publishes, "unchanged:", st.Unchanged)
+	fmt.Println("current:", st.Current.Key, "publishes:", st.Publishes, "unchanged:", st.Unchanged)
 	// Output:
 	// published generation 1
 	// generation 1 renders Deployment shop-web
-	// true platform: generation 1 is older than the current generation 2: stale generation
+	// true platform: key 1 is older than the current key 2: stale key
 	// current: 2 publishes: 2 unchanged: 1
 }
 
@@ -118,7 +119,8 @@ func ExampleStore_Lease() {
 		log.Fatal(err)
 	}
 	fmt.Println("rendered", len(out.Resources), "resource against generation", rec.Generation)
-	fmt.Println("current:", s.Generation(), "leased:", s.Leased(), "on disk:", pub.Stats().OnDisk)
+	onDisk, _ := pub.Layout().Generations()
+	fmt.Println("current:", s.Generation(), "leased:", s.Leased(), "on disk:", onDisk)
 	// Output:
 	// rendered 1 resource against generation 1
 	// current: 2 leased: [1] on disk: [1 2]
@@ -157,7 +159,7 @@ func ExampleLayout() {
 
 // A resync renders every object again; the memo answers what did not
 // change, and the key says what a render was a function of.
-func ExamplePublisher_RenderKeyed() {
+func ExamplePublisher_RenderLeased() {
 	platformDir, _ := os.MkdirTemp("", "platform")
 	defer os.RemoveAll(platformDir)
 	ctx := context.Background()
@@ -170,7 +172,9 @@ func ExamplePublisher_RenderKeyed() {
 	}
 	var keys []platform.RenderKey
 	for range 3 { // three resyncs of one object
-		_, _, key, err := pub.RenderKeyed(ctx, shopInstance)
+		rec, release, _ := pub.Store().Lease()
+		_, key, err := pub.RenderLeased(ctx, rec, shopInstance)
+		release()
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -185,7 +189,9 @@ func ExamplePublisher_RenderKeyed() {
 	if _, err := pub.Publish(ctx, 2, acme("v1.5.0"), kernel.SkewWarn); err != nil {
 		log.Fatal(err)
 	}
-	_, _, key, _ := pub.RenderKeyed(ctx, shopInstance)
+	rec, release, _ := pub.Store().Lease()
+	_, key, _ := pub.RenderLeased(ctx, rec, shopInstance)
+	release()
 	st = pub.Stats().Memo
 	fmt.Println("hits", st.Hits, "misses", st.Misses, "dropped", st.Dropped, "generation", key.Platform.Key)
 	// Output:

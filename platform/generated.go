@@ -44,7 +44,7 @@ func recordOf(g Generated) record {
 
 func generatedOf(r record) Generated {
 	g := Generated{Generation: r.Key, Dir: r.Dir, Platform: r.Artifact, Skew: r.Value}
-	if r.Digest != (publish.Digest{}) {
+	if !r.Digest.IsZero() {
 		g.Identity = r.Identity()
 	}
 	return g

@@ -184,3 +184,30 @@ components: web: {kind: "Deployment", catalog: "example.com/catalogs/web@v1", re
 `),
 	}}
 }
+
+// onDisk returns the generations with a directory on disk, ascending.
+func onDisk(st platform.Stats) []int64 {
+	var gens []int64
+	for _, d := range st.Dirs {
+		if !slices.Contains(gens, d.Identity.Key) {
+			gens = append(gens, d.Identity.Key)
+		}
+	}
+	return gens
+}
+
+// leaseCounts returns the outstanding leases per generation.
+func leaseCounts(st platform.Stats) map[int64]int {
+	n := map[int64]int{}
+	for _, d := range st.Dirs {
+		if d.Leases > 0 {
+			n[d.Identity.Key] += d.Leases
+		}
+	}
+	return n
+}
+
+// leased returns the leased generations, ascending.
+func leased(st platform.Stats) []int64 {
+	return slices.Sorted(maps.Keys(leaseCounts(st)))
+}

@@ -2,11 +2,14 @@ package platform_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/publish"
 )
 
 // records is a slog.Handler that keeps every record.
@@ -27,7 +30,8 @@ func (r *records) WithGroup(string) slog.Handler      { return r }
 
 // TestStalePublishLoggedInTheCallersWords: a stale publish is logged once,
 // at Info, and its message is the text of the platform's error the
-// caller gets, not the generic publisher's.
+// caller gets (publish's StaleError, in the platform's prefix), not the
+// generic publisher's.
 func TestStalePublishLoggedInTheCallersWords(t *testing.T) {
 	rec := &records{}
 	p := newBooted(t, platform.PublisherOptions{Logger: slog.New(rec)})
@@ -36,8 +40,8 @@ func TestStalePublishLoggedInTheCallersWords(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := p.Publish(ctx, 4, moduleFiles(t, 1), 0)
-	if _, ok := err.(*platform.StaleError); !ok {
-		t.Fatalf("Publish(4) = %v, want a *platform.StaleError", err)
+	if _, ok := errors.AsType[*publish.StaleError[int64]](err); !ok || !strings.HasPrefix(err.Error(), "platform: ") {
+		t.Fatalf("Publish(4) = %v, want a *publish.StaleError[int64]", err)
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

@@ -198,7 +198,22 @@ func TestMemoDifferential(t *testing.T) {
 
 		render := func(t *rapid.T, in kernel.Instance, what string) {
 			before := p.Stats().Memo
-			out, rec, key, err := p.RenderKeyed(ctx, in)
+			var out kernel.RenderOutput
+			var rec platform.Generated
+			var key platform.RenderKey // zero through Render
+			var err error
+			if rapid.Bool().Draw(t, "leased") {
+				var release func()
+				var ok bool
+				if rec, release, ok = p.Store().Lease(); !ok {
+					err = platform.ErrNotReady
+				} else {
+					out, key, err = p.RenderLeased(ctx, rec, in)
+					release()
+				}
+			} else {
+				out, rec, err = p.Render(ctx, in)
+			}
 			after := p.Stats().Memo
 			hits.Add(int64(after.Hits - before.Hits))
 			misses.Add(int64(after.Misses - before.Misses))
@@ -220,7 +235,7 @@ func TestMemoDifferential(t *testing.T) {
 			if string(a) != string(b) {
 				t.Fatalf("render of %s: JSON %s, fresh %s", what, a, b)
 			}
-			if err == nil && key.Platform != rec.Identity {
+			if err == nil && key != (platform.RenderKey{}) && key.Platform != rec.Identity {
 				t.Fatalf("key %v names another identity than %v", key, rec.Identity)
 			}
 			scribble(out)

@@ -418,12 +418,16 @@ func TestMemoStaysInBudget(t *testing.T) {
 func TestRenderLeased(t *testing.T) {
 	p := published(t, platform.PublisherOptions{})
 	ctx := context.Background()
-	want, _, wantKey, err := p.RenderKeyed(ctx, renderInstance(t))
+	want, _, err := p.Render(ctx, renderInstance(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec, release, _ := p.Store().Lease()
 	defer release()
+	_, wantKey, err := p.RenderLeased(ctx, rec, renderInstance(t))
+	if err != nil || wantKey.Platform != rec.Identity {
+		t.Fatalf("RenderLeased: %v, key %v for %v", err, wantKey, rec.Identity)
+	}
 	if _, err := p.Publish(ctx, 2, moduleFiles(t, 2), kernel.SkewWarn); err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +435,7 @@ func TestRenderLeased(t *testing.T) {
 	if err != nil || key != wantKey || !reflect.DeepEqual(got, want) {
 		t.Fatalf("RenderLeased of the leased record: %v, key %v (want %v)", err, key, wantKey)
 	}
-	if st := p.Stats().Memo; st.Hits != 1 || st.Misses != 1 {
+	if st := p.Stats().Memo; st.Hits != 2 || st.Misses != 1 {
 		t.Fatalf("memo %+v", st)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 	"pgregory.net/rapid"
 )
 
@@ -67,7 +68,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 			return n
 		}
 		pruned := func() { clear(linger) }
-		publish := func(gen int64, files platformmodule.Files, skew kernel.SkewPolicy, pctx context.Context) (platform.Generated, error) {
+		publishGen := func(gen int64, files platformmodule.Files, skew kernel.SkewPolicy, pctx context.Context) (platform.Generated, error) {
 			return p.Publish(pctx, gen, files, skew)
 		}
 
@@ -76,7 +77,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				gen := cur + rapid.Int64Range(1, 2).Draw(t, "step")
 				files := moduleFiles(t, rapid.IntRange(0, 3).Draw(t, "variant"))
 				skew := kernel.SkewPolicy(rapid.IntRange(0, 1).Draw(t, "skew"))
-				rec, err := publish(gen, files, skew, ctx)
+				rec, err := publishGen(gen, files, skew, ctx)
 				if err != nil {
 					t.Fatalf("Publish(%d): %v", gen, err)
 				}
@@ -94,7 +95,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				before := p.Stats().Publishes
 				// The skew may change: the record does, the disk not.
 				skew := kernel.SkewPolicy(rapid.IntRange(0, 1).Draw(t, "skew"))
-				rec, err := publish(cur, maps.Clone(curFiles), skew, ctx)
+				rec, err := publishGen(cur, maps.Clone(curFiles), skew, ctx)
 				if err != nil || rec.Generation != cur || rec.Skew != skew || rec.Dir != curDir {
 					t.Fatalf("identical re-publish of %d with skew %v = %+v, %v", cur, skew, rec, err)
 				}
@@ -113,7 +114,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				}
 				// A changed module is written beside the current one, leased
 				// or not: it never waits for a render.
-				rec, err := publish(cur, files, curSkew, ctx)
+				rec, err := publishGen(cur, files, curSkew, ctx)
 				if err != nil {
 					t.Fatalf("rewrite of %d: %v", cur, err)
 				}
@@ -130,9 +131,9 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 					t.Skip("no older generation")
 				}
 				gen := rapid.Int64Range(1, cur-1).Draw(t, "gen")
-				_, err := publish(gen, moduleFiles(t, 0), 0, ctx)
-				var se *platform.StaleError
-				if !errors.As(err, &se) || !errors.Is(err, platform.ErrStale) || se.Generation != gen || se.Current != cur {
+				_, err := publishGen(gen, moduleFiles(t, 0), 0, ctx)
+				var se *publish.StaleError[int64]
+				if !errors.As(err, &se) || !errors.Is(err, publish.ErrStale) || se.Key != gen || se.Current != cur {
 					t.Fatalf("Publish(%d) with %d current: %v, want a StaleError", gen, cur, err)
 				}
 			},
@@ -141,7 +142,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				if cur > 0 && rapid.Bool().Draw(t, "same generation") {
 					gen = cur
 				}
-				_, err := publish(gen, brokenFiles(t, rapid.Bool().Draw(t, "syntax")), 0, ctx)
+				_, err := publishGen(gen, brokenFiles(t, rapid.Bool().Draw(t, "syntax")), 0, ctx)
 				var ke *kernel.Error
 				if !errors.As(err, &ke) || len(ke.Problems) == 0 || len(ke.Problems[0].Positions) == 0 {
 					t.Fatalf("Publish(%d) of a broken module: %v, want a kernel.Error with positions", gen, err)
@@ -235,10 +236,10 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				if st.Publishes != uint64(builds) {
 					t.Fatalf("Stats().Publishes = %d, model %d", st.Publishes, builds)
 				}
-				if !maps.Equal(st.Leases, counts) {
-					t.Fatalf("Stats().Leases = %v, want %v", st.Leases, counts)
+				if !maps.Equal(leaseCounts(st), counts) {
+					t.Fatalf("Stats().Leases = %v, want %v", leaseCounts(st), counts)
 				}
-				for _, g := range st.OnDisk {
+				for _, g := range onDisk(st) {
 					if g != cur && counts[g] == 0 && !linger[g] {
 						t.Fatalf("generation %d is on disk: not current (%d), not leased %v, not just released", g, cur, counts)
 					}

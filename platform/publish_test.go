@@ -14,6 +14,7 @@ import (
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 // Forgetting the boot step is loud: Publish, Render and Run refuse, and
@@ -122,8 +123,8 @@ func TestPublishRefusals(t *testing.T) {
 		unchanged(t)
 	}
 	_, err = p.Publish(ctx, 4, moduleFiles(t, 1), 0)
-	var se *platform.StaleError
-	if !errors.As(err, &se) || se.Generation != 4 || se.Current != 5 || !errors.Is(err, platform.ErrStale) {
+	var se *publish.StaleError[int64]
+	if !errors.As(err, &se) || se.Key != 4 || se.Current != 5 || !errors.Is(err, publish.ErrStale) {
 		t.Errorf("Publish(4) with 5 current: %v, want a StaleError", err)
 	}
 	unchanged(t)
@@ -219,7 +220,7 @@ func TestIdenticalRepublishIsFree(t *testing.T) {
 	if err != nil || again != rec {
 		t.Fatalf("identical re-publish = %+v, %v; want %+v", again, err, rec)
 	}
-	if ev := events[1]; ev.Outcome != platform.Unchanged || ev.Timings != (platform.PublishTimings{}) {
+	if ev := events[1]; ev.Outcome != publish.Unchanged || ev.Timings != (publish.Timings{}) {
 		t.Fatalf("identical re-publish event %+v", ev)
 	}
 
@@ -239,7 +240,7 @@ func TestIdenticalRepublishIsFree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := events[len(events)-1]; ev.Outcome != platform.Rewritten || ev.Identity != changed.Identity {
+	if ev := events[len(events)-1]; ev.Outcome != publish.Changed || ev.Identity != changed.Identity {
 		t.Fatalf("a changed buffer re-published as %+v", ev)
 	}
 	checkTree(t, changed.Dir, files)
@@ -296,7 +297,7 @@ func TestCancelledContextWritesNothing(t *testing.T) {
 		if _, err := p.Publish(ctx, gen, moduleFiles(t, 1), 0); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Publish(%d) with a cancelled context: %v", gen, err)
 		}
-		if ev := events[len(events)-1]; ev.Outcome != platform.Failed || ev.Timings.Write != 0 {
+		if ev := events[len(events)-1]; ev.Outcome != publish.Failed || ev.Timings.Write != 0 {
 			t.Fatalf("Publish(%d) with a cancelled context: event %+v, want failed with nothing written", gen, ev)
 		}
 		if got, _ := p.Store().Generated(); got != rec {
@@ -310,46 +311,6 @@ func TestCancelledContextWritesNothing(t *testing.T) {
 	// An identical re-publish needs no context time: it still answers.
 	if got, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil || got != rec {
 		t.Fatalf("identical re-publish with a cancelled context: %+v, %v", got, err)
-	}
-}
-
-// A Write that fails after its directory was published (a sync failure)
-// loses nothing: the new directory, of a new generation or a changed
-// module of the current one, is removed and the current record and its
-// directory stay as they were.
-func TestWriteFailingAfterPublication(t *testing.T) {
-	p := newBooted(t, platform.PublisherOptions{})
-	ctx := context.Background()
-	rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	errSync := errors.New("sync failed after publication")
-	write := p.DiskWrite
-	var writes int
-	p.SetWrite(func(name string, files platformmodule.Files) (string, error) {
-		writes++
-		dir, err := write(name, files)
-		if err == nil && writes == 1 {
-			err = errSync
-		}
-		return dir, err
-	})
-	for _, gen := range []int64{2, 1} {
-		writes = 0
-		if _, err := p.Publish(ctx, gen, moduleFiles(t, 1), 0); !errors.Is(err, errSync) {
-			t.Fatalf("Publish(%d): %v, want the write's error", gen, err)
-		}
-		if got, ok := p.Store().Generated(); !ok || got != rec {
-			t.Fatalf("Publish(%d) failed: store holds %+v, %v", gen, got, ok)
-		}
-		if g := generations(t, p); !slices.Equal(g, []int64{1}) {
-			t.Fatalf("Publish(%d) failed: Generations() = %v, want [1]", gen, g)
-		}
-		checkTree(t, rec.Dir, moduleFiles(t, 0))
-	}
-	if writes != 1 {
-		t.Fatalf("the failed rewrite wrote %d times, want once: the old directory is never written", writes)
 	}
 }
 

@@ -3,15 +3,10 @@ package platform
 import (
 	"context"
 	"log/slog"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"leasekit.dev/dirlife"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/kernel/isolate"
-	"leasekit.dev/platform/platformmodule"
 	"leasekit.dev/publish"
 )
 
@@ -33,24 +28,17 @@ type Evaluator interface {
 }
 
 // PublisherOptions configures a [Publisher]. The zero value is a durable
-// publisher with a fresh kernel and no logging.
+// publisher with a fresh kernel and no logging. A field that
+// [publish.Options] also has means what it means there.
 type PublisherOptions struct {
-	Evaluator Evaluator          // nil: kernel.New()
-	Logger    *slog.Logger       // nil: no logging
-	NoSync    bool               // the layout's durability off, for disks wiped at boot
-	OnPublish func(PublishEvent) // optional; called once per Publish after its outcome is known, never under a lock
-	OnReclaim func(ReclaimEvent) // optional; called after each directory removal attempt, never under a lock
+	Evaluator Evaluator // nil: kernel.New()
 
-	// RetryMin is the reclaim loop's first wait after a failed removal
-	// (zero: 100ms); each further failure doubles it, up to RetryMax
-	// (zero: 30s).
-	RetryMin, RetryMax time.Duration
-
-	// RemovalDeadline is how long the reclaim loop waits for a directory's
-	// removal before it reports it as stalled (zero:
-	// [dirlife.DefaultRemovalDeadline]); the removal goes on, and the loop
-	// retries the report with backoff until it is over.
-	RemovalDeadline time.Duration
+	Logger             *slog.Logger       // as [publish.Options].Logger
+	NoSync             bool               // as [publish.Options].NoSync
+	OnPublish          func(PublishEvent) // as [publish.Options].OnPublish
+	OnReclaim          func(ReclaimEvent) // as [publish.Options].OnReclaim
+	RetryMin, RetryMax time.Duration      // as [publish.Options].RetryMin and RetryMax
+	RemovalDeadline    time.Duration      // as [publish.Options].RemovalDeadline
 
 	// MemoBudget is the most bytes the render memo accounts for (zero:
 	// [DefaultMemoBudget]; negative: no memo). An entry is accounted at
@@ -83,34 +71,24 @@ type platformPublisher = publish.Publisher[int64, *kernel.Platform, kernel.SkewP
 // A Publisher is made by [NewPublisher]; the zero value has no Root, and
 // each of its methods panics. A Publisher is safe for concurrent use by
 // multiple goroutines. Publish, Forget, Boot and every removal are
-// serialised. Renders and leases take
-// no lock of the Publisher's. Two Publishers must not share a Root.
+// serialised. Renders and leases take no lock of the Publisher's. Two
+// Publishers must not share a Root.
 type Publisher struct {
 	pub       *platformPublisher
 	root      string
 	noSync    bool
 	deadline  time.Duration
 	evaluator Evaluator
-	onPublish func(PublishEvent)
-	onReclaim func(ReclaimEvent)
 	store     Store // its slot is the one pub sets and leases from
-
-	failedBuilds atomic.Uint64 // publishes whose module the kernel refused for its content
 
 	memo      *memo      // renders by RenderKey; entries of a reclaimed identity go
 	admission *admission // of the renders that evaluate
-
-	seamMu sync.Mutex
-	disk   publish.Disk                                                  // the generic publisher's own
-	write  func(name string, files platformmodule.Files) (string, error) // test seam; nil: disk.Write
-	prune  func(keep ...string) error                                    // test seam; nil: disk.Prune
-	settle func(ctx context.Context) error                               // test seam; nil: disk.Settle
 }
 
 // NewPublisher returns a Publisher whose layout owns root. It touches
 // nothing on disk: call [Publisher.Boot] (or Start) before Publish.
 func NewPublisher(root string, opts PublisherOptions) *Publisher {
-	p := &Publisher{root: root, noSync: opts.NoSync, deadline: opts.RemovalDeadline, evaluator: opts.Evaluator, onPublish: opts.OnPublish, onReclaim: opts.OnReclaim}
+	p := &Publisher{root: root, noSync: opts.NoSync, deadline: opts.RemovalDeadline, evaluator: opts.Evaluator}
 	if p.evaluator == nil {
 		p.evaluator = kernel.New()
 	}
@@ -123,27 +101,19 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 		RetryMin:        opts.RetryMin,
 		RetryMax:        opts.RetryMax,
 		RemovalDeadline: opts.RemovalDeadline,
+		OnPublish:       opts.OnPublish,
 		Check:           check,
+		Refused:         kernel.IsRefusal,
 		MapError:        platformError, // what the caller gets, OnPublish sees and the log says
-		WrapDisk:        func(d publish.Disk) publish.Disk { p.disk = d; return seamDisk{p} },
 	}
-	gopts.OnPublish = func(gev publish.PublishEvent[int64]) {
-		ev := publishEvent(gev)
-		if ev.Outcome == BuildFailed {
-			p.failedBuilds.Add(1)
-		}
-		if p.onPublish != nil {
-			p.onPublish(ev)
-		}
-	}
-	gopts.OnReclaim = func(ev publish.ReclaimEvent[int64]) {
+	gopts.OnReclaim = func(ev ReclaimEvent) {
 		// A removal that failed still took the directory out of every
 		// path: the identity is never leased again.
 		if ev.Identity != (publish.Identity[int64]{}) {
 			p.memo.drop(ev.Identity)
 		}
-		if p.onReclaim != nil {
-			p.onReclaim(reclaimEvent(ev))
+		if opts.OnReclaim != nil {
+			opts.OnReclaim(ev)
 		}
 	}
 	p.pub = publish.New(root, genCodec, p.evaluator.BuildPlatform, gopts)
@@ -172,82 +142,28 @@ func (p *Publisher) mustBeMade() {
 	}
 }
 
-// seamDisk is the generic publisher's disk with the test seams in front.
-type seamDisk struct{ p *Publisher }
-
-func (d seamDisk) Write(name string, files dirlife.Files) (string, error) {
-	d.p.seamMu.Lock()
-	write := d.p.write
-	d.p.seamMu.Unlock()
-	if write != nil {
-		return write(name, files)
-	}
-	return d.p.disk.Write(name, files)
-}
-
-func (d seamDisk) Prune(keep ...string) error {
-	d.p.seamMu.Lock()
-	prune := d.p.prune
-	d.p.seamMu.Unlock()
-	if prune != nil {
-		return prune(keep...)
-	}
-	return d.p.disk.Prune(keep...)
-}
-
-func (d seamDisk) Settle(ctx context.Context) error {
-	d.p.seamMu.Lock()
-	settle := d.p.settle
-	d.p.seamMu.Unlock()
-	if settle != nil {
-		return settle(ctx)
-	}
-	return d.p.disk.Settle(ctx)
-}
-
-// Boot empties Root and makes sure it exists: the boot step, before any
-// reader exists (disk is ephemeral, the resource is the source of truth,
-// and the first reconcile regenerates). Until Boot succeeds, Publish,
-// Render and Run return [ErrNotBooted]. Boot is idempotent: once it has
-// succeeded, later calls return nil at once, so a Root with leased
-// directories is never emptied. It waits for a running Forget, and for
-// the removal of what it empties (up to RemovalDeadline: past it, a
-// [*dirlife.StalledError]). A failed Boot leaves the Publisher unbooted,
-// and Root emptied as far as it got; call it again.
-func (p *Publisher) Boot() error {
+// gen returns the generic publisher p instantiates; it panics unless
+// NewPublisher made p.
+func (p *Publisher) gen() *platformPublisher {
 	p.mustBeMade()
-	return p.pub.Boot()
+	return p.pub
 }
 
-// Start boots the Publisher and runs its reclaim loop until ctx ends: it
-// satisfies controller-runtime's manager.Runnable. It returns Boot's error,
-// or nil when ctx ends.
-func (p *Publisher) Start(ctx context.Context) error {
-	p.mustBeMade()
-	return p.pub.Start(ctx)
-}
+// Boot is [publish.Publisher.Boot]: it empties Root before any reader
+// exists (disk is ephemeral, the resource is the source of truth); until
+// it succeeds, Publish, Render and Run return [ErrNotBooted].
+func (p *Publisher) Boot() error { return p.gen().Boot() }
 
-// Run is the reclaim loop of [publish.Publisher.Run]: it removes a
-// replaced or forgotten generation's directory soon after its last lease
-// is released, until ctx ends. It returns [ErrNotBooted] before Boot has
-// succeeded.
-func (p *Publisher) Run(ctx context.Context) error {
-	p.mustBeMade()
-	return p.pub.Run(ctx)
-}
+// Start is [publish.Publisher.Start]: Boot, then Run until ctx ends, as
+// controller-runtime's manager.Runnable.
+func (p *Publisher) Start(ctx context.Context) error { return p.gen().Start(ctx) }
 
-// Forget drops the current record, for a deleted Platform resource: the
-// store holds nothing afterwards, and the directory is removed once its
-// last lease is released (at once when it has none; after a release, by
-// Run, or without Run by the next Publish or Forget). Like Publish, it
-// removes every other directory that is neither current nor leased; a
-// removal that fails is reported (OnReclaim, Stats) and retried. Forget
-// waits for a running Publish to finish. Before Boot has succeeded it
-// only drops the record.
-func (p *Publisher) Forget() {
-	p.mustBeMade()
-	p.pub.Forget()
-}
+// Run is [publish.Publisher.Run], the reclaim loop.
+func (p *Publisher) Run(ctx context.Context) error { return p.gen().Run(ctx) }
+
+// Forget is [publish.Publisher.Forget], for a deleted Platform resource:
+// the store holds nothing afterwards.
+func (p *Publisher) Forget() { p.gen().Forget() }
 
 // Store returns the Publisher's store, for readers: Lease, Generated,
 // Generation, Leased. It is the very slot the Publisher sets and leases
@@ -272,85 +188,48 @@ func (p *Publisher) Layout() Layout {
 // Stats returns a snapshot of the Publisher for metrics. It takes no lock
 // that a Publish holds while it writes or builds.
 func (p *Publisher) Stats() Stats {
-	p.mustBeMade()
-	gs := p.pub.Stats()
-	s := Stats{
-		Generation:   p.store.Generation(),
-		Leased:       p.store.Leased(),
-		Leases:       p.store.leases(),
-		Dirs:         gs.Dirs,
-		Publishes:    gs.Publishes,
-		Rewrites:     gs.Changes,
-		Unchanged:    gs.Unchanged,
-		FailedBuilds: p.failedBuilds.Load(),
-		Prunes:       gs.Reclaims,
-		ReclaimDelay: gs.ReclaimDelay,
-		LastPublish:  PublishTimings(gs.LastPublish),
-		LastError:    gs.LastError,
-
-		StalledRemovals: gs.StalledRemovals,
-		Memo:            p.memo.snapshot(),
-		Admission:       p.admission.snapshot(),
-	}
+	s := Stats{Stats: p.gen().Stats(), Memo: p.memo.snapshot(), Admission: p.admission.snapshot()}
 	if ws, ok := p.evaluator.(*isolate.Workers); ok {
 		s.Workers = ws.Stats()
-	}
-	for _, d := range gs.Dirs {
-		if i, found := slices.BinarySearch(s.OnDisk, d.Identity.Key); !found {
-			s.OnDisk = slices.Insert(s.OnDisk, i, d.Identity.Key)
-		}
 	}
 	return s
 }
 
-// Render leases the current record, renders inst against its platform with
-// the record's skew policy, and releases the lease; it returns the output
-// and the record it rendered against. It returns [ErrNotReady] when no
-// platform is held: before the first Publish and after Forget (never
-// while a changed module is published). Render takes none of the locks
-// Publish holds, and may run concurrently with everything.
+// Render leases the current record, renders inst against its platform
+// with the record's skew policy, and releases the lease; it returns the
+// output and the record it rendered against. It returns [ErrNotReady] when
+// no platform is held, and takes none of the locks Publish holds.
 //
-// Render looks the render's [RenderKey] up in the Publisher's memo. A hit
-// returns a copy of an earlier render's result and reads nothing of the
-// platform's directory: a leased identity's directory never changes. An
-// instance given as Files is keyed by their digest; one in a Dir is read
-// once ([Evaluator].ReadInstance), hit or miss. A miss renders the
-// bytes read, checking the platform directory's content, once for every
-// render of the key that waits for it, after admission with ctx
-// ([PublisherOptions].AdmissionCapacity); when that evaluation panics,
-// each render waiting for it panics in its own goroutine with the same
-// value. When ctx ends, Render returns ctx.Err() at once; an evaluation
-// that other renders of the key still wait for goes on. Errors of the
-// instance's content are memoized, those [kernel.IsContent] reports of
-// the instance's module, and no other. A record set by hand (no
-// Identity) is never memoized. Render does
-// not return the key: [Publisher.RenderKeyed] does.
+// A render is looked up by its [RenderKey] in the Publisher's memo: a hit
+// returns a copy and reads nothing of the platform's directory (a leased
+// identity's directory never changes). An instance in Files is keyed by
+// their digest; one in a Dir is read once, hit or miss. A miss evaluates
+// once for every render of the key that waits for it, after admission
+// ([PublisherOptions].AdmissionCapacity); an evaluation that panics makes
+// each waiting render panic with the same value. When ctx ends, Render
+// returns ctx.Err() at once. Only errors of the instance's content are
+// memoized, as [kernel.IsContent] tells them.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
-	out, rec, _, err := p.RenderKeyed(ctx, inst)
-	return out, rec, err
-}
-
-// RenderKeyed is [Publisher.Render] that also returns the key of the
-// render, for a controller to record in status; the zero key when it
-// returns before reading the instance, or fails to read it.
-func (p *Publisher) RenderKeyed(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, RenderKey, error) {
 	p.mustBeMade()
 	if !p.pub.Booted() {
-		return kernel.RenderOutput{}, Generated{}, RenderKey{}, ErrNotBooted
+		return kernel.RenderOutput{}, Generated{}, ErrNotBooted
 	}
 	l, ok := p.store.slot.Lease()
 	if !ok {
-		return kernel.RenderOutput{}, Generated{}, RenderKey{}, ErrNotReady
+		return kernel.RenderOutput{}, Generated{}, ErrNotReady
 	}
 	defer l.Release()
-	return p.renderRecord(ctx, generatedOf(l.Value()), inst)
+	out, rec, _, err := p.renderRecord(ctx, generatedOf(l.Value()), inst)
+	return out, rec, err
 }
 
-// RenderLeased is [Publisher.RenderKeyed] against rec, a record the
-// caller leased from the Publisher's [Store] and has not yet released,
-// for a caller that holds one lease across several renders. A record not
-// leased may have lost its directory: a miss then fails, and nothing is
-// memoized of it.
+// RenderLeased is [Publisher.Render] against rec, a record the caller
+// leased from the Publisher's [Store] and has not yet released, for a
+// caller that holds one lease across several renders; it also returns the
+// render's key, for a controller to record in status (the zero key when it
+// fails to read the instance). A record not leased may have lost its
+// directory: a miss then fails, and nothing is memoized of it. A record
+// set by hand (no Identity) is never memoized.
 func (p *Publisher) RenderLeased(ctx context.Context, rec Generated, inst kernel.Instance) (kernel.RenderOutput, RenderKey, error) {
 	p.mustBeMade()
 	if !p.pub.Booted() {

@@ -101,8 +101,8 @@ func TestConcurrentReadersSeeStableDirectories(t *testing.T) {
 		t.Fatalf("only %d reads were checked, want at least %d", r, minReads)
 	}
 	t.Logf("%d reads checked across %d publishes (%d rewrites)", reads.Load(), publishes.Load(), rewrites.Load())
-	if st := p.Stats(); len(st.Leased) != 0 {
-		t.Fatalf("leases left: %v", st.Leased)
+	if st := p.Stats(); len(leased(st)) != 0 {
+		t.Fatalf("leases left: %v", leased(st))
 	}
 	p.ReclaimNow()
 	if g := generations(t, p); len(g) != 1 || g[0] != gen {

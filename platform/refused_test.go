@@ -10,6 +10,7 @@ import (
 
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/publish"
 )
 
 // A module the kernel refuses for its content, past a limit or holding a
@@ -36,7 +37,7 @@ func TestContentRefusalIsAFailedBuild(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
-			var outcomes []platform.Outcome
+			var outcomes []publish.Outcome
 			p := newBooted(t, platform.PublisherOptions{OnPublish: func(ev platform.PublishEvent) {
 				mu.Lock()
 				outcomes = append(outcomes, ev.Outcome)
@@ -59,7 +60,7 @@ func TestContentRefusalIsAFailedBuild(t *testing.T) {
 			mu.Lock()
 			got := slices.Clone(outcomes)
 			mu.Unlock()
-			if !slices.Equal(got, []platform.Outcome{platform.Published, platform.BuildFailed}) {
+			if !slices.Equal(got, []publish.Outcome{publish.Published, publish.BuildFailed}) {
 				t.Fatalf("outcomes %v, want [published build-failed]", got)
 			}
 			if st := p.Stats(); st.FailedBuilds != 1 || st.LastError == nil {

@@ -11,6 +11,7 @@ import (
 	"leasekit.dev/dirlife"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/publish"
 )
 
 // A zero Publisher never blocks: each method panics with a message naming
@@ -67,8 +68,8 @@ func TestNoFilesIsOneSentinel(t *testing.T) {
 
 // StaleError unwraps to ErrStale, like its neighbours unwrap to theirs.
 func TestStaleErrorUnwraps(t *testing.T) {
-	err := &platform.StaleError{Generation: 1, Current: 3}
-	if got := errors.Unwrap(err); got != platform.ErrStale {
+	err := &publish.StaleError[int64]{Key: 1, Current: 3}
+	if got := errors.Unwrap(err); got != publish.ErrStale {
 		t.Fatalf("errors.Unwrap(StaleError) = %v, want ErrStale", got)
 	}
 	for _, err := range []error{&platform.GenerationError{Generation: 0}, &platform.SkewPolicyError{}} {
@@ -80,11 +81,11 @@ func TestStaleErrorUnwraps(t *testing.T) {
 
 // The zero Outcome is no outcome: it does not read as a failure.
 func TestZeroOutcome(t *testing.T) {
-	var o platform.Outcome
-	if s := o.String(); s == platform.Failed.String() || s != "outcome(0)" {
+	var o publish.Outcome
+	if s := o.String(); s == publish.Failed.String() || s != "outcome(0)" {
 		t.Fatalf("zero Outcome prints %q, want outcome(0)", s)
 	}
-	for _, o := range []platform.Outcome{platform.Failed, platform.Published, platform.Unchanged, platform.Rewritten, platform.BuildFailed, platform.Stale} {
+	for _, o := range []publish.Outcome{publish.Failed, publish.Published, publish.Unchanged, publish.Changed, publish.BuildFailed, publish.Stale} {
 		if o == 0 || strings.HasPrefix(o.String(), "outcome(") {
 			t.Errorf("Outcome %d is zero or has no name: %q", int(o), o)
 		}

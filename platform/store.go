@@ -95,9 +95,6 @@ func (s *Store) Leased() []int64 { return s.slot.Leased() }
 // directory.
 func (s *Store) Clear() { s.slot.Clear() }
 
-// leases returns the number of outstanding leases per generation.
-func (s *Store) leases() map[int64]int { return s.slot.Counts() }
-
 // ReportLeaks installs hook as the leak reporter of s; a nil hook turns
 // reporting off, as it is by default, when it costs nothing. A lease taken
 // while a hook is installed whose release function becomes unreachable

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/publish"
 )
 
 // Publish, Forget, Boot, Render, Stats, leases and the reclaim loop all at
@@ -45,7 +46,7 @@ func TestEverythingAtOnce(t *testing.T) {
 				case 0, 1: // a new generation
 					gen := next.Add(1)
 					_, err := p.Publish(ctx, gen, variants[i%4], 0)
-					var se *platform.StaleError
+					var se *publish.StaleError[int64]
 					if err != nil && !errors.As(err, &se) {
 						report("publish new: " + err.Error())
 					}
@@ -55,7 +56,7 @@ func TestEverythingAtOnce(t *testing.T) {
 						continue
 					}
 					_, err := p.Publish(ctx, gen, variants[(i+w)%4], 0)
-					var se *platform.StaleError
+					var se *publish.StaleError[int64]
 					if err != nil && !errors.As(err, &se) {
 						report("publish current: " + err.Error())
 					}
@@ -162,7 +163,7 @@ func TestRendersNeverRefusedDuringChanges(t *testing.T) {
 	if n := refused.Load(); n != 0 {
 		t.Fatalf("%d of %d renders refused with ErrNotReady during changes of generation 1", n, renders.Load())
 	}
-	if st := p.Stats(); st.Rewrites == 0 {
+	if st := p.Stats(); st.Changes == 0 {
 		t.Fatalf("no change was published: %+v", st)
 	}
 }

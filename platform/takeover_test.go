@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"testing/synctest"
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/platform"
-	"leasekit.dev/platform/platformmodule"
 )
 
 // A changed current generation whose file names the layout refuses is
@@ -90,38 +88,6 @@ func TestRunStopsWhileWaitingForItsTurn(t *testing.T) {
 			t.Fatal(r.err)
 		}
 	})
-}
-
-// A write that fails leaving something under Root that is no generation
-// directory (a staging leftover) has it removed by the failed Publish's
-// own prune, not left for a later one.
-func TestFailedWriteLeftoverIsRemoved(t *testing.T) {
-	p := newBooted(t, platform.PublisherOptions{})
-	ctx := context.Background()
-	rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := p.Layout().Root
-	errDisk := errors.New("disk full")
-	p.SetWrite(func(name string, files platformmodule.Files) (string, error) {
-		if err := os.Mkdir(filepath.Join(root, ".staging-leftover"), 0o755); err != nil {
-			return "", err
-		}
-		return "", errDisk
-	})
-	if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); !errors.Is(err, errDisk) {
-		t.Fatalf("Publish with a failing write: %v, want %v", err, errDisk)
-	}
-	if err := p.Layout().Settle(); err != nil {
-		t.Fatal(err)
-	}
-	if got := strayEntries(t, root); len(got) != 0 {
-		t.Fatalf("after a failed write Root holds %v besides generation directories", got)
-	}
-	if got, _ := p.Store().Generated(); got != rec {
-		t.Fatalf("store holds %+v, want %+v", got, rec)
-	}
 }
 
 // Once booted, Boot and Start return at once (Start with its context),

@@ -6,12 +6,14 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"leasekit.dev/platform"
-	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/publish"
 )
 
 // warmKernel builds once outside any bubble, so that whatever the CUE
@@ -40,24 +42,35 @@ func publishAsync(p *platform.Publisher, ctx context.Context, gen int64, v int, 
 }
 
 // heldTurn boots a Publisher, publishes generation 1 and starts a publish
-// of generation 1 with other files whose write blocks, so that it holds the
+// of generation 1 with other files whose build blocks, so that it holds the
 // Publisher's turn: release lets it finish. Call it inside a synctest
 // bubble.
 func heldTurn(t *testing.T) (p *platform.Publisher, release func(), rewrite <-chan publishResult) {
 	t.Helper()
-	p = newBooted(t, platform.PublisherOptions{})
+	ev := &gatedBuild{Kernel: kernel.New(), gate: make(chan struct{})}
+	p = newBooted(t, platform.PublisherOptions{Evaluator: ev})
 	if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
 		t.Fatal(err)
 	}
-	gate := make(chan struct{})
-	write := p.DiskWrite
-	p.SetWrite(func(name string, files platformmodule.Files) (string, error) {
-		<-gate
-		return write(name, files)
-	})
+	ev.armed.Store(true)
 	rewrite = publishAsync(p, context.Background(), 1, 1, t)
 	synctest.Wait()
-	return p, sync.OnceFunc(func() { close(gate) }), rewrite
+	return p, sync.OnceFunc(func() { close(ev.gate) }), rewrite
+}
+
+// gatedBuild is the kernel with a BuildPlatform that waits for gate once
+// armed.
+type gatedBuild struct {
+	*kernel.Kernel
+	armed atomic.Bool
+	gate  chan struct{}
+}
+
+func (g *gatedBuild) BuildPlatform(ctx context.Context, dir string) (*kernel.Platform, error) {
+	if g.armed.Load() {
+		<-g.gate
+	}
+	return g.Kernel.BuildPlatform(ctx, dir)
 }
 
 // A changed current generation is written beside its leased directory and
@@ -88,8 +101,8 @@ func TestRewriteBesideLeasedGeneration(t *testing.T) {
 	}
 	checkTree(t, old.Dir, moduleFiles(t, 0))
 	checkTree(t, rec.Dir, moduleFiles(t, 1))
-	if n := len(events); n != 2 || events[1].Outcome != platform.Rewritten || events[1].Identity != rec.Identity {
-		t.Fatalf("events = %+v, want published then rewritten", events)
+	if n := len(events); n != 2 || events[1].Outcome != publish.Changed || events[1].Identity != rec.Identity {
+		t.Fatalf("events = %+v, want published then changed", events)
 	}
 
 	release1()
@@ -100,10 +113,10 @@ func TestRewriteBesideLeasedGeneration(t *testing.T) {
 	if _, err := os.Lstat(old.Dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("after its last release and a reclaim, %s: %v, want it gone", old.Dir, err)
 	}
-	if len(reclaims) != 1 || reclaims[0].Identity != old.Identity || reclaims[0].Generation != 1 {
+	if len(reclaims) != 1 || reclaims[0].Identity != old.Identity || reclaims[0].Identity.Key != 1 {
 		t.Fatalf("reclaims %+v, want the old content of generation 1", reclaims)
 	}
-	if st := p.Stats(); st.Rewrites != 1 || st.Publishes != 2 || !slices.Equal(st.OnDisk, []int64{1}) || len(st.Dirs) != 1 {
+	if st := p.Stats(); st.Changes != 1 || st.Publishes != 2 || !slices.Equal(onDisk(st), []int64{1}) || len(st.Dirs) != 1 {
 		t.Fatalf("Stats() = %+v", st)
 	}
 }
@@ -162,10 +175,10 @@ func TestRunReclaimsOnRelease(t *testing.T) {
 			t.Fatalf("after the last lease on 1 was released, Generations() = %v, want [2]", gens)
 		}
 		ev := <-reclaims
-		if ev.Generation != 1 || ev.Err != nil || ev.Delay != 0 {
+		if ev.Identity.Key != 1 || ev.Err != nil || ev.Delay != 0 {
 			t.Fatalf("reclaim event %+v, want generation 1 removed at once after its release", ev)
 		}
-		if st := p.Stats(); st.Prunes != 1 || st.ReclaimDelay != 0 {
+		if st := p.Stats(); st.Reclaims != 1 || st.ReclaimDelay != 0 {
 			t.Fatalf("stats %+v", st)
 		}
 
@@ -211,74 +224,6 @@ func TestForgetRemovesAfterLastLease(t *testing.T) {
 	})
 }
 
-// A failed removal is retried with a wait that doubles up to its cap.
-func TestRunRetriesFailedRemovalWithBackoff(t *testing.T) {
-	warmKernel(t)
-	synctest.Test(t, func(t *testing.T) {
-		var reclaimErrs int
-		var mu sync.Mutex
-		p := newBooted(t, platform.PublisherOptions{
-			RetryMin: time.Second, RetryMax: 4 * time.Second,
-			OnReclaim: func(ev platform.ReclaimEvent) {
-				if ev.Err != nil {
-					mu.Lock()
-					reclaimErrs++
-					mu.Unlock()
-				}
-			},
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
-			t.Fatal(err)
-		}
-		_, release, _ := p.Store().Lease()
-		if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
-			t.Fatal(err)
-		}
-
-		errDisk := errors.New("disk says no")
-		start := time.Now()
-		var attempts []time.Duration
-		prune := p.DiskPrune
-		p.SetPrune(func(keep ...string) error {
-			attempts = append(attempts, time.Since(start))
-			if len(attempts) <= 6 {
-				return errDisk
-			}
-			return prune(keep...)
-		})
-		ran := make(chan error, 1)
-		go func() { ran <- p.Run(ctx) }()
-		synctest.Wait()
-		attempts = attempts[:0] // Run's first pass found nothing to remove
-		start = time.Now()
-		release()
-		time.Sleep(time.Minute)
-		synctest.Wait()
-
-		want := []time.Duration{0, 1 * time.Second, 3 * time.Second, 7 * time.Second, 11 * time.Second, 15 * time.Second, 19 * time.Second}
-		if !slices.Equal(attempts, want) {
-			t.Fatalf("removal attempts at %v, want %v", attempts, want)
-		}
-		if gens := generations(t, p); !slices.Equal(gens, []int64{2}) {
-			t.Fatalf("after the retries, Generations() = %v, want [2]", gens)
-		}
-		mu.Lock()
-		if reclaimErrs != 6 {
-			t.Errorf("OnReclaim saw %d failures, want 6", reclaimErrs)
-		}
-		mu.Unlock()
-		if st := p.Stats(); st.LastError != nil || st.Prunes != 1 {
-			t.Fatalf("stats after the successful retry: %+v", st)
-		}
-		cancel()
-		if err := <-ran; err != nil {
-			t.Fatal(err)
-		}
-	})
-}
-
 // While Run runs, Publish hands it the superseded generation's removal,
 // yet directories never pile up: after every Publish at most the one it
 // superseded awaits removal, and Run removes it.
@@ -308,36 +253,6 @@ func TestRunTakesOverPruningWithoutPileUp(t *testing.T) {
 		cancel()
 		<-ran
 	})
-}
-
-// A prune that removes every superseded generation but fails on something
-// else still reports its error, and the reclaim loop retries.
-func TestPruneErrorBesideRemovedGenerationsIsReported(t *testing.T) {
-	var events []platform.ReclaimEvent
-	p := newBooted(t, platform.PublisherOptions{OnReclaim: func(ev platform.ReclaimEvent) { events = append(events, ev) }})
-	ctx := context.Background()
-	if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
-		t.Fatal(err)
-	}
-	errLeftover := errors.New("a staging leftover would not go")
-	prune := p.DiskPrune
-	p.SetPrune(func(keep ...string) error { return errors.Join(prune(keep...), errLeftover) })
-	if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
-		t.Fatalf("a failed removal failed the publish: %v", err)
-	}
-	if len(events) != 2 || events[0].Generation != 1 || events[0].Err != nil || !errors.Is(events[1].Err, errLeftover) {
-		t.Fatalf("events %+v, want generation 1 removed and the leftover's error", events)
-	}
-	if st := p.Stats(); !errors.Is(st.LastError, errLeftover) {
-		t.Fatalf("Stats().LastError = %v", st.LastError)
-	}
-	p.SetPrune(prune)
-	if evs := p.ReclaimNow(); len(evs) != 0 {
-		t.Fatalf("the retry reported %+v", evs)
-	}
-	if st := p.Stats(); st.LastError != nil {
-		t.Fatalf("after a successful retry, Stats().LastError = %v", st.LastError)
-	}
 }
 
 // A Publish waiting for its turn behind another returns when its context

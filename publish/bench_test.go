@@ -17,7 +17,7 @@ func BenchmarkRepublish(b *testing.B) {
 		"cue.mod/module.cue": []byte("module: \"acme.example/platform@v0\"\nlanguage: version: \"v0.12.0\"\n"),
 		"platform.cue":       make([]byte, 256),
 	}
-	p := newPublisher(b, filepath.Join(b.TempDir(), "root"), publish.Options[int64, publish.Digest, int]{NoSync: true})
+	p := newPublisher(b, filepath.Join(b.TempDir(), "root"), publish.Options[int64, dirlife.Digest, int]{NoSync: true})
 	ctx := context.Background()
 	if _, err := p.Publish(ctx, 1, files, 0); err != nil {
 		b.Fatal(err)

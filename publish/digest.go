@@ -9,31 +9,25 @@ import (
 	"leasekit.dev/dirlife"
 )
 
-// A Digest is the digest of a directory's content, as [DigestFiles]
-// computes it: the [dirlife.Digest] that [dirlife.DigestFiles] gives the
-// same files, and that [dirlife.Layout.WriteStream] and
-// [dirlife.Layout.CopyFS] report for what they wrote.
-type Digest = dirlife.Digest
-
-// DigestFiles returns the digest of files as [dirlife.Layout.Write] writes
-// them: [dirlife.DigestFiles] of files, each file with mode 0o644 and its
-// directories 0o755. It is deterministic across processes and
-// machines. For files [dirlife.CheckFiles] refuses, which no Publish
-// writes, it returns the zero Digest.
-func DigestFiles(files dirlife.Files) Digest {
+// digestOf returns the digest of files as [dirlife.Layout.Write] writes
+// them: the [dirlife.Digest] that [dirlife.Layout.WriteStream] and
+// [dirlife.Layout.CopyFS] report for the same content. For files
+// [dirlife.CheckFiles] refuses, which no Publish writes, it returns the
+// zero Digest.
+func digestOf(files dirlife.Files) dirlife.Digest {
 	d, err := dirlife.DigestFiles(files)
 	if err != nil {
-		return Digest{}
+		return dirlife.Digest{}
 	}
 	return d
 }
 
 // An Identity names one published content: the key it was published at
-// and the digest of its files. Two publishes share an identity exactly
+// and the [dirlife.Digest] of its files. Two publishes share an identity exactly
 // when they publish the same files at the same key.
 type Identity[K cmp.Ordered] struct {
 	Key    K
-	Digest Digest
+	Digest dirlife.Digest
 }
 
 // String returns the key and the digest, such as "7@sha256:3f2a…".

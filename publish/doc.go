@@ -9,7 +9,7 @@
 // caller's [BuildFunc], sets the record in a [slot.Slot] (refusing a stale
 // key) and removes every directory that is neither current nor leased.
 // Directories never change once published: each content has an
-// [Identity] (its key and the [DigestFiles] of its files) and a directory
+// [Identity] (its key and the [dirlife.Digest] of its files) and a directory
 // of its own, named gen-<n> (the key codec's name) or, when a directory of
 // that key is on disk already, gen-<n>-<12 hex digits of the digest>,
 // lengthened while the name is taken. A changed content at the current key
@@ -21,9 +21,9 @@
 // [Publisher.Run] removes a replaced directory as soon as its last lease
 // is released.
 //
-// The promise: a directory a reader leased (through [Publisher.Lease] or
-// the [Publisher.Slot]) is never removed and never changes while leased,
-// and the slot never names a missing or partial directory.
+// The promise: a directory a reader leased (from the [Publisher.Slot]) is
+// never removed and never changes while leased, and the slot never names
+// a missing or partial directory.
 //
 // Concurrency: a Publisher is safe for concurrent use by multiple
 // goroutines. It serialises Boot, Publish, Forget and every removal;

@@ -57,9 +57,10 @@ func (e *KeyError[K]) Unwrap() error { return ErrInvalidKey }
 type Outcome int
 
 const (
-	// Failed: an error other than a failed build or a stale key (a refused
-	// argument, a write error, the context ending, not booted). The
-	// current record and its directory are as they were.
+	// Failed: an error other than a build's verdict or a stale key (a
+	// refused argument, a write error, the context ending, also during the
+	// build, a build error [Options.Refused] says is no verdict, not
+	// booted). The current record and its directory are as they were.
 	Failed Outcome = iota + 1
 
 	// Published: a new key was written (or found on disk), built and set.
@@ -74,7 +75,8 @@ const (
 	// earlier content of theirs is still there), built, and swapped in.
 	Changed
 
-	// BuildFailed: the build step refused the directory; the current
+	// BuildFailed: the build step refused the directory's content, a
+	// verdict the same files would meet again ([BuildFunc]); the current
 	// record and its directory are as they were.
 	BuildFailed
 
@@ -150,10 +152,10 @@ type Stats[K cmp.Ordered] struct {
 	Held         bool        // a record is held
 	Current      Identity[K] // the held record's identity; zero when none
 	Dirs         []DirStats[K]
-	Publishes    uint64 // publishes that set a new content (Published or Changed)
-	Changes      uint64 // of those, Changed
-	Unchanged    uint64 // identical re-publishes
-	FailedBuilds uint64
+	Publishes    uint64        // publishes that set a new content (Published or Changed)
+	Changes      uint64        // of those, Changed
+	Unchanged    uint64        // identical re-publishes
+	FailedBuilds uint64        // publishes whose outcome was BuildFailed
 	Reclaims     uint64        // directories removed
 	ReclaimDelay time.Duration // the last removal's delay
 	LastPublish  Timings       // of the last Publish that was not Unchanged

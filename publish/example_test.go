@@ -51,7 +51,7 @@ func Example() {
 	ctx := context.Background()
 	p.Publish(ctx, 7, dirlife.Files{"bundle.json": []byte(`{"name": "web", "replicas": 2}`)}, struct{}{})
 
-	l, _ := p.Lease() // a reader starts against generation 7
+	l, _ := p.Slot().Lease() // a reader starts against generation 7
 	defer l.Release()
 
 	// Generation 7 again, with other content: written beside, swapped in.
@@ -61,7 +61,7 @@ func Example() {
 
 	// A refused bundle leaves the current record as it was.
 	_, err := p.Publish(ctx, 8, dirlife.Files{"bundle.json": []byte(`{"name": "web", "replicas": 0}`)}, struct{}{})
-	cur, _ := p.Current()
+	_, cur, _ := p.Slot().Get()
 	fmt.Println("refused:", err)
 	fmt.Println("still current:", cur.Key, cur.Artifact.Replicas)
 	// Output:

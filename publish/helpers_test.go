@@ -36,18 +36,18 @@ func readTree(dir string) (dirlife.Files, error) {
 
 // build is the tests' build step: it reads the directory back and returns
 // its digest, refusing a bundle holding "bad".
-func build(_ context.Context, dir string) (publish.Digest, error) {
+func build(_ context.Context, dir string) (dirlife.Digest, error) {
 	files, err := readTree(dir)
 	if err != nil {
-		return publish.Digest{}, err
+		return dirlife.Digest{}, err
 	}
 	if _, bad := files["bad"]; bad {
-		return publish.Digest{}, errBad
+		return dirlife.Digest{}, errBad
 	}
 	return publish.DigestFiles(files), nil
 }
 
-type testPublisher = publish.Publisher[int64, publish.Digest, int]
+type testPublisher = publish.Publisher[int64, dirlife.Digest, int]
 
 // fataler is what the helpers need of a *testing.T or a *rapid.T.
 type fataler interface {
@@ -55,7 +55,7 @@ type fataler interface {
 	Fatal(args ...any)
 }
 
-func newPublisher(t fataler, root string, opts publish.Options[int64, publish.Digest, int]) *testPublisher {
+func newPublisher(t fataler, root string, opts publish.Options[int64, dirlife.Digest, int]) *testPublisher {
 	t.Helper()
 	p := publish.New(root, genCodec, build, opts)
 	if err := p.Boot(); err != nil {

@@ -60,7 +60,7 @@ func TestStalePublishLog(t *testing.T) {
 	for _, mapped := range []bool{false, true} {
 		t.Run(fmt.Sprintf("MapError=%v", mapped), func(t *testing.T) {
 			rec := &recorder{}
-			opts := publish.Options[int64, publish.Digest, int]{NoSync: true, Logger: slog.New(rec)}
+			opts := publish.Options[int64, dirlife.Digest, int]{NoSync: true, Logger: slog.New(rec)}
 			if mapped {
 				opts.MapError = func(err error) error { return &wordedError{err} }
 			}

@@ -29,7 +29,7 @@ var contents = []dirlife.Files{
 }
 
 type modelLease struct {
-	l     *slot.Lease[int64, publish.Record[int64, publish.Digest, int]]
+	l     *slot.Lease[int64, publish.Record[int64, dirlife.Digest, int]]
 	files dirlife.Files // what its directory held when it was leased
 }
 
@@ -44,7 +44,7 @@ type modelLease struct {
 func TestPublisherModel(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		root := filepath.Join(tempDir(t), "root")
-		p := newPublisher(t, root, publish.Options[int64, publish.Digest, int]{NoSync: true})
+		p := newPublisher(t, root, publish.Options[int64, dirlife.Digest, int]{NoSync: true})
 		ctx := context.Background()
 		var (
 			held     bool
@@ -97,14 +97,14 @@ func TestPublisherModel(t *testing.T) {
 					l.l.Release()
 				}
 				leases = nil
-				p = newPublisher(t, root, publish.Options[int64, publish.Digest, int]{NoSync: true})
+				p = newPublisher(t, root, publish.Options[int64, dirlife.Digest, int]{NoSync: true})
 				held = false
 				if got := onDisk(t, root); len(got) != 0 {
 					t.Fatalf("after Boot, Root holds %v", got)
 				}
 			},
 			"Lease": func(t *rapid.T) {
-				l, ok := p.Lease()
+				l, ok := p.Slot().Lease()
 				if ok != held {
 					t.Fatalf("Lease() ok = %v, want %v", ok, held)
 				}
@@ -130,14 +130,14 @@ func TestPublisherModel(t *testing.T) {
 				pruned = true
 			},
 			"": func(t *rapid.T) {
-				cur, ok := p.Current()
+				_, cur, ok := p.Slot().Get()
 				if ok != held {
-					t.Fatalf("Current() ok = %v, want %v", ok, held)
+					t.Fatalf("Get() ok = %v, want %v", ok, held)
 				}
 				keep := map[string]bool{}
 				if ok {
 					if cur.Key != curKey || cur.Value != curValue {
-						t.Fatalf("Current() = %+v, want key %d value %d", cur, curKey, curValue)
+						t.Fatalf("Get() = %+v, want key %d value %d", cur, curKey, curValue)
 					}
 					checkDir(t, "the current directory", cur.Dir, curFiles)
 					keep[filepath.Base(cur.Dir)] = true
@@ -176,7 +176,7 @@ func checkDir(t *rapid.T, what, dir string, files dirlife.Files) {
 
 // checkName fails t unless rec's directory is gen-<key> or gen-<key>-<a
 // prefix of its digest, 12 hex digits or more>.
-func checkName(t *rapid.T, rec publish.Record[int64, publish.Digest, int]) {
+func checkName(t *rapid.T, rec publish.Record[int64, dirlife.Digest, int]) {
 	name := filepath.Base(rec.Dir)
 	plain := fmt.Sprintf("gen-%d", rec.Key)
 	if name == plain {

@@ -15,7 +15,7 @@ import (
 const (
 	minHex  = 12
 	hexStep = 4
-	maxHex  = 2 * len(Digest{})
+	maxHex  = 2 * len(dirlife.Digest{})
 )
 
 // dirCodec is the publisher's codec for dirlife: a directory's ID is its
@@ -63,7 +63,7 @@ func lowerHex(s string) bool {
 // the plain name and the shortest digest prefix not taken. ok is false
 // when every candidate is taken, which only a directory of id itself can
 // cause.
-func nameFor(plain string, digest Digest, keyTaken bool, taken func(string) bool) (string, bool) {
+func nameFor(plain string, digest dirlife.Digest, keyTaken bool, taken func(string) bool) (string, bool) {
 	if !keyTaken && !taken(plain) {
 		return plain, true
 	}

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -88,7 +89,7 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.F
 	if err != nil {
 		return rec, Failed, err
 	}
-	id := Identity[K]{Key: key, Digest: DigestFiles(files)}
+	id := Identity[K]{Key: key, Digest: digestOf(files)}
 	if same && cur.Identity() == id {
 		p.curFP = fp
 		*reclaims = p.reclaimOthers()
@@ -111,7 +112,7 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.F
 		start = time.Now()
 		*reclaims = p.reclaimLocked()
 		t.Prune = time.Since(start)
-		return rec, BuildFailed, err
+		return rec, p.buildOutcome(ctx, err), err
 	}
 
 	start = time.Now()
@@ -135,6 +136,19 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.F
 		return rec, Changed, nil
 	}
 	return rec, Published, nil
+}
+
+// buildOutcome is the outcome of a build that returned err: Failed when
+// the error is ctx's own (ctx ended during the build) or [Options.Refused]
+// says it is no verdict on the content, else BuildFailed.
+func (p *Publisher[K, A, V]) buildOutcome(ctx context.Context, err error) Outcome {
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return Failed
+	}
+	if p.refused != nil && !p.refused(err) {
+		return Failed
+	}
+	return BuildFailed
 }
 
 // keep returns cur carrying value, setting it when the value changed: the

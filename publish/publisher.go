@@ -20,7 +20,7 @@ import (
 // Publish carried.
 type Record[K cmp.Ordered, A any, V comparable] struct {
 	Key      K
-	Digest   Digest
+	Digest   dirlife.Digest
 	Dir      string // the directory the content lives in, under Root
 	Artifact A
 	Value    V
@@ -31,14 +31,16 @@ func (r Record[K, A, V]) Identity() Identity[K] { return Identity[K]{Key: r.Key,
 
 // A BuildFunc makes the artifact of a written directory: it parses,
 // compiles or validates what dir holds. It must not change dir. An error
-// fails the Publish with [BuildFailed] and leaves the current record as it
-// was.
+// fails the Publish and leaves the current record as it was: with
+// [BuildFailed] when it is a verdict on the content, with [Failed] when it
+// is ctx's own (ctx ended during the build) or [Options.Refused] says it
+// is not a verdict.
 type BuildFunc[A any] func(ctx context.Context, dir string) (A, error)
 
-// A Disk is where a Publisher writes and removes directories, by name under
-// Root. The default is a [dirlife.Layout] on Root with the Publisher's
-// codec; [Options.WrapDisk] can wrap it to inject faults in tests.
-type Disk interface {
+// disk is where a Publisher writes and removes directories, by name under
+// Root: a [dirlife.Layout] on Root with the Publisher's codec, which the
+// tests wrap to inject faults (export_test.go).
+type disk interface {
 	Write(name string, files dirlife.Files) (string, error)
 	Prune(keep ...string) error
 	Settle(ctx context.Context) error // waits for the removals Prune left to the background
@@ -72,15 +74,20 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// of the caller's own on keys, files or values.
 	Check func(key K, files dirlife.Files, value V) error
 
-	// WrapDisk, when set, wraps the Publisher's disk, for tests that make
-	// a write or a removal fail.
-	WrapDisk func(Disk) Disk
+	// Refused, when set, reports whether an error of the build step is a
+	// verdict on the content, which the same files would meet again
+	// (outcome BuildFailed), rather than a failure to finish the build
+	// that a retry may not meet (Failed). Nil: every build error that is
+	// not ctx's own is a verdict.
+	Refused func(error) bool
 
 	// MapError, when set, words each error of a Publish as the caller is
 	// to get it: what Publish returns, OnPublish sees and the log says.
 	// For a type built on the Publisher that speaks in terms of its own;
 	// errors.As and errors.Is must still find what the error wraps.
 	MapError func(error) error
+
+	wrapDisk func(disk) disk // tests only: wraps the Publisher's disk
 }
 
 const (
@@ -102,7 +109,7 @@ type Publisher[K cmp.Ordered, A any, V comparable] struct {
 	root      string
 	codec     dirlife.Codec[K]
 	layout    dirlife.Layout[string]
-	disk      Disk
+	disk      disk
 	build     BuildFunc[A]
 	slot      *slot.Slot[K, Record[K, A, V]]
 	log       *slog.Logger
@@ -110,6 +117,7 @@ type Publisher[K cmp.Ordered, A any, V comparable] struct {
 	onReclaim func(ReclaimEvent[K])
 	check     func(K, dirlife.Files, V) error
 	mapErr    func(error) error
+	refused   func(error) bool
 	retryMin  time.Duration
 	retryMax  time.Duration
 	seedA     maphash.Seed
@@ -168,6 +176,7 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 		onReclaim: opts.OnReclaim,
 		check:     opts.Check,
 		mapErr:    opts.MapError,
+		refused:   opts.Refused,
 		retryMin:  opts.RetryMin,
 		retryMax:  opts.RetryMax,
 		seedA:     maphash.MakeSeed(),
@@ -181,8 +190,8 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 	p.layout = dirlife.Layout[string]{Root: root, Codec: dirCodec[K]{key: codec}, NoSync: opts.NoSync,
 		DeferRemoval: true, RemovalDeadline: opts.RemovalDeadline}
 	p.disk = p.layout
-	if opts.WrapDisk != nil {
-		p.disk = opts.WrapDisk(p.layout)
+	if opts.wrapDisk != nil {
+		p.disk = opts.wrapDisk(p.layout)
 	}
 	if p.slot == nil {
 		p.slot = new(slot.Slot[K, Record[K, A, V]])
@@ -227,28 +236,15 @@ func (p *Publisher[K, A, V]) unlock() { <-p.sem }
 // Root returns the directory the Publisher owns.
 func (p *Publisher[K, A, V]) Root() string { return p.root }
 
-// Slot returns the slot readers lease from: Lease, Wait, Get. Writing it
-// (Set, Clear) bypasses the Publisher's order; use Publish and Forget.
+// Slot returns the slot readers use, the one way in: [slot.Slot.Lease]
+// leases the current record (reading it and leasing it are one atomic
+// step, and its directory stays on disk, unchanged, until the lease is
+// released), Wait waits for one, and Get reads it without a lease. Writing
+// the slot (Set, Clear) bypasses the Publisher's order; use Publish and
+// Forget.
 func (p *Publisher[K, A, V]) Slot() *slot.Slot[K, Record[K, A, V]] {
 	p.made()
 	return p.slot
-}
-
-// Lease leases the current record: reading it and leasing it are one
-// atomic step, and its directory stays on disk, unchanged, until the lease
-// is released. It returns nil and false when no record is held. It takes
-// no lock unless it races a Publish's set or a Forget.
-func (p *Publisher[K, A, V]) Lease() (*slot.Lease[K, Record[K, A, V]], bool) {
-	p.made()
-	return p.slot.Lease()
-}
-
-// Current returns the current record and true, or the zero record and
-// false. It leases nothing: a reader of the directory calls Lease.
-func (p *Publisher[K, A, V]) Current() (Record[K, A, V], bool) {
-	p.made()
-	_, rec, ok := p.slot.Get()
-	return rec, ok
 }
 
 // Boot empties Root and makes sure it exists: the boot step, before any

@@ -17,7 +17,7 @@ import (
 // and leaves the current record, its directory and Root as they were.
 func TestRefusals(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
-	p := newPublisher(t, root, publish.Options[int64, publish.Digest, int]{NoSync: true})
+	p := newPublisher(t, root, publish.Options[int64, dirlife.Digest, int]{NoSync: true})
 	ctx := context.Background()
 	good := dirlife.Files{"a": []byte("1")}
 	before, err := p.Publish(ctx, 2, good, 0)
@@ -40,7 +40,7 @@ func TestRefusals(t *testing.T) {
 		if !errors.Is(err, tc.is) {
 			t.Errorf("%s: err %v, want %v", tc.name, err, tc.is)
 		}
-		if cur, _ := p.Current(); cur != before {
+		if _, cur, _ := p.Slot().Get(); cur != before {
 			t.Errorf("%s: current %+v, want %+v", tc.name, cur, before)
 		}
 		if got := onDisk(t, root); !slices.Equal(got, []string{"gen-2"}) {
@@ -98,7 +98,7 @@ func TestKeyRefusals(t *testing.T) {
 }
 
 func TestNotBootedAndZeroValue(t *testing.T) {
-	p := publish.New(filepath.Join(t.TempDir(), "root"), genCodec, build, publish.Options[int64, publish.Digest, int]{})
+	p := publish.New(filepath.Join(t.TempDir(), "root"), genCodec, build, publish.Options[int64, dirlife.Digest, int]{})
 	if _, err := p.Publish(context.Background(), 1, dirlife.Files{"a": nil}, 0); !errors.Is(err, publish.ErrNotBooted) {
 		t.Errorf("Publish before Boot: err %v, want ErrNotBooted", err)
 	}
@@ -110,7 +110,7 @@ func TestNotBootedAndZeroValue(t *testing.T) {
 		"Boot":    func() { zero.Boot() },
 		"Publish": func() { zero.Publish(context.Background(), 1, nil, 0) },
 		"Forget":  func() { zero.Forget() },
-		"Lease":   func() { zero.Lease() },
+		"Slot":    func() { zero.Slot() },
 		"Stats":   func() { zero.Stats() },
 		"Run":     func() { zero.Run(context.Background()) },
 	} {
@@ -132,7 +132,7 @@ func TestCallbacksUnderNoLock(t *testing.T) {
 	var p *testPublisher
 	var publishes []publish.PublishEvent[int64]
 	var reclaims []publish.ReclaimEvent[int64]
-	p = newPublisher(t, filepath.Join(t.TempDir(), "root"), publish.Options[int64, publish.Digest, int]{
+	p = newPublisher(t, filepath.Join(t.TempDir(), "root"), publish.Options[int64, dirlife.Digest, int]{
 		NoSync: true,
 		OnPublish: func(ev publish.PublishEvent[int64]) {
 			publishes = append(publishes, ev)
@@ -145,7 +145,7 @@ func TestCallbacksUnderNoLock(t *testing.T) {
 	})
 	ctx := context.Background()
 	r1, _ := p.Publish(ctx, 1, dirlife.Files{"a": []byte("1")}, 0)
-	l, _ := p.Lease()
+	l, _ := p.Slot().Lease()
 	r2, _ := p.Publish(ctx, 1, dirlife.Files{"a": []byte("2")}, 0) // beside the leased one
 	p.Publish(ctx, 1, dirlife.Files{"a": []byte("2")}, 1)          // identical, another value
 	if len(reclaims) != 0 {
@@ -171,7 +171,7 @@ func TestCallbacksUnderNoLock(t *testing.T) {
 		len(st.Dirs) != 1 || st.Dirs[0].Name != filepath.Base(r2.Dir) || !st.Dirs[0].Current {
 		t.Fatalf("Stats() = %+v", st)
 	}
-	if cur, _ := p.Current(); cur.Value != 1 || cur.Dir != r2.Dir {
+	if _, cur, _ := p.Slot().Get(); cur.Value != 1 || cur.Dir != r2.Dir {
 		t.Fatalf("after an identical re-publish with value 1: %+v", cur)
 	}
 }
@@ -179,13 +179,13 @@ func TestCallbacksUnderNoLock(t *testing.T) {
 // TestStatsCountsLeasesPerDirectory holds leases on two contents of one
 // key and checks that Stats tells their directories apart.
 func TestStatsCountsLeasesPerDirectory(t *testing.T) {
-	p := newPublisher(t, filepath.Join(t.TempDir(), "root"), publish.Options[int64, publish.Digest, int]{NoSync: true})
+	p := newPublisher(t, filepath.Join(t.TempDir(), "root"), publish.Options[int64, dirlife.Digest, int]{NoSync: true})
 	ctx := context.Background()
 	p.Publish(ctx, 1, dirlife.Files{"a": []byte("1")}, 0)
-	l1, _ := p.Lease()
-	l2, _ := p.Lease()
+	l1, _ := p.Slot().Lease()
+	l2, _ := p.Slot().Lease()
 	p.Publish(ctx, 1, dirlife.Files{"a": []byte("2")}, 0)
-	l3, _ := p.Lease()
+	l3, _ := p.Slot().Lease()
 	defer l1.Release()
 	defer l2.Release()
 	defer l3.Release()

@@ -20,7 +20,7 @@ func TestRunReclaimsOnRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		root := filepath.Join(t.TempDir(), "root")
 		var reclaims []publish.ReclaimEvent[int64]
-		p := newPublisher(t, root, publish.Options[int64, publish.Digest, int]{
+		p := newPublisher(t, root, publish.Options[int64, dirlife.Digest, int]{
 			NoSync:    true,
 			OnReclaim: func(ev publish.ReclaimEvent[int64]) { reclaims = append(reclaims, ev) },
 		})
@@ -32,7 +32,7 @@ func TestRunReclaimsOnRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, _ := p.Lease()
+		l, _ := p.Slot().Lease()
 		cur, err := p.Publish(ctx, 1, dirlife.Files{"a": []byte("2")}, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -65,10 +65,8 @@ func TestFailedRemovalIsRetried(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
 	errDisk := errors.New("disk says no")
 	fail := true
-	p := newPublisher(t, root, publish.Options[int64, publish.Digest, int]{
-		NoSync:   true,
-		WrapDisk: func(d publish.Disk) publish.Disk { return failingPrune{d, &fail, errDisk} },
-	})
+	p := newPublisher(t, root, publish.WithDisk(publish.Options[int64, dirlife.Digest, int]{NoSync: true},
+		func(d publish.Disk) publish.Disk { return failingPrune{d, &fail, errDisk} }))
 	ctx := context.Background()
 	if _, err := p.Publish(ctx, 1, dirlife.Files{"a": []byte("1")}, 0); err != nil {
 		t.Fatal(err)

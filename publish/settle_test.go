@@ -19,9 +19,9 @@ import (
 // directory, although the layout removes in the background.
 func TestSettleLeavesNoGarbage(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
-	p := newPublisher(t, root, publish.Options[int64, publish.Digest, int]{NoSync: true})
+	p := newPublisher(t, root, publish.Options[int64, dirlife.Digest, int]{NoSync: true})
 	ctx := context.Background()
-	var cur publish.Record[int64, publish.Digest, int]
+	var cur publish.Record[int64, dirlife.Digest, int]
 	for key := range int64(6) {
 		// Deep enough that a removal takes a while.
 		files := dirlife.Files{"a": []byte{byte(key)}}
@@ -78,11 +78,10 @@ func TestSettleWaits(t *testing.T) {
 		gate := make(chan struct{})
 		disk := &blockingDisk{gate: gate}
 		var reclaims []publish.ReclaimEvent[int64]
-		p := newPublisher(t, filepath.Join(t.TempDir(), "root"), publish.Options[int64, publish.Digest, int]{
+		p := newPublisher(t, filepath.Join(t.TempDir(), "root"), publish.WithDisk(publish.Options[int64, dirlife.Digest, int]{
 			NoSync:    true,
-			WrapDisk:  func(d publish.Disk) publish.Disk { disk.Disk = d; return disk },
 			OnReclaim: func(ev publish.ReclaimEvent[int64]) { reclaims = append(reclaims, ev) },
-		})
+		}, func(d publish.Disk) publish.Disk { disk.Disk = d; return disk }))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		start := time.Now()

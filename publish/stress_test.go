@@ -20,7 +20,7 @@ import (
 // lease is refused after the first publish.
 func TestReadersStress(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
-	p := newPublisher(t, root, publish.Options[int64, publish.Digest, int]{NoSync: true})
+	p := newPublisher(t, root, publish.Options[int64, dirlife.Digest, int]{NoSync: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Run(ctx) })
@@ -44,7 +44,7 @@ func TestReadersStress(t *testing.T) {
 					return
 				default:
 				}
-				l, ok := p.Lease()
+				l, ok := p.Slot().Lease()
 				if !ok {
 					refused.Add(1)
 					continue
@@ -83,7 +83,7 @@ func TestReadersStress(t *testing.T) {
 			t.Fatal(ev.Err)
 		}
 	}
-	cur, _ := p.Current()
+	_, cur, _ := p.Slot().Get()
 	if got := onDisk(t, root); len(got) != 1 || got[0] != filepath.Base(cur.Dir) {
 		t.Fatalf("after the readers stopped, Root holds %v, want only %s", got, filepath.Base(cur.Dir))
 	}

@@ -106,7 +106,7 @@ func run(ctx context.Context, root string, readers int, duration time.Duration, 
 					return
 				default:
 				}
-				l, ok := pub.Lease()
+				l, ok := pub.Slot().Lease()
 				if !ok {
 					refused.Add(1)
 					continue
@@ -148,7 +148,7 @@ func run(ctx context.Context, root string, readers int, duration time.Duration, 
 }
 
 // digestDir reads dir back and returns the digest of what it holds.
-func digestDir(dir string) (publish.Digest, error) {
+func digestDir(dir string) (dirlife.Digest, error) {
 	files := dirlife.Files{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -159,7 +159,10 @@ func digestDir(dir string) (publish.Digest, error) {
 		files[filepath.ToSlash(rel)] = data
 		return err
 	})
-	return publish.DigestFiles(files), err
+	if err != nil {
+		return dirlife.Digest{}, err
+	}
+	return dirlife.DigestFiles(files)
 }
 
 func main() {

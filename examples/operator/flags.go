@@ -35,7 +35,7 @@ const usageText = `Usage: go run ./examples/operator [flags]
 
 Runs a platform operator's main job in one process: boots a publisher on a
 platform directory, publishes a stream of platform generations (catalogs
-added, bumped and disabled; unchanged and rewritten re-publishes; a stale
+added, bumped and disabled; unchanged and changed re-publishes; a stale
 one; deliberately broken ones) while a pool of concurrent renders leases the
 store and renders embedded instance modules, and checks from the outside
 that no leased directory is removed or changed and that superseded ones are

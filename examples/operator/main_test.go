@@ -50,7 +50,7 @@ func TestMainJSON(t *testing.T) {
 		t.Errorf("summary's renders %d, want the count of renders done, %d", sum.Renders, sum.RenderCounts.Total)
 	}
 	p := sum.Publishes
-	if p.Total != p.Published+p.Unchanged+p.Rewritten+p.BuildFailed+p.Stale+p.Failed+p.Cancelled {
+	if p.Total != p.Published+p.Unchanged+p.Changed+p.BuildFailed+p.Stale+p.Failed+p.Cancelled {
 		t.Errorf("publishes %+v: the total is not the sum of the outcomes", p)
 	}
 	if !strings.Contains(stderr, "generation") {

@@ -46,7 +46,7 @@ func readmeReconcile(ctx context.Context, pub *platform.Publisher, input platfor
 		return err
 	}
 	rec, err := pub.Publish(ctx, platformCR.Generation, files, skew)
-	// stale generations are refused (platform.ErrStale), an identical
+	// stale generations are refused (publish.ErrStale), an identical
 	// re-publish is nearly free, a failed build (a *kernel.Error) leaves the
 	// current record and directory as they were
 	// readme:end
@@ -106,7 +106,7 @@ func readmeGeneric(ctx context.Context, bundleDir string, logger *slog.Logger, l
 	// for a reader; a failed build leaves the current record as it was
 
 	// reader
-	l, ok := pub.Lease()
+	l, ok := pub.Slot().Lease()
 	if !ok {
 		return errNotReady
 	}

@@ -11,6 +11,7 @@ import (
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 func storeRecord() platform.Generated {
@@ -96,7 +97,7 @@ func BenchmarkPublish(b *testing.B) {
 			name = "impl=leasekit-run" // Run takes the removal off Publish
 		}
 		b.Run(name, func(b *testing.B) {
-			var sum platform.PublishTimings
+			var sum publish.Timings
 			p := platform.NewPublisher(filepath.Join(b.TempDir(), "platform"), platform.PublisherOptions{
 				OnPublish: func(ev platform.PublishEvent) {
 					sum.Write += ev.Timings.Write

@@ -16,6 +16,7 @@ import (
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 	"leasekit.dev/platform/platformtest"
+	"leasekit.dev/publish"
 )
 
 // reconciler keeps a Store and a Layout by hand, as an operator's
@@ -46,7 +47,7 @@ func (r *reconciler) Reconcile(ctx context.Context, gen int64, files platformmod
 	change := held && gen == cur.Generation // the current generation's files change
 	switch {
 	case held && gen < cur.Generation:
-		return &platform.StaleError{Generation: gen, Current: cur.Generation}
+		return &publish.StaleError[int64]{Key: gen, Current: cur.Generation}
 	case change && maps.EqualFunc(files, r.files, bytes.Equal):
 		return r.prune() // rule 2: write nothing, and still prune
 	case change:

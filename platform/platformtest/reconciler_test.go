@@ -14,6 +14,7 @@ import (
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 	"leasekit.dev/platform/platformtest"
+	"leasekit.dev/publish"
 )
 
 // kern is the kernel every reconciler of these tests builds with.
@@ -91,7 +92,7 @@ func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodul
 	cur, held := o.store.Generated()
 	switch {
 	case held && gen < cur.Generation && o.bug != acceptStale:
-		return &platform.StaleError{Generation: gen, Current: cur.Generation}
+		return &publish.StaleError[int64]{Key: gen, Current: cur.Generation}
 	case held && gen > cur.Generation && o.bug == ignoreNewer:
 		return o.prune() // the bug: nothing newer is ever written
 	case held && gen == cur.Generation && same(files, o.files) && o.bug == identicalOverLeased:

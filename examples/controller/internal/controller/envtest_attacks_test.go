@@ -451,13 +451,13 @@ func testRecreateWhileRendering(t *testing.T, s *suite) {
 	}
 	eventually(t, "nothing held", func() error {
 		st := pub.Stats()
-		for g, n := range st.Leases {
+		for g, n := range leaseCounts(st) {
 			if n != 0 {
 				return fmt.Errorf("generation %d leased %d time(s)", g, n)
 			}
 		}
-		if !slices.Equal(st.OnDisk, []int64{p.Generation}) {
-			return fmt.Errorf("generations on disk %v, want only %d", st.OnDisk, p.Generation)
+		if !slices.Equal(onDisk(st), []int64{p.Generation}) {
+			return fmt.Errorf("generations on disk %v, want only %d", onDisk(st), p.Generation)
 		}
 		if busy := l.ws.Stats().Busy; busy != 0 {
 			return fmt.Errorf("%d worker(s) busy", busy)

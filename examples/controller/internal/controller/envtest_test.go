@@ -319,7 +319,7 @@ func testSpecChangeWhileLeased(t *testing.T, s *suite) {
 	if _, err := os.Stat(filepath.Join(oldDir, "platform.cue")); err != nil {
 		t.Fatalf("the leased generation %d's directory was touched: %v", old, err)
 	}
-	if st := pub.Stats(); !slices.Contains(st.OnDisk, old) || st.Leases[old] != 1 {
+	if st := pub.Stats(); !slices.Contains(onDisk(st), old) || leaseCounts(st)[old] != 1 {
 		t.Fatalf("stats %+v: want generation %d on disk with one lease", st, old)
 	}
 	if v := gathered(t, s, "leasekit_platform_leases", map[string]string{"generation": fmt.Sprint(old)}); v != 1 {
@@ -377,7 +377,7 @@ func testBrokenSpecKeepsServing(t *testing.T, s *suite) {
 	if n := testutil.ToFloat64(s.wiring.Metrics.Publishes.WithLabelValues("build-failed")); n <= failedBefore {
 		t.Errorf("publishes_total{outcome=build-failed} = %v, want more than %v", n, failedBefore)
 	}
-	if on := pub.Stats().OnDisk; !slices.Equal(on, []int64{served}) {
+	if on := onDisk(pub.Stats()); !slices.Equal(on, []int64{served}) {
 		t.Errorf("generations on disk after a failed build: %v, want only the served %d", on, served)
 	}
 

@@ -185,7 +185,7 @@ func TestPlatformReconcilerModel(t *testing.T) {
 						rt.Fatalf("served catalog version %s, model %s", v, want)
 					}
 				}
-				onDisk := f.pub.Stats().OnDisk
+				onDisk := onDisk(f.pub.Stats())
 				if servedGen != 0 && !slices.Contains(onDisk, servedGen) {
 					rt.Fatalf("served generation %d not on disk %v", servedGen, onDisk)
 				}

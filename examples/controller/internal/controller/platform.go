@@ -23,6 +23,7 @@ import (
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 // OverlayFile is the file of the generated module that holds
@@ -157,7 +158,7 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 	}
 	setPublished(status, gen, served)
 
-	var stale *platform.StaleError
+	var stale *publish.StaleError[int64]
 	var ie *platformmodule.InputError
 	switch {
 	case err == nil:
@@ -186,7 +187,7 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("generation %d: %s", gen, msg))
 
 	case errors.As(err, &stale):
-		msg := fmt.Sprintf("generation %d is older than the generation %d served", stale.Generation, stale.Current)
+		msg := fmt.Sprintf("generation %d is older than the generation %d served", stale.Key, stale.Current)
 		set(status, gen, v1alpha1.PlatformStale, metav1.ConditionTrue, ReasonStale, msg)
 		r.Recorder.Eventf(p, nil, "Warning", ReasonStale, "Publish", "%s", msg)
 		return ctrl.Result{}, nil

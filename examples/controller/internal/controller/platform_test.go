@@ -349,7 +349,7 @@ func TestPlatformRecreatedUnseenIsNotStale(t *testing.T) {
 		t.Fatalf("store serves %d, want the new object's generation 1", g)
 	}
 	eventually(t, "the old object's directory is removed", func() error {
-		if on := f.pub.Stats().OnDisk; len(on) != 1 || on[0] != 1 {
+		if on := onDisk(f.pub.Stats()); len(on) != 1 || on[0] != 1 {
 			return fmt.Errorf("on disk: %v", on)
 		}
 		return nil

@@ -24,6 +24,7 @@ import (
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 // Standby keeps a replica that is not elected warm: it follows the
@@ -157,7 +158,7 @@ func (s *Standby) reconcilePlatform(ctx context.Context, req ctrl.Request) (ctrl
 		s.notify()
 	}
 	var ie *platformmodule.InputError
-	var stale *platform.StaleError
+	var stale *publish.StaleError[int64]
 	switch {
 	case err == nil:
 		s.mu.Lock()

@@ -16,8 +16,8 @@ const Namespace = "leasekit_platform"
 // Metrics are the Publisher's metrics. Create them with [New].
 type Metrics struct {
 	// Publishes counts Publish calls by outcome ("published",
-	// "unchanged", "rewritten", "build-failed", "stale", "failed"; the
-	// words of [platform.Outcome.String]).
+	// "unchanged", "changed", "build-failed", "stale", "failed"; the
+	// words of [leasekit.dev/publish.Outcome.String]).
 	Publishes *prometheus.CounterVec
 	// PublishPhase observes the seconds each phase of a publish took, by
 	// phase: "write", "build", "set", "prune". A phase a publish did not
@@ -212,12 +212,20 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.read()
-	ch <- prometheus.MustNewConstMetric(c.generation, prometheus.GaugeValue, float64(s.Generation))
-	ch <- prometheus.MustNewConstMetric(c.onDisk, prometheus.GaugeValue, float64(len(s.OnDisk)))
-	for gen, n := range s.Leases {
-		ch <- prometheus.MustNewConstMetric(c.leases, prometheus.GaugeValue, float64(n), strconv.FormatInt(gen, 10))
+	onDisk := map[int64]bool{}
+	leases := map[int64]int{}
+	for _, d := range s.Dirs {
+		onDisk[d.Identity.Key] = true
+		leases[d.Identity.Key] += d.Leases
 	}
-	ch <- prometheus.MustNewConstMetric(c.prunes, prometheus.CounterValue, float64(s.Prunes))
+	ch <- prometheus.MustNewConstMetric(c.generation, prometheus.GaugeValue, float64(s.Current.Key))
+	ch <- prometheus.MustNewConstMetric(c.onDisk, prometheus.GaugeValue, float64(len(onDisk)))
+	for gen, n := range leases {
+		if n > 0 {
+			ch <- prometheus.MustNewConstMetric(c.leases, prometheus.GaugeValue, float64(n), strconv.FormatInt(gen, 10))
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.prunes, prometheus.CounterValue, float64(s.Reclaims))
 	ch <- prometheus.MustNewConstMetric(c.stalled, prometheus.GaugeValue, float64(s.StalledRemovals))
 	c.memo.collect(ch, s)
 }

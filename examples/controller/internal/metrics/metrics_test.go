@@ -17,6 +17,7 @@ import (
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 // publisher returns a booted Publisher reporting to m, registered on a new
@@ -212,7 +213,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestStalledRemovalsGauge(t *testing.T) {
 	m := metrics.New()
 	reg := prometheus.NewRegistry()
-	stats := platform.Stats{StalledRemovals: 2}
+	stats := platform.Stats{Stats: publish.Stats[int64]{StalledRemovals: 2}}
 	if err := m.Register(reg, func() platform.Stats { return stats }); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestStalledRemovalsGauge(t *testing.T) {
 	if got := gauge(); got != 2 {
 		t.Fatalf("removals_stalled = %v, want 2", got)
 	}
-	m.ObserveReclaim(platform.ReclaimEvent{Generation: 4, Err: &dirlife.StalledError{Root: "/r", Deadline: time.Second, Entries: []dirlife.StalledEntry{{Name: "gen-4", Aside: ".aside-8000000000000001"}}}})
+	m.ObserveReclaim(platform.ReclaimEvent{Identity: publish.Identity[int64]{Key: 4}, Err: &dirlife.StalledError{Root: "/r", Deadline: time.Second, Entries: []dirlife.StalledEntry{{Name: "gen-4", Aside: ".aside-8000000000000001"}}}})
 	if got := testutil.ToFloat64(m.ReclaimErrors); got != 1 {
 		t.Fatalf("reclaim_errors_total = %v after a stall, want 1", got)
 	}

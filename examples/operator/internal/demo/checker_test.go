@@ -22,8 +22,8 @@ func booted(t *testing.T, grace time.Duration) (*platform.Publisher, *Checker) {
 	return pub, NewChecker(pub.Layout(), pub.Store(), grace)
 }
 
-// publish publishes the stream's next generation step, telling check.
-func publish(t *testing.T, pub *platform.Publisher, check *Checker, st Step) {
+// publishStep publishes the stream's next generation step, telling check.
+func publishStep(t *testing.T, pub *platform.Publisher, check *Checker, st Step) {
 	t.Helper()
 	check.Expect(st.Generation, st.Files)
 	if _, err := pub.Publish(context.Background(), st.Generation, st.Files, st.Skew); err != nil {
@@ -38,13 +38,13 @@ func publish(t *testing.T, pub *platform.Publisher, check *Checker, st Step) {
 func leaseOld(t *testing.T, pub *platform.Publisher, check *Checker) (platform.Generated, *Hold, func()) {
 	t.Helper()
 	s := NewStream(1)
-	publish(t, pub, check, s.Next())
+	publishStep(t, pub, check, s.Next())
 	g, release, ok := pub.Store().Lease()
 	if !ok {
 		t.Fatal("nothing to lease after a publish")
 	}
 	h := check.Acquire(g)
-	publish(t, pub, check, s.Next())
+	publishStep(t, pub, check, s.Next())
 	if _, err := os.Stat(g.Dir); err != nil {
 		t.Fatalf("the publisher removed leased generation %d: %v", g.Generation, err)
 	}
@@ -154,9 +154,9 @@ func TestCheckerWaitsForLeasesItDoesNotWatch(t *testing.T) {
 	const grace = time.Second
 	pub, check := booted(t, grace)
 	s := NewStream(1)
-	publish(t, pub, check, s.Next())
+	publishStep(t, pub, check, s.Next())
 	_, release, _ := pub.Store().Lease() // a lease the Checker does not watch
-	publish(t, pub, check, s.Next())
+	publishStep(t, pub, check, s.Next())
 	t0 := time.Now()
 	check.Sweep(t0.Add(10 * grace))
 	wantViolations(t, check) // leased: not late, however long ago superseded
@@ -169,7 +169,7 @@ func TestCheckerWaitsForLeasesItDoesNotWatch(t *testing.T) {
 
 func TestCheckerCatchesAnUnknownDirectory(t *testing.T) {
 	pub, check := booted(t, time.Second)
-	publish(t, pub, check, NewStream(1).Next())
+	publishStep(t, pub, check, NewStream(1).Next())
 	if _, err := pub.Layout().Write(99, Default().Files); err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,16 @@ import (
 	"sync"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/publish"
 )
 
 // A recorder collects the publisher's events: each publish's outcome and
 // timings, each reclaim's delay. It is safe for concurrent use.
 type recorder struct {
 	mu        sync.Mutex
-	last      *platform.PublishEvent   // the last publish's event, until taken
-	outcomes  map[platform.Outcome]int // but for the cancelled publishes
-	cancelled int                      // publishes the run's end interrupted
+	last      *platform.PublishEvent  // the last publish's event, until taken
+	outcomes  map[publish.Outcome]int // but for the cancelled publishes
+	cancelled int                     // publishes the run's end interrupted
 	write     Histogram
 	build     Histogram
 	set       Histogram
@@ -27,7 +28,7 @@ type recorder struct {
 }
 
 func newRecorder() *recorder {
-	return &recorder{outcomes: map[platform.Outcome]int{}}
+	return &recorder{outcomes: map[publish.Outcome]int{}}
 }
 
 // publish is the publisher's OnPublish.
@@ -41,12 +42,12 @@ func (r *recorder) publish(ev platform.PublishEvent) {
 		r.outcomes[ev.Outcome]++
 	}
 	switch ev.Outcome {
-	case platform.Published, platform.Rewritten:
+	case publish.Published, publish.Changed:
 		r.write.Record(ev.Timings.Write)
 		r.build.Record(ev.Timings.Build)
 		r.set.Record(ev.Timings.Set)
 		r.prune.Record(ev.Timings.Prune)
-	case platform.BuildFailed:
+	case publish.BuildFailed:
 		r.write.Record(ev.Timings.Write)
 		r.build.Record(ev.Timings.Build)
 	}
@@ -55,7 +56,7 @@ func (r *recorder) publish(ev platform.PublishEvent) {
 // interrupted reports whether ev is a publish that failed only because its
 // context ended.
 func interrupted(ev platform.PublishEvent) bool {
-	return ev.Outcome == platform.Failed && (errors.Is(ev.Err, context.Canceled) || errors.Is(ev.Err, context.DeadlineExceeded))
+	return ev.Outcome == publish.Failed && (errors.Is(ev.Err, context.Canceled) || errors.Is(ev.Err, context.DeadlineExceeded))
 }
 
 // take returns the last publish's event and forgets it; ok is false when

@@ -13,6 +13,7 @@ import (
 
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/publish"
 )
 
 // Config configures a Run. The zero value of each field but Dir means its
@@ -90,12 +91,12 @@ func (c Config) withDefaults() Config {
 }
 
 // wantOutcome is the outcome each step kind must have.
-var wantOutcome = map[StepKind]platform.Outcome{
-	StepNew:     platform.Published,
-	StepRepeat:  platform.Unchanged,
-	StepRelabel: platform.Rewritten,
-	StepBroken:  platform.BuildFailed,
-	StepStale:   platform.Stale,
+var wantOutcome = map[StepKind]publish.Outcome{
+	StepNew:     publish.Published,
+	StepRepeat:  publish.Unchanged,
+	StepRelabel: publish.Changed,
+	StepBroken:  publish.BuildFailed,
+	StepStale:   publish.Stale,
 }
 
 // Run boots a publisher on cfg.Dir, runs its reclaim loop, publishes the
@@ -216,8 +217,8 @@ func verifyPublish(st Step, g platform.Generated, err error, pub *platform.Publi
 	switch {
 	case !ok:
 		return what + ": the publisher reported no publish event"
-	case ev.Generation != st.Generation:
-		return fmt.Sprintf("%s: the publish event names generation %d", what, ev.Generation)
+	case ev.Key != st.Generation:
+		return fmt.Sprintf("%s: the publish event names generation %d", what, ev.Key)
 	case ev.Outcome != want:
 		return fmt.Sprintf("%s: outcome %s, want %s (error: %v)", what, ev.Outcome, want, err)
 	}
@@ -238,9 +239,9 @@ func verifyPublish(st Step, g platform.Generated, err error, pub *platform.Publi
 			sum.ExpectedFailures = append(sum.ExpectedFailures, ExpectedFailure{Generation: st.Generation, Breakage: st.Breakage, Error: first})
 		}
 	case StepStale:
-		var stale *platform.StaleError
-		if !errors.Is(err, platform.ErrStale) || !errors.As(err, &stale) || stale.Generation != st.Generation {
-			return fmt.Sprintf("%s: a stale publish returned %v, not a *platform.StaleError for it", what, err)
+		var stale *publish.StaleError[int64]
+		if !errors.Is(err, publish.ErrStale) || !errors.As(err, &stale) || stale.Key != st.Generation {
+			return fmt.Sprintf("%s: a stale publish returned %v, not a *publish.StaleError[int64] for it", what, err)
 		}
 	default:
 		if err != nil {
@@ -298,11 +299,17 @@ func status(pub *platform.Publisher, pool *Pool, check *Checker, start time.Time
 	done := pool.Done()
 	rate := float64(done) / time.Since(start).Seconds()
 	gen := "none"
-	if st.Generation > 0 {
-		gen = fmt.Sprint(st.Generation)
+	if st.Held {
+		gen = fmt.Sprint(st.Current.Key)
+	}
+	var onDisk []int64
+	for _, d := range st.Dirs { // by generation
+		if len(onDisk) == 0 || onDisk[len(onDisk)-1] != d.Identity.Key {
+			onDisk = append(onDisk, d.Identity.Key)
+		}
 	}
 	return fmt.Sprintf("generation %s  on disk %s  leased %s  leases %d  renders %d (%.0f/s)  violations %d",
-		gen, shortList(st.OnDisk), shortList(st.Leased), pool.Outstanding(), done, rate, n)
+		gen, shortList(onDisk), shortList(pub.Store().Leased()), pool.Outstanding(), done, rate, n)
 }
 
 // shortList formats a few generations in full and many as a count, so the
@@ -330,16 +337,16 @@ func summarise(sum *Summary, pub *platform.Publisher, pool *Pool, check *Checker
 
 	rec.mu.Lock()
 	o := rec.outcomes
-	sum.Publishes.Published = o[platform.Published]
-	sum.Publishes.Unchanged = o[platform.Unchanged]
-	sum.Publishes.Rewritten = o[platform.Rewritten]
-	sum.Publishes.BuildFailed = o[platform.BuildFailed]
-	sum.Publishes.Stale = o[platform.Stale]
-	sum.Publishes.Failed = o[platform.Failed]
+	sum.Publishes.Published = o[publish.Published]
+	sum.Publishes.Unchanged = o[publish.Unchanged]
+	sum.Publishes.Changed = o[publish.Changed]
+	sum.Publishes.BuildFailed = o[publish.BuildFailed]
+	sum.Publishes.Stale = o[publish.Stale]
+	sum.Publishes.Failed = o[publish.Failed]
 	sum.Publishes.Cancelled = rec.cancelled
 	// The publish the run's end interrupted is counted: Total is the sum
 	// of the outcomes.
-	sum.Publishes.Total = sum.Publishes.Published + sum.Publishes.Unchanged + sum.Publishes.Rewritten +
+	sum.Publishes.Total = sum.Publishes.Published + sum.Publishes.Unchanged + sum.Publishes.Changed +
 		sum.Publishes.BuildFailed + sum.Publishes.Stale + sum.Publishes.Failed + sum.Publishes.Cancelled
 	sum.PublishLatency = PublishLatency{Write: quantiles(&rec.write), Build: quantiles(&rec.build), Set: quantiles(&rec.set), Prune: quantiles(&rec.prune)}
 	sum.Reclaimed, sum.ReclaimErrors = rec.reclaims, rec.reclaimErrors
@@ -347,7 +354,7 @@ func summarise(sum *Summary, pub *platform.Publisher, pool *Pool, check *Checker
 	rec.mu.Unlock()
 
 	st := pub.Stats()
-	sum.Prunes = st.Prunes
+	sum.Prunes = st.Reclaims
 	sum.RenderMemo = RenderMemo{Hits: st.Memo.Hits, Misses: st.Memo.Misses, Evictions: st.Memo.Evictions,
 		Entries: st.Memo.Entries, Bytes: st.Memo.Bytes, AdmissionWaits: st.Admission.Waits}
 	if n := st.Memo.Hits + st.Memo.Misses; n > 0 {

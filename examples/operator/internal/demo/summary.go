@@ -77,7 +77,7 @@ type PublishCounts struct {
 	Total       int `json:"total"`
 	Published   int `json:"published"`
 	Unchanged   int `json:"unchanged"`
-	Rewritten   int `json:"rewritten"`
+	Changed     int `json:"changed"`
 	BuildFailed int `json:"build_failed"`
 	Stale       int `json:"stale"`
 	Failed      int `json:"failed"`
@@ -131,8 +131,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 	p := s.Publishes
 	row("seed", "%d (same seed, same generations and instance choices; timing varies)", s.Seed)
 	row("ran", "%.1fs with %d concurrent renders%s", s.ElapsedMS/1000, s.Concurrency, map[bool]string{true: " (interrupted)"}[s.Interrupted])
-	row("publishes", "%d: %d published, %d unchanged, %d rewritten, %d build-failed, %d stale, %d failed, %d cancelled",
-		p.Total, p.Published, p.Unchanged, p.Rewritten, p.BuildFailed, p.Stale, p.Failed, p.Cancelled)
+	row("publishes", "%d: %d published, %d unchanged, %d changed, %d build-failed, %d stale, %d failed, %d cancelled",
+		p.Total, p.Published, p.Unchanged, p.Changed, p.BuildFailed, p.Stale, p.Failed, p.Cancelled)
 	for i, f := range s.ExpectedFailures {
 		if i == textListed {
 			row("  expected failure", "and %d more (listed with --json)", p.BuildFailed-textListed)
