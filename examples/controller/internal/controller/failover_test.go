@@ -187,7 +187,9 @@ func runFailover(t *testing.T, scenario string, warm bool) failover {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	var wmu sync.Mutex
 	notReady := make(map[string]bool)
+	onNew := make(map[string]bool) // Rendered against generation 2, as last seen
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
@@ -196,9 +198,17 @@ func runFailover(t *testing.T, scenario string, warm bool) failover {
 			if !ok || ev.Type == watch.Error {
 				continue
 			}
-			if c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered); c != nil && c.Reason == v1alpha1.ReasonPlatformNotReady {
+			c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
+			wmu.Lock()
+			if c != nil && c.Reason == v1alpha1.ReasonPlatformNotReady {
 				notReady[rel.Name] = true
 			}
+			if c != nil && c.Status == metav1.ConditionTrue && rel.Status.PlatformGeneration == 2 {
+				onNew[rel.Name] = true
+			} else {
+				delete(onNew, rel.Name)
+			}
+			wmu.Unlock()
 		}
 	}()
 
@@ -229,7 +239,23 @@ func runFailover(t *testing.T, scenario string, warm bool) failover {
 	}
 	waitElected(t, mgrB.Elected(), "B")
 	<-elected
-	failoverRendered(t, c, n, 2)
+	// Every Release rendered against the new platform, as the watch sees
+	// it: a List of every Release each 50ms, as failoverRendered makes,
+	// would load the API server the new leader writes to, and slow what
+	// is measured.
+	waitLong(t, fmt.Sprintf("%d Releases rendered against generation 2", n), func() error {
+		select {
+		case <-watched: // the watch ended early: list
+			return fleetRendered(c, n, 2)
+		default:
+		}
+		wmu.Lock()
+		defer wmu.Unlock()
+		if len(onNew) != n {
+			return fmt.Errorf("%d of %d", len(onNew), n)
+		}
+		return nil
+	})
 	allAt := time.Now()
 	waitLong(t, fmt.Sprintf("B rendered all %d Releases against the new platform", n), func() error {
 		mu.Lock()
@@ -241,6 +267,8 @@ func runFailover(t *testing.T, scenario string, warm bool) failover {
 	})
 	w.Stop()
 	<-watched
+	wmu.Lock()
+	defer wmu.Unlock()
 
 	m := wB.Publisher.Stats().Memo
 	mu.Lock()
@@ -298,22 +326,28 @@ func waitElected(t *testing.T, elected <-chan struct{}, who string) {
 func failoverRendered(t *testing.T, c client.Client, n int, gen int64) {
 	t.Helper()
 	waitLong(t, fmt.Sprintf("%d Releases rendered against generation %d", n, gen), func() error {
-		var list v1alpha1.ReleaseList
-		if err := c.List(context.Background(), &list, client.InNamespace(failoverNamespace)); err != nil {
-			return err
-		}
-		done := 0
-		for _, rel := range list.Items {
-			cond := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
-			if cond != nil && cond.Status == metav1.ConditionTrue && rel.Status.PlatformGeneration == gen {
-				done++
-			}
-		}
-		if done != n {
-			return fmt.Errorf("%d of %d", done, n)
-		}
-		return nil
+		return fleetRendered(c, n, gen)
 	})
+}
+
+// fleetRendered lists the Releases and returns nil when n are Rendered
+// against gen.
+func fleetRendered(c client.Client, n int, gen int64) error {
+	var list v1alpha1.ReleaseList
+	if err := c.List(context.Background(), &list, client.InNamespace(failoverNamespace)); err != nil {
+		return err
+	}
+	done := 0
+	for _, rel := range list.Items {
+		cond := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
+		if cond != nil && cond.Status == metav1.ConditionTrue && rel.Status.PlatformGeneration == gen {
+			done++
+		}
+	}
+	if done != n {
+		return fmt.Errorf("%d of %d", done, n)
+	}
+	return nil
 }
 
 // standbyCaughtUp waits until the warm standby w has followed the Platform

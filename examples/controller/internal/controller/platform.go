@@ -38,38 +38,58 @@ type PlatformReconciler struct {
 	Recorder  events.EventRecorder
 
 	// Changed, when set, is called after every reconcile that may have
-	// changed the record the Publisher serves (a publish or a forget).
-	// It must not block.
+	// changed the record the Publisher serves (a publish or a forget), or
+	// decided a generation not decided before (see Decided), once. It
+	// must not block.
 	Changed func()
 
 	mu sync.Mutex
 	// served is the UID of the object whose generation the Publisher
 	// serves; generations count from 1 again in a new object.
 	served types.UID
-	// decided is the UID of the object this process has reached an
-	// outcome for: published, or refused (its spec invalid, its build
-	// failed or went past a budget, its generation stale).
-	decided types.UID
+	// decidedUID and decidedGen are the object, and the latest generation
+	// of it, this process has reached an outcome for (see Decided), when
+	// decided is set.
+	decided    bool
+	decidedUID types.UID
+	decidedGen int64
 }
 
-// Decided reports whether this process has reached an outcome for the
-// Platform object uid since it started: published a generation of it, or
-// refused one. Until then a Release waits rather than report that no
-// platform is served.
-func (r *PlatformReconciler) Decided(uid types.UID) bool {
+// Decided reports whether this process has reached an outcome for
+// generation gen of the Platform object uid, or for a later one: it
+// published it or refused it (its spec invalid, its build failed or went
+// past a budget, the generation stale), here or in its [Standby], or its
+// publish failed for a transient reason while an earlier generation of
+// the same object serves, which serves on until the retry. Until then a
+// Release waits, rather than report that no platform is served or render
+// against a generation about to be replaced.
+func (r *PlatformReconciler) Decided(uid types.UID, gen int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return uid != "" && r.decided == uid
+	return r.decided && r.decidedUID == uid && r.decidedGen >= gen
 }
 
-// setDecided records that this process reached an outcome for uid, and
-// notifies Changed the first time, so that Releases waiting for it go on.
-func (r *PlatformReconciler) setDecided(uid types.UID) {
+// setDecided records that this process reached an outcome for generation
+// gen of uid, and reports whether that is news (another object, or a
+// later generation): then Releases waiting for it go on once notified.
+func (r *PlatformReconciler) setDecided(uid types.UID, gen int64) (news bool) {
 	r.mu.Lock()
-	first := r.decided != uid
-	r.decided = uid
-	r.mu.Unlock()
-	if first && r.Changed != nil {
+	defer r.mu.Unlock()
+	news = !r.decided || r.decidedUID != uid || r.decidedGen < gen
+	if news {
+		r.decided, r.decidedUID, r.decidedGen = true, uid, gen
+	}
+	return news
+}
+
+// followed records the outcome a [Standby] on the same Publisher reached
+// for generation gen of uid (published tells whether it serves it), and
+// notifies Changed when that is news.
+func (r *PlatformReconciler) followed(uid types.UID, gen int64, published bool) {
+	if published {
+		r.setServed(uid)
+	}
+	if r.setDecided(uid, gen) && r.Changed != nil {
 		r.Changed()
 	}
 }
@@ -122,9 +142,7 @@ func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err == nil {
 		r.setServed(p.UID)
 	}
-	if after := r.Publisher.Store().Generation(); after != before && r.Changed != nil {
-		r.Changed()
-	}
+	changed := r.Publisher.Store().Generation() != before
 	if errors.Is(err, platform.ErrNotBooted) {
 		// The Publisher boots when the manager starts its runnables (on
 		// the elected replica); the retry comes after. Nothing to report.
@@ -132,8 +150,14 @@ func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 
 	result, retry := r.outcome(&p, status, rec, before, err)
-	if retry == nil || errors.Is(retry, reconcile.TerminalError(nil)) {
-		r.setDecided(p.UID)
+	if retry == nil || errors.Is(retry, reconcile.TerminalError(nil)) || r.serves(p.UID) {
+		// Published or refused; or failed for now while an earlier
+		// generation of this object serves, which Releases render against
+		// until the retry publishes (then Changed is called again).
+		changed = r.setDecided(p.UID, p.Generation) || changed
+	}
+	if changed && r.Changed != nil {
+		r.Changed()
 	}
 	if uerr := r.updateStatus(ctx, &p, status); uerr != nil {
 		return ctrl.Result{}, uerr
@@ -231,18 +255,32 @@ func (r *PlatformReconciler) servedOther(uid types.UID) bool {
 	return r.served != "" && r.served != uid
 }
 
+// serves reports whether the Publisher serves a generation of the object
+// uid.
+func (r *PlatformReconciler) serves(uid types.UID) bool {
+	r.mu.Lock()
+	served := r.served
+	r.mu.Unlock()
+	return served == uid && r.Publisher.Store().Generation() != 0
+}
+
 func (r *PlatformReconciler) setServed(uid types.UID) {
 	r.mu.Lock()
 	r.served = uid
 	r.mu.Unlock()
 }
 
+// forgotten records that the Publisher serves nothing, and that no
+// outcome is reached for any object.
+func (r *PlatformReconciler) forgotten() {
+	r.mu.Lock()
+	r.served, r.decided, r.decidedUID, r.decidedGen = "", false, "", 0
+	r.mu.Unlock()
+}
+
 // forget drops the served platform, if any.
 func (r *PlatformReconciler) forget(ctx context.Context) {
-	r.setServed("")
-	r.mu.Lock()
-	r.decided = ""
-	r.mu.Unlock()
+	r.forgotten()
 	if r.Publisher.Store().Generation() == 0 {
 		return
 	}

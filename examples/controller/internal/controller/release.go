@@ -26,9 +26,10 @@ import (
 	"leasekit.dev/platform/kernel"
 )
 
-// platformWait is how long a Release waits, when a Platform exists that
-// this process has not yet published, before it looks again. The Platform
-// reconciler's notice usually comes first.
+// platformWait is how long a Release waits, when the Platform object's
+// generation is one this process has not yet decided on, before it looks
+// again. The Platform reconciler's notice of its decision usually comes
+// first.
 const platformWait = 5 * time.Second
 
 // writeAttempts bounds the status writes of one reconcile that meet a
@@ -47,9 +48,11 @@ type ReleaseReconciler struct {
 	Publisher *platform.Publisher
 	Recorder  events.EventRecorder
 	// Platforms is the Platform reconciler of this process: while the
-	// Platform object exists and Platforms has not yet decided on it, a
-	// Release waits rather than report PlatformNotReady. Nil: the Release
-	// waits for as long as a Platform object exists and none is served.
+	// Platform object exists and Platforms has not yet decided on its
+	// generation ([PlatformReconciler.Decided]), a Release waits rather
+	// than render against the generation about to be replaced, or report
+	// PlatformNotReady. Nil: the Release waits for as long as a Platform
+	// object exists and none is served.
 	Platforms *PlatformReconciler
 
 	// Observe, when set, is called with the seconds each render took and
@@ -99,11 +102,14 @@ type releaseState struct {
 // answering, the Publisher not booted, the context ending) writes nothing
 // and returns an error, retried with backoff.
 //
-// With no platform served, Reconcile writes PlatformNotReady when no
-// Platform object exists (or it is being deleted), or when the Platform
-// reconciler has decided on the one that exists and serves nothing; while
-// a Platform exists that it has not yet decided on (a new leader, a
-// restart), it writes nothing and looks again later.
+// While the Platform object's generation is one the Platform reconciler
+// has not yet decided on (a new leader, a restart, a change not yet
+// published), Reconcile renders and writes nothing, and looks again when
+// the decision comes; a decided failure is a decision, and the Release
+// renders against the generation that serves on. With no platform served,
+// Reconcile writes PlatformNotReady when no Platform object exists (or it
+// is being deleted), or when the Platform reconciler has decided on the
+// one that exists and serves nothing.
 //
 // The status is written with the resourceVersion it was computed from; a
 // conflict is recomputed from a fresh read and written again.
@@ -118,6 +124,9 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if !rel.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	if wait, err := r.platformPending(ctx); err != nil || wait {
+		return r.waitForPlatform(key, err)
 	}
 
 	st := r.verdict(key, &rel)
@@ -134,12 +143,10 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 		switch o := classify(err); {
 		case errors.Is(err, platform.ErrNotReady):
-			wait, werr := r.platformPending(ctx)
-			if werr != nil {
-				return ctrl.Result{}, fmt.Errorf("render release %s: look up the platform: %w", key, werr)
-			}
-			if wait {
-				return ctrl.Result{RequeueAfter: platformWait}, nil
+			// Forgotten since the look before the render, or never
+			// published: look again.
+			if wait, err := r.platformPending(ctx); err != nil || wait {
+				return r.waitForPlatform(key, err)
 			}
 			st = platformNotReady(&rel)
 		case o == transient || ctx.Err() != nil:
@@ -215,8 +222,9 @@ func platformNotReady(rel *v1alpha1.Release) *releaseState {
 }
 
 // platformPending reports whether a Platform object exists, not being
-// deleted, that this process has not yet decided on: the Release waits
-// for it rather than report PlatformNotReady.
+// deleted, whose generation this process has not yet decided on (with
+// Platforms nil: while none is served): the Release waits for the
+// decision rather than render against what it replaces.
 func (r *ReleaseReconciler) platformPending(ctx context.Context) (bool, error) {
 	var p v1alpha1.Platform
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: v1alpha1.PlatformName}, &p); err != nil {
@@ -228,7 +236,21 @@ func (r *ReleaseReconciler) platformPending(ctx context.Context) (bool, error) {
 	if !p.DeletionTimestamp.IsZero() {
 		return false, nil
 	}
-	return r.Platforms == nil || !r.Platforms.Decided(p.UID), nil
+	if r.Platforms == nil {
+		return r.Publisher.Store().Generation() == 0, nil
+	}
+	return !r.Platforms.Decided(p.UID, p.Generation), nil
+}
+
+// waitForPlatform is the result of a reconcile that waits for the
+// Platform reconciler's decision, or failed to read the Platform (err).
+// The decision's notice re-queues every Release; the requeue is the
+// fallback.
+func (r *ReleaseReconciler) waitForPlatform(key types.NamespacedName, err error) (ctrl.Result, error) {
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("render release %s: look up the platform: %w", key, err)
+	}
+	return ctrl.Result{RequeueAfter: platformWait}, nil
 }
 
 // fitStatus sets status and cond for a render's output against platform

@@ -24,6 +24,7 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/metrics"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/kernel/isolate"
 )
 
@@ -113,12 +114,24 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		reg = crmetrics.Registry
 	}
 	m := metrics.New()
+	// Renders evaluate at once as many as the kernel evaluates at once:
+	// one per worker process, which an *isolate.Workers bounds itself (a
+	// render past them waits for one), or one in this process.
+	renders, ev := 1, cfg.Evaluator
+	if ws, ok := ev.(*isolate.Workers); ok {
+		renders = ws.Stats().Size
+	} else {
+		if ev == nil {
+			ev = kernel.New()
+		}
+		ev = &evaluating{Evaluator: ev, turns: make(chan struct{}, renders)}
+	}
 	pub := platform.NewPublisher(cfg.PlatformDir, platform.PublisherOptions{
 		Logger:    cfg.Logger,
 		NoSync:    cfg.NoSync,
 		OnPublish: m.ObservePublish,
 		OnReclaim: m.ObserveReclaim,
-		Evaluator: cfg.Evaluator,
+		Evaluator: ev,
 	})
 	if err := m.Register(reg, pub.Stats); err != nil {
 		return nil, fmt.Errorf("controller: register metrics: %w", err)
@@ -180,16 +193,16 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		return nil, fmt.Errorf("controller: platform controller: %w", err)
 	}
 	c := mgr.GetClient()
-	// Renders run at once as many as the kernel evaluates at once: one in
-	// this process, or one per worker, so that a Release whose render
-	// waits out a budget holds up no other.
-	renders := 1
-	if ws, ok := cfg.Evaluator.(*isolate.Workers); ok {
-		renders = ws.Stats().Size
-	}
+	// Release reconciles run at once releaseReconciles times as many as
+	// renders evaluate at once. A render the memo answers (on a warm
+	// standby just elected, every render) evaluates nothing: its
+	// reconcile's time is its status write, a round trip to the API
+	// server, and with only as many reconciles as evaluations the writes
+	// would go one per evaluation at a time. Evaluations stay bounded: a
+	// render past them waits for its turn.
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("release").
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: renders, EnableWarmup: warmup}).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: releaseReconciles * renders, EnableWarmup: warmup}).
 		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -200,12 +213,40 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		return nil, fmt.Errorf("controller: release controller: %w", err)
 	}
 	if cfg.WarmStandby {
-		w.Standby, err = setupStandby(mgr, pub, runnable.booted.Load, renders)
+		w.Standby, err = setupStandby(mgr, pub, w.Platform, runnable.booted.Load, renders)
 		if err != nil {
 			return nil, err
 		}
 	}
 	return w, nil
+}
+
+// releaseReconciles is how many Release reconciles run at once per render
+// evaluating at once. While all evaluations are busy, as many reconciles
+// as there are evaluations wait for a turn, and the rest write statuses
+// or wait for one too. A reconcile's wait for a turn counts against its
+// timeout: at most releaseReconciles-1 renders, each bounded by the time
+// budget, come before it.
+const releaseReconciles = 4
+
+// evaluating bounds the renders an evaluator in this process runs at once,
+// as an *isolate.Workers bounds them by its size: a render past the bound
+// waits for a turn as long as its ctx allows, and returns ctx's error
+// otherwise. Builds are not bounded: the Publisher runs one at a time.
+type evaluating struct {
+	platform.Evaluator
+	turns chan struct{}
+}
+
+// Render waits for a turn, then renders with the evaluator.
+func (e *evaluating) Render(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error) {
+	select {
+	case e.turns <- struct{}{}:
+	case <-ctx.Done():
+		return kernel.RenderOutput{}, ctx.Err()
+	}
+	defer func() { <-e.turns }()
+	return e.Evaluator.Render(ctx, in)
 }
 
 // allReleases lists every Release, for a change of the served platform.

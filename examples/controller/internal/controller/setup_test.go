@@ -2,13 +2,17 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
 )
 
 var _ manager.LeaderElectionRunnable = &electedOnly{}
@@ -40,4 +44,58 @@ func TestReadyOnceThePublisherBooted(t *testing.T) {
 	if err := w.Ready(nil); err != nil {
 		t.Fatalf("elected and booted: Ready = %v, want ready", err)
 	}
+}
+
+// heldRenders is an evaluator whose renders each wait for a value on
+// release, counting those begun.
+type heldRenders struct {
+	platform.Evaluator
+	release chan struct{}
+	begun   atomic.Int32
+}
+
+func (h *heldRenders) Render(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error) {
+	h.begun.Add(1)
+	<-h.release
+	return kernel.RenderOutput{}, nil
+}
+
+// The gate on an evaluator in this process lets one render evaluate at a
+// time: a second waits for the first to end, and one whose ctx ends while
+// it waits returns ctx's error without evaluating.
+func TestInProcessRendersEvaluateOneAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &heldRenders{Evaluator: kernel.New(), release: make(chan struct{})}
+		e := &evaluating{Evaluator: h, turns: make(chan struct{}, 1)}
+		errs := make(chan error, 3)
+		render := func(ctx context.Context) {
+			_, err := e.Render(ctx, kernel.RenderInput{})
+			errs <- err
+		}
+		go render(context.Background())
+		go render(context.Background())
+		synctest.Wait()
+		if n := h.begun.Load(); n != 1 {
+			t.Fatalf("%d renders evaluating at once, want 1", n)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go render(ctx)
+		synctest.Wait()
+		cancel()
+		if err := <-errs; !errors.Is(err, context.Canceled) || h.begun.Load() != 1 {
+			t.Fatalf("a render whose ctx ended while it waited: %v, %d begun; want context.Canceled and 1 begun", err, h.begun.Load())
+		}
+		h.release <- struct{}{}
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := h.begun.Load(); n != 2 {
+			t.Fatalf("after the first render ended, %d begun, want 2", n)
+		}
+		h.release <- struct{}{}
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	})
 }

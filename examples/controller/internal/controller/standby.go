@@ -44,6 +44,11 @@ type Standby struct {
 	elected <-chan struct{}
 	booted  func() bool
 	notify  func()
+	// platforms, when set, is the leader's Platform reconciler in this
+	// process: the Publisher is theirs together, so it learns what the
+	// Standby publishes, refuses and forgets, and a Release of the new
+	// leader need not wait for it to publish again what is served.
+	platforms *PlatformReconciler
 
 	mu sync.Mutex
 	// served is the UID of the object whose generation the Publisher
@@ -174,6 +179,9 @@ func (s *Standby) reconcilePlatform(ctx context.Context, req ctrl.Request) (ctrl
 	s.mu.Lock()
 	s.doneUID, s.done = p.UID, p.Generation
 	s.mu.Unlock()
+	if s.platforms != nil {
+		s.platforms.followed(p.UID, p.Generation, err == nil)
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -182,6 +190,9 @@ func (s *Standby) forget() {
 	s.mu.Lock()
 	s.served, s.doneUID, s.done = "", "", 0
 	s.mu.Unlock()
+	if s.platforms != nil {
+		s.platforms.forgotten()
+	}
 	if s.pub.Store().Generation() != 0 {
 		s.pub.Forget()
 		s.notify()
@@ -245,14 +256,16 @@ func (s *Standby) reconcileRelease(ctx context.Context, req ctrl.Request) (ctrl.
 }
 
 // setupStandby adds the Standby's two controllers to mgr: they run on
-// every replica and do their work only while it is not elected.
-func setupStandby(mgr ctrl.Manager, pub *platform.Publisher, booted func() bool, renders int) (*Standby, error) {
+// every replica and do their work only while it is not elected. platforms
+// is the leader's Platform reconciler on the same Publisher.
+func setupStandby(mgr ctrl.Manager, pub *platform.Publisher, platforms *PlatformReconciler, booted func() bool, renders int) (*Standby, error) {
 	changed := make(chan event.GenericEvent, 1)
 	s := &Standby{
-		client:  mgr.GetClient(),
-		pub:     pub,
-		elected: mgr.Elected(),
-		booted:  booted,
+		client:    mgr.GetClient(),
+		pub:       pub,
+		elected:   mgr.Elected(),
+		booted:    booted,
+		platforms: platforms,
 		notify: func() {
 			select {
 			case changed <- event.GenericEvent{Object: &v1alpha1.Platform{}}:

@@ -239,3 +239,133 @@ func TestStandbyRendersAReleaseCreatedAgain(t *testing.T) {
 		t.Fatalf("Rendered() = %d current, %d renders; want 1 and 2 (the new object rendered)", cur, renders)
 	}
 }
+
+// replica is a Standby, not elected, and the Platform and Release
+// reconcilers of the same process, sharing its booted Publisher, over a
+// fake client; notices counts the Platform reconciler's notices to the
+// Releases, and elect elects the replica.
+type replica struct {
+	s       *Standby
+	pr      *PlatformReconciler
+	rr      *ReleaseReconciler
+	c       client.Client
+	notices int
+	elect   func()
+}
+
+func newReplica(t *testing.T, objs ...client.Object) *replica {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&v1alpha1.Platform{}, &v1alpha1.Release{}).Build()
+	pub := platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), platform.PublisherOptions{NoSync: true, Evaluator: kernel.New()})
+	if err := pub.Boot(); err != nil {
+		t.Fatal(err)
+	}
+	elected := make(chan struct{})
+	r := &replica{c: c, elect: func() { close(elected) }}
+	r.pr = &PlatformReconciler{Client: c, Publisher: pub, Recorder: events.NewFakeRecorder(10), Changed: func() { r.notices++ }}
+	r.rr = &ReleaseReconciler{Client: c, Publisher: pub, Recorder: events.NewFakeRecorder(10), Platforms: r.pr}
+	r.s = &Standby{client: c, pub: pub, elected: elected, booted: func() bool { return true }, notify: func() {}, platforms: r.pr}
+	return r
+}
+
+// A replica elected once its standby has followed the Platform's
+// generation renders its Releases at once: the Platform reconciler of the
+// same process knows the standby's outcome, and a Release need not wait
+// for it to publish the same generation again. A generation the standby
+// has not followed, the Release waits for.
+func TestElectedReleaseWaitsOnlyForWhatItsStandbyHasNotFollowed(t *testing.T) {
+	ctx := context.Background()
+	rel := standbyRelease("r1")
+	r := newReplica(t, standbyPlatform(), rel)
+	s, pr, rr, c := r.s, r.pr, r.rr, r.c
+	platformReq := ctrl.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.PlatformName}}
+	releaseReq := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rel)}
+	if _, err := s.reconcilePlatform(ctx, platformReq); err != nil {
+		t.Fatal(err)
+	}
+	if r.notices != 1 {
+		t.Fatalf("the standby's publish of generation 3 gave %d notices to the Releases, want 1", r.notices)
+	}
+	r.elect()
+
+	// statusOf reconciles the Release and returns its result and status.
+	statusOf := func() (ctrl.Result, v1alpha1.ReleaseStatus) {
+		t.Helper()
+		res, err := rr.Reconcile(ctx, releaseReq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got v1alpha1.Release
+		if err := c.Get(ctx, releaseReq.NamespacedName, &got); err != nil {
+			t.Fatal(err)
+		}
+		return res, got.Status
+	}
+	if res, st := statusOf(); !res.IsZero() || st.PlatformGeneration != 3 {
+		t.Fatalf("elected, the standby having followed generation 3: %+v, status %+v; want rendered against 3 at once", res, st)
+	}
+
+	// Generation 4, which the standby did not follow before the election.
+	var p v1alpha1.Platform
+	if err := c.Get(ctx, platformReq.NamespacedName, &p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.Labels = map[string]v1alpha1.LabelValue{"tier": "gold"}
+	p.Generation = 4
+	if err := c.Update(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	var cur v1alpha1.Release
+	if err := c.Get(ctx, releaseReq.NamespacedName, &cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Files["shop.cue"] = strings.Replace(cur.Spec.Files["shop.cue"], "replicas: 2", "replicas: 3", 1)
+	cur.Generation = 2
+	if err := c.Update(ctx, &cur); err != nil {
+		t.Fatal(err)
+	}
+	if res, st := statusOf(); res.RequeueAfter <= 0 || st.ObservedGeneration != 1 {
+		t.Fatalf("platform generation 4 undecided: %+v, status %+v; want a requeue and the status untouched", res, st)
+	}
+	if _, err := pr.Reconcile(ctx, platformReq); err != nil {
+		t.Fatal(err)
+	}
+	if res, st := statusOf(); !res.IsZero() || st.PlatformGeneration != 4 || st.ObservedGeneration != 2 {
+		t.Fatalf("platform generation 4 published: %+v, status %+v; want generation 2 rendered against 4", res, st)
+	}
+}
+
+// A Platform deleted and created again while the standby's replica is
+// elected: its Platform reconciler knows that the generation served is
+// the old object's, which the standby published, and publishes the new
+// object's generation 1 in its place, rather than refuse it as older
+// than the old object's generation 3.
+func TestElectedForgetsThePlatformItsStandbyServedOfAnObjectGone(t *testing.T) {
+	ctx := context.Background()
+	r := newReplica(t, standbyPlatform())
+	s, pr, c := r.s, r.pr, r.c
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.PlatformName}}
+	if _, err := s.reconcilePlatform(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	r.elect()
+	if err := c.Delete(ctx, standbyPlatform()); err != nil {
+		t.Fatal(err)
+	}
+	again := standbyPlatform()
+	again.UID, again.Generation = "u2", 1
+	again.Spec.Name = "acme2"
+	if err := c.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pr.Reconcile(ctx, req); err != nil {
+		t.Fatalf("Reconcile of the object created again: %v", err)
+	}
+	rec, ok := pr.Publisher.Store().Generated()
+	if !ok || rec.Generation != 1 || rec.Platform.Name != "acme2" {
+		t.Fatalf("the elected replica serves %+v (%v); want generation 1 of the new object", rec, ok)
+	}
+}
