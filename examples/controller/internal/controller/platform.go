@@ -225,15 +225,11 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 	}
 }
 
-// buildFailed reports whether err is the kernel's refusal of the module's
-// content, which the same spec meets again: its problems, a limit it goes
-// past, a file it may not read, or a time or memory budget its build went
-// past.
+// buildFailed reports whether err is one the same spec meets again: the
+// kernel's refusal of the module's content ([kernel.IsRefusal]), or a time
+// or memory budget its build went past.
 func buildFailed(err error) bool {
-	_, problems := errors.AsType[*kernel.Error](err)
-	_, limit := errors.AsType[*kernel.LimitError](err)
-	_, file := errors.AsType[*kernel.FileError](err)
-	return problems || limit || file || classify(err) == overBudget
+	return kernel.IsRefusal(err) || classify(err) == overBudget
 }
 
 // relative shortens the positions in msg to paths relative to the
