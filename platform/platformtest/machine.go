@@ -303,12 +303,18 @@ func (m *machine) actions() map[string]func() {
 			gen := m.draw("stale generation", 1, cur-1)
 			m.reconcile(gen, m.drawModule(), fmt.Sprintf("stale: the store holds %d", cur), throughDrawn)
 		},
-		"reconcile a module that fails to build": func() {
-			gen, through := m.gen+1, throughDrawn
-			if m.gen > 0 && m.drawBool("same generation") {
-				gen, through = m.gen, throughNever
+		// A module that fails to build, at a new generation and as the
+		// current generation's changed files: two steps, each as likely as
+		// any other, since a failed build is where a target that removes
+		// the served directory too early shows it at a step boundary.
+		"reconcile a new generation that fails to build": func() {
+			m.reconcile(m.gen+1, m.drawBroken(), "", throughDrawn)
+		},
+		"reconcile changed files that fail to build": func() {
+			if m.gen == 0 {
+				m.skip("no resource")
 			}
-			m.reconcile(gen, m.drawBroken(), "", through)
+			m.reconcile(m.gen, m.drawBroken(), "same generation", throughNever)
 		},
 		"delete": func() {
 			if m.gen == 0 && !m.drawBool("delete with no resource") {
