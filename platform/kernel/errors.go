@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // An Error reports every problem a build or render found, each with the
@@ -316,11 +317,11 @@ func kernelErrorKinds() []errorKind {
 				return &Error{Op: w.Op, Dir: w.Dir, Problems: w.Problems, Err: first(errs)}
 			},
 			// Its problems, unless its cause says anything of the
-			// circumstances: a context error, an fs sentinel, or another of
-			// the kernel's errors.
+			// circumstances: a context error, an fs sentinel, an I/O
+			// error, or another of the kernel's errors.
 			func(e *Error, dir string) bool {
-				return e.Dir == dir && len(e.Problems) > 0 && !circumstantial(e.Err)
-			}).refuses(),
+				return e.Dir == dir && refused(e)
+			}).refusesWhen(func(err error) bool { return refused(err.(*Error)) }),
 		kind("SkewError",
 			func(e *SkewError) (*wireError, []error) {
 				return &wireError{Path: e.Path, Want: e.InstanceVersion, Got: e.PlatformVersion}, nil
@@ -378,13 +379,25 @@ type errorKind struct {
 	encode  func(error) (*wireError, []error) // the error's fields, and the errors it wraps
 	decode  func(*wireError, []error) error
 	content func(err error, dir string) bool
-	refusal bool // the kernel refuses the module: see IsRefusal
+	refusal func(error) bool // whether the kernel refuses the module: see IsRefusal; nil for never
 }
 
 // refuses returns k as the row of an error that refuses its module.
 func (k errorKind) refuses() errorKind {
-	k.refusal = true
+	return k.refusesWhen(func(error) bool { return true })
+}
+
+// refusesWhen returns k as the row of an error that refuses its module
+// when refusal says so.
+func (k errorKind) refusesWhen(refusal func(error) bool) errorKind {
+	k.refusal = refusal
 	return k
+}
+
+// refused reports whether e is the kernel's refusal of its module: it
+// has problems, and its cause says nothing of the circumstances.
+func refused(e *Error) bool {
+	return len(e.Problems) > 0 && !circumstantial(e.Err)
 }
 
 // kind returns the row of the error type E.
@@ -432,8 +445,9 @@ func first(errs []error) error {
 // the same Limits fails the same way, so err may be kept with the
 // input's result. It is for a *CatalogError and a *SkewError; a
 // *LimitError of dir for a limit on its files or its components; an
-// *Error of dir whose cause matches no context or fs sentinel and wraps
-// none of the kernel's other errors; and an errors.Join of those. It is
+// *Error of dir whose cause matches no context or fs sentinel, is no I/O
+// error and wraps none of the kernel's other errors; and an errors.Join
+// of those. It is
 // false for any other error: a context error, a *ContentError (a
 // directory changed), a *FileError, an I/O error, an error of another
 // module or of any other type.
@@ -454,7 +468,8 @@ func IsContent(err error, dir string) bool {
 }
 
 // IsRefusal reports whether err holds, anywhere in its tree, the kernel's
-// refusal of a module: its problems (an *Error), input past a limit (a
+// refusal of a module: its problems (an *Error whose cause says nothing
+// of the circumstances, as for IsContent), input past a limit (a
 // *LimitError) or a file the kernel does not read (a *FileError). The
 // same files are refused again, whatever the circumstances; only other
 // files can help. It is false for a context error, an I/O error, or any
@@ -463,7 +478,7 @@ func IsRefusal(err error) bool {
 	if err == nil {
 		return false
 	}
-	if k := kindOf(err); k != nil && k.refusal {
+	if k := kindOf(err); k != nil && k.refusal != nil && k.refusal(err) {
 		return true
 	}
 	switch e := err.(type) {
@@ -477,8 +492,9 @@ func IsRefusal(err error) bool {
 
 // circumstantial reports whether err, the cause of an *Error, says
 // anything of the circumstances of a build or render rather than its
-// input: it matches a context error or an fs sentinel, or wraps one of
-// the kernel's own errors.
+// input: it matches a context error or an fs sentinel, holds an I/O
+// error of the system (see ioErrno), or wraps one of the kernel's own
+// errors.
 func circumstantial(err error) bool {
 	if err == nil {
 		return false
@@ -488,7 +504,25 @@ func circumstantial(err error) bool {
 			return true
 		}
 	}
-	return wrapsKernelError(err)
+	_, io := ioErrno(err)
+	return io || wrapsKernelError(err)
+}
+
+// ioErrno returns the system's error number in err's tree when it tells
+// of the circumstances (EIO, EMFILE, ENOMEM, ENOSPC: the same files may
+// read well the next time), not of the module's shape: a directory where
+// a file is named (ENOTDIR, EISDIR), a loop of links (ELOOP) or a name
+// too long (ENAMETOOLONG) is the module's own.
+func ioErrno(err error) (syscall.Errno, bool) {
+	n, ok := errors.AsType[syscall.Errno](err)
+	if !ok || n == 0 {
+		return 0, false
+	}
+	switch n {
+	case syscall.ENOTDIR, syscall.EISDIR, syscall.ELOOP, syscall.ENAMETOOLONG:
+		return 0, false
+	}
+	return n, true
 }
 
 // wrapsKernelError reports whether err's tree holds one of the kernel's

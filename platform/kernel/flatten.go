@@ -6,7 +6,8 @@ import (
 )
 
 // flatten returns err reduced to plain data: an error with its text that
-// matches, for errors.Is, each of the sentinels err matches, and for
+// matches, for errors.Is, each of the sentinels err matches and the
+// system's error number of an I/O error in it (see ioErrno), and for
 // errors.As each of the kernel's own errors in its tree. Nothing else of
 // err's tree stays reachable: a CUE error keeps its evaluation alive, a
 // hundred kilobytes and more.
@@ -19,6 +20,9 @@ func flatten(err error) error {
 		if errors.Is(err, s.err) {
 			f.is = append(f.is, s.err)
 		}
+	}
+	if n, ok := ioErrno(err); ok {
+		f.is = append(f.is, n) // plain data: an I/O error stays one
 	}
 	f.is = append(f.is, kernelErrors(err)...)
 	return f

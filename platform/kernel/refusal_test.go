@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"syscall"
 	"testing"
 )
 
@@ -41,6 +43,40 @@ func TestIsRefusal(t *testing.T) {
 		}
 		if got := IsRefusal(DecodeError(EncodeError(err))); got != want {
 			t.Errorf("IsRefusal of %v through the codec = %v, want %v", err, got, want)
+		}
+	}
+}
+
+// TestIOErrorIsNeitherContentNorRefusal: an I/O error that a read meets
+// (EIO, EMFILE, a file gone), which asError wraps in an *Error with one
+// problem, says nothing of the module: it is neither kept with the input
+// (IsContent) nor a refusal of it (IsRefusal), also after a trip through
+// the codec, and flattened for IsRefusal. A problem of the content still
+// is both.
+func TestIOErrorIsNeitherContentNorRefusal(t *testing.T) {
+	const dir = "/p"
+	for _, tc := range []struct {
+		cause error
+		want  bool
+	}{
+		{&fs.PathError{Op: "read", Path: dir + "/a.cue", Err: syscall.EIO}, false},
+		{&fs.PathError{Op: "open", Path: dir + "/a.cue", Err: syscall.EMFILE}, false},
+		{&fs.PathError{Op: "open", Path: dir + "/a.cue", Err: fs.ErrNotExist}, false},
+		{os.NewSyscallError("getdents", syscall.EIO), false},
+		{fmt.Errorf("load: %w", syscall.ENOMEM), false},
+		{errors.New("a.cue: expected '}', found 'EOF'"), true},
+	} {
+		err := asError("build", dir, tc.cause)
+		if _, ok := err.(*Error); !ok {
+			t.Fatalf("asError(%v) = %T, want an *Error", tc.cause, err)
+		}
+		for how, e := range map[string]error{"": err, " flattened": flatten(err), " through the codec": DecodeError(EncodeError(err))} {
+			if got := IsContent(e, dir); got != tc.want && how != " flattened" { // a flattened error is never content
+				t.Errorf("IsContent of %v%s = %v, want %v", tc.cause, how, got, tc.want)
+			}
+			if got := IsRefusal(e); got != tc.want {
+				t.Errorf("IsRefusal of %v%s = %v, want %v", tc.cause, how, got, tc.want)
+			}
 		}
 	}
 }
