@@ -39,7 +39,8 @@ func checkMode(name string, mode fs.FileMode) *NameError {
 // checkLinkTarget refuses the target of link name (clean, its cleaned
 // form) unless it is a relative, slash-separated path that stays inside
 // the directory, as written. Following links on the way may still lead
-// outside: checkLinks, on the staged tree, has the last word.
+// outside: the staged walk's check of where each link resolves has the
+// last word.
 func checkLinkTarget(name, clean, target string) *NameError {
 	rule := ""
 	switch {

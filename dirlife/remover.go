@@ -360,7 +360,8 @@ func removeErr(root, name string, err error) error {
 // yet while what they left is still in Root, and a [*StalledError] naming
 // those still running past the removal deadline. Afterwards every entry
 // this process set aside before Settle began is gone, named by the error,
-// or left by a failure reported already; the next Prune removes it.
+// or left by a failure reported already; the next Prune removes it,
+// unless its cause (a mount) stays.
 // Another process's removals and leftovers are not waited for. A missing
 // Root is not an error.
 func (l Layout[ID]) Settle(ctx context.Context) error {

@@ -73,7 +73,7 @@ func TestLogger(t *testing.T) {
 	for _, want := range []string{
 		"outcome=published", "key=2", "identity=2@sha256:", "removed a directory",
 		// A stale publish is expected: Info, in the words of the caller's error.
-		`level=INFO msg="platform: key 1 is older than the current key 2: stale key" key=1 outcome=stale`,
+		`level=INFO msg="platform: generation 1 is older than the current generation 2: stale key" key=1 outcome=stale`,
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, buf.String())

@@ -84,7 +84,7 @@ func ExamplePublisher() {
 	// Output:
 	// published generation 1
 	// generation 1 renders Deployment shop-web
-	// true platform: key 1 is older than the current key 2: stale key
+	// true platform: generation 1 is older than the current generation 2: stale key
 	// current: 2 publishes: 2 unchanged: 1
 }
 

@@ -2,11 +2,13 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
+	"leasekit.dev/publish"
 )
 
 // Publish makes files the module of generation and returns the record it
@@ -26,7 +28,7 @@ import (
 // [publish.BuildFailed]; any other
 // (ctx's, an I/O error, with an [*isolate.Workers] an
 // [*isolate.BudgetError] or [*isolate.WorkerError]) is [publish.Failed].
-// Each error begins with "platform: ".
+// A refusal begins with "platform: "; the evaluator's errors are its own.
 func (p *Publisher) Publish(ctx context.Context, generation int64, files platformmodule.Files, skew kernel.SkewPolicy) (Generated, error) {
 	p.mustBeMade()
 	rec, err := p.pub.Publish(ctx, generation, files, skew)
@@ -63,6 +65,10 @@ func platformError(err error) error {
 type prefixed struct{ err error }
 
 func (e prefixed) Error() string {
+	if st, ok := errors.AsType[*publish.StaleError[int64]](e.err); ok {
+		// A platform's keys are generations.
+		return fmt.Sprintf("platform: generation %d is older than the current generation %d: %v", st.Key, st.Current, publish.ErrStale)
+	}
 	return "platform: " + strings.TrimPrefix(e.err.Error(), "publish: ")
 }
 func (e prefixed) Unwrap() error { return e.err }

@@ -10,7 +10,8 @@ import (
 )
 
 // digestOf returns the digest of files as [dirlife.Layout.Write] writes
-// them: the [dirlife.Digest] that [dirlife.Layout.WriteStream] and
+// them under the usual umask, 022 ([dirlife.DigestFiles]): the
+// [dirlife.Digest] that [dirlife.Layout.WriteStream] and
 // [dirlife.Layout.CopyFS] report for the same content. For files
 // [dirlife.CheckFiles] refuses, which no Publish writes, it returns the
 // zero Digest.

@@ -23,7 +23,7 @@ const (
 	StepRepeat
 	// StepRelabel publishes the current generation with changed labels:
 	// the same generation, changed inputs. The publisher writes it beside
-	// the leased directory, swaps it in, and reports it Rewritten.
+	// the leased directory, swaps it in, and reports it Changed.
 	StepRelabel
 	// StepBroken publishes a new generation whose module the kernel
 	// refuses to build. The publisher reports BuildFailed and keeps the
