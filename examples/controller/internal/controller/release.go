@@ -55,8 +55,8 @@ type ReleaseReconciler struct {
 	// object exists and none is served.
 	Platforms *PlatformReconciler
 
-	// Observe, when set, is called with the seconds each render took and
-	// its error.
+	// Observe, when set, is called with the seconds each render took,
+	// its wait for an evaluation's turn included, and its error.
 	Observe func(secs float64, err error)
 
 	mu sync.Mutex

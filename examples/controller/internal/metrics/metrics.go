@@ -61,7 +61,7 @@ func New() *Metrics {
 		}),
 		Renders: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "render_seconds",
-			Help:    "Seconds each render took, by result: ok, failed, over-budget, not-ready.",
+			Help:    "Seconds each render took, its wait for an evaluation's turn included, by result: ok, failed, over-budget, not-ready.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 3, 10),
 		}, []string{"result"}),
 		stats: newStatsCollector(),
