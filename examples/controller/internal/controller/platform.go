@@ -150,12 +150,12 @@ func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 
 	result, retry := r.outcome(&p, status, rec, before, err)
-	if retry == nil || errors.Is(retry, reconcile.TerminalError(nil)) || r.serves(p.UID) {
-		// Published or refused; or failed for now while an earlier
-		// generation of this object serves, which Releases render against
-		// until the retry publishes (then Changed is called again).
-		changed = r.setDecided(p.UID, p.Generation) || changed
-	}
+	// Published, refused, or failed for now: each is a decision. After a
+	// failure for now, Releases render against what serves (an earlier
+	// generation of this object, or nothing, and they say
+	// PlatformNotReady) until the retry publishes, which calls Changed
+	// again; a failure that keeps coming back never leaves them unwritten.
+	changed = r.setDecided(p.UID, p.Generation) || changed
 	if changed && r.Changed != nil {
 		r.Changed()
 	}
@@ -249,15 +249,6 @@ func (r *PlatformReconciler) servedOther(uid types.UID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.served != "" && r.served != uid
-}
-
-// serves reports whether the Publisher serves a generation of the object
-// uid.
-func (r *PlatformReconciler) serves(uid types.UID) bool {
-	r.mu.Lock()
-	served := r.served
-	r.mu.Unlock()
-	return served == uid && r.Publisher.Store().Generation() != 0
 }
 
 func (r *PlatformReconciler) setServed(uid types.UID) {

@@ -216,7 +216,7 @@ func platformNotReady(rel *v1alpha1.Release) *releaseState {
 	st.cond = metav1.Condition{
 		Type: v1alpha1.ReleaseRendered, ObservedGeneration: rel.Generation,
 		Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPlatformNotReady,
-		Message: "no platform is served: no Platform exists, or the one that exists does not build; the release renders once one is served",
+		Message: "no platform is served: no Platform exists, the one that exists does not build, or its publish failed and is retried; the release renders once one is served",
 	}
 	return st
 }

@@ -157,3 +157,49 @@ func TestReleaseWaitsForThePlatformGenerationToBeDecided(t *testing.T) {
 	decides(4, "nil")
 	rendered(4, 4)
 }
+
+// TestReleaseIsNotReadyWhileThePlatformFailsForNow: the first generation's
+// publish fails for a transient reason, so nothing is served. That is a
+// decision too: a Release waiting for it is written PlatformNotReady,
+// rather than left without a status for as long as the failure keeps
+// coming back, and is rendered once the retry publishes.
+func TestReleaseIsNotReadyWhileThePlatformFailsForNow(t *testing.T) {
+	ctx := context.Background()
+	ev := &buildsFail{Evaluator: kernel.New()}
+	ev.fail.Store(true)
+	p := newPlatform(acme(), 1)
+	p.UID = "p1"
+	f := newFixtureWith(t, ev, true, p)
+	rel := newRelease(shop("v1.4.0"), 1)
+	rel.UID = "r1"
+	if err := f.client.Create(ctx, rel); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.release.Reconcile(ctx, ctrl.Request{NamespacedName: releaseKey}); err != nil || res.RequeueAfter <= 0 {
+		t.Fatalf("Reconcile before the platform is reconciled: %v, %+v; want a requeue", err, res)
+	}
+	for range 3 { // a failure that keeps coming back
+		notices := f.changed
+		if _, _, err := f.reconcilePlatform(t); err == nil || errors.Is(err, reconcile.TerminalError(nil)) {
+			t.Fatalf("Reconcile of a platform whose build fails for now: %v; want a transient error", err)
+		}
+		if f.changed == notices && notices == 0 {
+			t.Fatal("the failed publish notified no Release")
+		}
+		got := f.reconcileRelease(t)
+		wantCondition(t, got.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionFalse, v1alpha1.ReasonPlatformNotReady)
+	}
+	ev.fail.Store(false)
+	notices := f.changed
+	if _, _, err := f.reconcilePlatform(t); err != nil {
+		t.Fatal(err)
+	}
+	if f.changed == notices {
+		t.Fatal("the publish after the failures notified no Release")
+	}
+	got := f.reconcileRelease(t)
+	wantCondition(t, got.Status.Conditions, v1alpha1.ReleaseRendered, metav1.ConditionTrue, v1alpha1.ReasonRendered)
+	if got.Status.PlatformGeneration != 1 {
+		t.Fatalf("status %+v; want the release rendered against platform generation 1", got.Status)
+	}
+}
