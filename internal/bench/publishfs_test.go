@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"leasekit.dev/dirlife"
@@ -164,14 +165,21 @@ func newFilePublisher(b *testing.B, noSync bool) *publish.Publisher[int64, struc
 
 // BenchmarkPublishFS publishes a tree of 64 MiB in 1,000 files as a new
 // key each time: PublishFS of the tree read from an fs.FS as it is
-// copied, Publish of the same tree held in memory, and the baseline's
-// write of it (held in memory, not durable); and an identical re-publish
-// through PublishFS, which copies, hashes and discards. The replaced
+// copied (generated, kind=publishfs, or held in memory as an
+// fstest.MapFS, kind=publishfs-mapfs: what Publish would cost as a form
+// of PublishFS), Publish of the tree held in memory, and the baseline's
+// write of it (held in memory, not durable); and identical re-publishes,
+// which PublishFS tells by the digest of a staged copy it then discards,
+// and Publish by a fingerprint of the files. The replaced
 // directory goes with each publish, inside the timer, as a publisher
 // removes it.
 func BenchmarkPublishFS(b *testing.B) {
 	tree := genTree{files: 1000, total: 64 << 20}
 	files := tree.inMemory()
+	memFS := fstest.MapFS{}
+	for name, data := range files {
+		memFS[name] = &fstest.MapFile{Data: data, Mode: 0o644}
+	}
 	ctx := context.Background()
 	for _, noSync := range []bool{false, true} {
 		mode := "durable"
@@ -187,6 +195,33 @@ func BenchmarkPublishFS(b *testing.B) {
 			for b.Loop() {
 				key++
 				if _, err := p.PublishFS(ctx, key, tree, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("impl=leasekit/"+mode+"/kind=publishfs-mapfs", func(b *testing.B) {
+			p := newFilePublisher(b, noSync)
+			settle()
+			b.ReportAllocs()
+			b.SetBytes(tree.total)
+			var key int64
+			for b.Loop() {
+				key++
+				if _, err := p.PublishFS(ctx, key, memFS, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("impl=leasekit/"+mode+"/kind=publish-unchanged", func(b *testing.B) {
+			p := newFilePublisher(b, noSync)
+			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
+				b.Fatal(err)
+			}
+			settle()
+			b.ReportAllocs()
+			b.SetBytes(tree.total)
+			for b.Loop() {
+				if _, err := p.Publish(ctx, 1, files, 0); err != nil {
 					b.Fatal(err)
 				}
 			}
