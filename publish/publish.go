@@ -32,13 +32,15 @@ import (
 // removal that fails after a successful set does not fail the Publish: it
 // goes to OnReclaim, Stats and the log, and the reclaim loop retries it.
 //
-// Publish is [Publisher.PublishFS] of the files held in memory, each
-// 0o644 (under the umask) in directories 0o755, with what knowing them
-// before the write allows: an identical re-publish writes nothing, and a
+// Publish is the path of [Publisher.PublishFS] for files held in memory,
+// each 0o644 in directories 0o755 (under the umask, as [dirlife.Layout.Write]
+// writes them), doing what knowing the content before the write allows:
+// an identical re-publish is told by a fingerprint and writes nothing, a
 // content whose directory is on disk (an earlier content of the key) takes
-// that directory again. Its record has the Digest PublishFS gives the same
-// tree. Publish keeps no copy of files: the caller may reuse them and
-// their buffers as soon as it returns.
+// that directory again, and the files are written in parallel rather than
+// copied one at a time. Its record has the Digest PublishFS gives the same
+// tree under the usual umask, 022. Publish keeps no copy of files: the
+// caller may reuse them and their buffers as soon as it returns.
 func (p *Publisher[K, A, V]) Publish(ctx context.Context, key K, files dirlife.Files, value V) (Record[K, A, V], error) {
 	return p.publishContent(ctx, key, content{files: files}, value)
 }
