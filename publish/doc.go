@@ -17,6 +17,13 @@
 // lease is refused while a record is held and no Publish waits for a
 // reader. An identical re-publish is recognised by a keyed fingerprint of
 // the files and writes nothing; the publisher keeps no copy of them.
+//
+// [Publisher.PublishFS] publishes a tree read from an [io/fs.FS] (an
+// unpacked image, a tree on disk) in the same order, copied a buffer at a
+// time, so that memory does not grow with the artifact. Its record's
+// digest is that of what was written, so the same content has one
+// [Identity] whichever way it arrived; an identical re-publish is told by
+// that digest once the copy is staged, and the copy is discarded.
 // [Publisher.Boot] empties Root before any reader exists, and
 // [Publisher.Run] removes a replaced directory as soon as its last lease
 // is released.

@@ -87,3 +87,42 @@ func ExamplePublisher_Publish_stale() {
 	// Output:
 	// publish: key 2 is older than the current key 3: stale key
 }
+
+// A tree arrives on disk (an unpacked archive, a rendered bundle) and is
+// published from it, copied a buffer at a time. Its record's digest is
+// that of what was written, the one Publish gives the same files; the
+// same tree again is Unchanged, and keeps its directory.
+func ExamplePublisher_PublishFS() {
+	root, _ := os.MkdirTemp("", "bundles-")
+	defer os.RemoveAll(root)
+	src := filepath.Join(root, "unpacked")
+	os.Mkdir(src, 0o755)
+	os.WriteFile(filepath.Join(src, "bundle.json"), []byte(`{"name": "web", "replicas": 2}`), 0o644)
+	os.Chmod(filepath.Join(src, "bundle.json"), 0o644) // the mode is published as it is, whatever the umask
+
+	var outcomes []string
+	p := publish.New(filepath.Join(root, "bundles"), dirlife.IntCodec[int64]{Prefix: "gen-"}, loadBundle,
+		publish.Options[int64, bundle, struct{}]{
+			NoSync:    true,
+			OnPublish: func(ev publish.PublishEvent[int64]) { outcomes = append(outcomes, ev.Outcome.String()) },
+		})
+	if err := p.Boot(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	rec, err := p.PublishFS(ctx, 1, os.DirFS(src), struct{}{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	want, _ := dirlife.DigestFiles(dirlife.Files{"bundle.json": []byte(`{"name": "web", "replicas": 2}`)})
+	again, _ := p.PublishFS(ctx, 1, os.DirFS(src), struct{}{})
+	fmt.Println(filepath.Base(rec.Dir), rec.Artifact.Replicas)
+	fmt.Println("the digest Publish gives the same files:", rec.Digest == want)
+	fmt.Println("again:", filepath.Base(again.Dir), outcomes)
+	// Output:
+	// gen-1 2
+	// the digest Publish gives the same files: true
+	// again: gen-1 [published unchanged]
+}

@@ -2,12 +2,16 @@ package publish_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing/fstest"
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/publish"
@@ -84,3 +88,50 @@ func onDisk(t fataler, root string) []string {
 
 func osMkdirTemp() (string, error) { return os.MkdirTemp("", "publish-model-") }
 func osRemoveAll(dir string)       { os.RemoveAll(dir) }
+
+// mapFS returns files as an in-memory tree: each file 0o644, as Publish
+// writes them under the usual umask.
+func mapFS(files dirlife.Files) fstest.MapFS {
+	fsys := fstest.MapFS{}
+	for name, data := range files {
+		fsys[name] = &fstest.MapFile{Data: data, Mode: 0o644}
+	}
+	return fsys
+}
+
+// treeHash returns a SHA-256 of the tree under dir: every entry's path,
+// mode, and a file's bytes or a link's target.
+func treeHash(t fataler, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(h, "%q %v\n", filepath.ToSlash(rel), info.Mode())
+		switch {
+		case info.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, "%d %x\n", len(data), sha256.Sum256(data))
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, "-> %q\n", target)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

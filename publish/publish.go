@@ -2,9 +2,13 @@ package publish
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"path/filepath"
 	"time"
 
@@ -28,13 +32,60 @@ import (
 // removal that fails after a successful set does not fail the Publish: it
 // goes to OnReclaim, Stats and the log, and the reclaim loop retries it.
 //
-// Publish keeps no copy of files: the caller may reuse them and their
-// buffers as soon as it returns.
+// Publish is the path of [Publisher.PublishFS] for files held in memory,
+// each 0o644 in directories 0o755 (under the umask, as [dirlife.Layout.Write]
+// writes them), doing what knowing the content before the write allows:
+// an identical re-publish is told by a fingerprint and writes nothing, a
+// content whose directory is on disk (an earlier content of the key) takes
+// that directory again, and the files are written in parallel rather than
+// copied one at a time. Its record has the Digest PublishFS gives the same
+// tree under the usual umask, 022. Publish keeps no copy of files: the
+// caller may reuse them and their buffers as soon as it returns.
 func (p *Publisher[K, A, V]) Publish(ctx context.Context, key K, files dirlife.Files, value V) (Record[K, A, V], error) {
+	return p.publishContent(ctx, key, content{files: files}, value)
+}
+
+// PublishFS makes fsys's tree the content of key, in the order of Publish,
+// and returns the record it set. The tree is copied as [dirlife.Layout.CopyFS]
+// copies it, a buffer at a time, so memory does not grow with its bytes:
+// directories, regular files with their permission bits, and symbolic
+// links whose targets stay inside the tree (fsys must implement
+// [fs.ReadLinkFS] for those). The record's Digest is the [dirlife.Digest]
+// of what was written, the one Publish gives the same tree.
+//
+// An identical re-publish of the current key (the digest of what it
+// copied equals the current record's) discards its copy and reports
+// [Unchanged]: the current directory, and the readers inside it, are left
+// undisturbed. It costs the copy and its hashing, not a copy kept between
+// publishes. A new content beside a directory of the same key is named
+// after the key and 12 random hex digits, its digest being unknown until
+// it is written.
+//
+// ctx ends the call also while a read of fsys blocks (a FIFO, a slow
+// fs.FS): the read is abandoned, and nothing is published. [Options.Check]
+// is called with nil files before anything is read: rules on the content
+// belong to the build step, which sees the written directory. On failure
+// the current record and its directory are as they were, and what was
+// copied is removed.
+func (p *Publisher[K, A, V]) PublishFS(ctx context.Context, key K, fsys fs.FS, value V) (Record[K, A, V], error) {
+	return p.publishContent(ctx, key, content{fsys: fsys}, value)
+}
+
+// content is what a Publish writes: files held in memory, whose digest is
+// known before anything is written, or, when files is nil, fsys's tree,
+// whose digest is known once it is copied.
+type content struct {
+	files dirlife.Files
+	fsys  fs.FS
+}
+
+// publishContent is Publish and PublishFS: it publishes c and reports the
+// outcome.
+func (p *Publisher[K, A, V]) publishContent(ctx context.Context, key K, c content, value V) (Record[K, A, V], error) {
 	p.made()
 	var t Timings
 	var reclaims []ReclaimEvent[K]
-	rec, outcome, err := p.publish(ctx, key, files, value, &t, &reclaims)
+	rec, outcome, err := p.publish(ctx, key, c, value, &t, &reclaims)
 	if err != nil && p.mapErr != nil {
 		err = p.mapErr(err)
 	}
@@ -46,16 +97,20 @@ func (p *Publisher[K, A, V]) Publish(ctx context.Context, key K, files dirlife.F
 	return rec, err
 }
 
-func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.Files, value V, t *Timings, reclaims *[]ReclaimEvent[K]) (rec Record[K, A, V], _ Outcome, _ error) {
+func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, value V, t *Timings, reclaims *[]ReclaimEvent[K]) (rec Record[K, A, V], _ Outcome, _ error) {
 	if !p.booted.Load() {
 		return rec, Failed, ErrNotBooted
 	}
+	files, streamed := c.files, c.files == nil
 	if p.check != nil {
 		if err := p.check(key, files, value); err != nil {
 			return rec, Failed, err
 		}
 	}
-	if len(files) == 0 {
+	if streamed && c.fsys == nil {
+		return rec, Failed, fmt.Errorf("publish: key %v: a nil fs.FS is no tree", key)
+	}
+	if !streamed && len(files) == 0 {
 		return rec, Failed, fmt.Errorf("publish: key %v: %w", key, dirlife.ErrNoFiles)
 	}
 	if key != key {
@@ -71,16 +126,17 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.F
 		return rec, Stale, &StaleError[K]{Key: key, Current: cur.Key}
 	}
 	same := held && key == cur.Key && cur.Dir == p.curDir
-	fp := fingerprintOf(p.seedA, p.seedB, files)
-	if same && fp == p.curFP {
-		*reclaims = p.reclaimOthers()
-		return p.keep(cur, value), Unchanged, nil
-	}
-
-	// Refuse what could never be written, and a context that has ended,
-	// before anything is written.
-	if err := dirlife.CheckFiles(files); err != nil {
-		return rec, Failed, fmt.Errorf("publish: key %v: %w", key, err)
+	var fp fingerprint // stays zero, which no file set has, for a tree
+	if !streamed {
+		fp = fingerprintOf(p.seedA, p.seedB, files)
+		if same && fp == p.curFP {
+			*reclaims = p.reclaimOthers()
+			return p.keep(cur, value), Unchanged, nil
+		}
+		// Refuse what could never be written before anything is written.
+		if err := dirlife.CheckFiles(files); err != nil {
+			return rec, Failed, fmt.Errorf("publish: key %v: %w", key, err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return rec, Failed, err
@@ -89,14 +145,31 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, files dirlife.F
 	if err != nil {
 		return rec, Failed, err
 	}
-	id := Identity[K]{Key: key, Digest: digestOf(files)}
-	if same && cur.Identity() == id {
-		p.curFP = fp
-		*reclaims = p.reclaimOthers()
-		return p.keep(cur, value), Unchanged, nil
-	}
 
-	name, wrote, err := p.place(id, plain, files, t)
+	var (
+		id    Identity[K]
+		name  string
+		wrote bool
+	)
+	if streamed {
+		var current dirlife.Digest
+		if same {
+			current = cur.Digest
+		}
+		name, id, wrote, err = p.copyTree(ctx, key, plain, c.fsys, current, t)
+		if err == nil && !wrote {
+			*reclaims = p.reclaimOthers()
+			return p.keep(cur, value), Unchanged, nil
+		}
+	} else {
+		id = Identity[K]{Key: key, Digest: digestOf(files)}
+		if same && cur.Identity() == id {
+			p.curFP = fp
+			*reclaims = p.reclaimOthers()
+			return p.keep(cur, value), Unchanged, nil
+		}
+		name, wrote, err = p.place(id, plain, files, t)
+	}
 	if err != nil {
 		*reclaims = p.reclaimLocked()
 		return rec, Failed, err
@@ -217,6 +290,41 @@ func (p *Publisher[K, A, V]) place(id Identity[K], plain string, files dirlife.F
 	p.dirs[name] = &dirRec[K]{id: id}
 	p.mu.Unlock()
 	return name, true, nil
+}
+
+// copyTree copies fsys's tree as a new directory of key, unless its
+// digest is current (then it writes nothing and reports wrote false): the
+// key's plain name when no directory of the key is on disk, else the plain
+// name and 12 random hex digits not taken. The caller holds the
+// serialisation.
+func (p *Publisher[K, A, V]) copyTree(ctx context.Context, key K, plain string, fsys fs.FS, current dirlife.Digest, t *Timings) (name string, id Identity[K], wrote bool, err error) {
+	keyTaken := false
+	for _, d := range p.dirs {
+		keyTaken = keyTaken || d.id.Key == key
+	}
+	taken := func(n string) bool { return p.dirs[n] != nil }
+	name = plain
+	for keyTaken || taken(name) {
+		var draw [8]byte
+		binary.BigEndian.PutUint64(draw[:], rand.Uint64())
+		name, keyTaken = plain+"-"+hex.EncodeToString(draw[:])[:minHex], false
+	}
+	start := time.Now()
+	w, err := p.disk.CopyFS(ctx, name, fsys, dirlife.StreamOptions{Current: current})
+	t.Write = time.Since(start)
+	if err != nil {
+		// As with a failed Write in place.
+		p.dirty = true
+		return "", id, false, err
+	}
+	if !w.Published {
+		return "", id, false, nil
+	}
+	id = Identity[K]{Key: key, Digest: w.Digest}
+	p.mu.Lock()
+	p.dirs[name] = &dirRec[K]{id: id}
+	p.mu.Unlock()
+	return name, id, true, nil
 }
 
 // finishPublish records ev in the stats, logs it and calls the callbacks.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"hash/maphash"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -42,6 +43,7 @@ type BuildFunc[A any] func(ctx context.Context, dir string) (A, error)
 // tests wrap to inject faults (export_test.go).
 type disk interface {
 	Write(name string, files dirlife.Files) (string, error)
+	CopyFS(ctx context.Context, name string, fsys fs.FS, opts dirlife.StreamOptions) (dirlife.Written, error)
 	Prune(keep ...string) error
 	Settle(ctx context.Context) error // waits for the removals Prune left to the background
 }
@@ -71,7 +73,10 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 
 	// Check, when set, refuses a Publish before anything is touched: its
 	// error is returned as the Publish's, with outcome Failed. For rules
-	// of the caller's own on keys, files or values.
+	// of the caller's own on keys, files or values. A PublishFS calls it
+	// with nil files, before it reads fsys: a rule on a streamed tree's
+	// content is the build step's, which sees the written directory and
+	// refuses it with BuildFailed.
 	Check func(key K, files dirlife.Files, value V) error
 
 	// Refused, when set, reports whether an error of the build step is a

@@ -1,7 +1,9 @@
 // Command bundles runs the generic publisher outside CUE: a controller
 // publishes a static site bundle per generation (an index page, a route
 // table its build step parses and validates, a stylesheet) while readers
-// serve from the bundle they lease. Generations advance, the current one
+// serve from the bundle they lease. Each bundle arrives as a tree on disk,
+// as an unpacked archive would, and is published from it with PublishFS,
+// which copies it a buffer at a time. Generations advance, the current one
 // changes content now and then (written beside and swapped in), some
 // re-publishes are identical and some bundles are refused by the build
 // step. Each reader hashes its leased directory when it leases it and
@@ -56,7 +58,8 @@ func loadSite(_ context.Context, dir string) (*site, error) {
 }
 
 // bundle is generation gen's site in variant v; a variant of 3 routes a
-// page the bundle lacks, which the build step refuses.
+// page the bundle lacks, which the build step refuses. unpack writes it to
+// disk.
 func bundle(gen int64, v int) dirlife.Files {
 	routes := fmt.Sprintf(`{"routes": {"/": "index.html", "/about": "about.html", "/v%d": "index.html"}}`, v)
 	if v == 3 {
@@ -68,6 +71,49 @@ func bundle(gen int64, v int) dirlife.Files {
 		"routes.json":      []byte(routes),
 		"assets/style.css": fmt.Appendf(nil, "h1 { color: #%06x; }\n", v*0x111111),
 	}
+}
+
+// unpack writes files under dir as a tree on disk, each file 0o644 and
+// each directory 0o755 whatever the umask: the modes are published as
+// they are, and are part of the digest.
+func unpack(dir string, files dirlife.Files) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		for d := filepath.Dir(p); d != dir; d = filepath.Dir(d) {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return err
+			}
+			if err := os.Chmod(d, 0o755); err != nil {
+				return err
+			}
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, 0o644); err != nil {
+			return err
+		}
+	}
+	return os.Chmod(dir, 0o755)
+}
+
+// publishTree unpacks generation gen's bundle in variant v to a tree on
+// disk under src and publishes it from there; the tree goes afterwards.
+func publishTree(ctx context.Context, pub *publish.Publisher[int64, *site, struct{}], src string, gen int64, v int) error {
+	tree, err := os.MkdirTemp(src, "tree-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tree)
+	dir := filepath.Join(tree, "bundle")
+	if err := unpack(dir, bundle(gen, v)); err != nil {
+		return err
+	}
+	_, err = pub.PublishFS(ctx, gen, os.DirFS(dir), struct{}{})
+	return err
 }
 
 // summary is what a run reports.
@@ -87,6 +133,12 @@ func run(ctx context.Context, root string, readers int, duration time.Duration, 
 	var wg sync.WaitGroup
 	wg.Go(func() { pub.Run(ctx) })
 
+	src, err := os.MkdirTemp("", "bundles-src-")
+	if err != nil {
+		return summary{}, err
+	}
+	defer os.RemoveAll(src)
+
 	var sum summary
 	var reads, refused, violations atomic.Int64
 	violate := func(format string, args ...any) {
@@ -94,7 +146,7 @@ func run(ctx context.Context, root string, readers int, duration time.Duration, 
 		fmt.Fprintf(stderr, "violation: "+format+"\n", args...)
 	}
 	gen := int64(1)
-	if _, err := pub.Publish(ctx, gen, bundle(gen, 0), struct{}{}); err != nil {
+	if err := publishTree(ctx, pub, src, gen, 0); err != nil {
 		return summary{}, err
 	}
 	stop := make(chan struct{})
@@ -133,7 +185,7 @@ func run(ctx context.Context, root string, readers int, duration time.Duration, 
 		case 0:
 			gen++ // a new generation
 		}
-		pub.Publish(ctx, gen, bundle(gen, i%5%4), struct{}{}) // variant 3 is refused by the build step
+		publishTree(ctx, pub, src, gen, i%5%4) // variant 3 is refused by the build step
 		time.Sleep(5 * time.Millisecond)
 	}
 	close(stop)
