@@ -17,7 +17,9 @@
 // lease is refused while a record is held and no Publish waits for a
 // reader. An identical re-publish is recognised by a keyed fingerprint of
 // the files and writes nothing; the publisher keeps no copy of them.
-// [Publisher.Boot] empties Root before any reader exists, and
+// [Publisher.Boot] empties Root before any reader exists (under
+// [Options.Adopt] it keeps the directories an earlier process wrote, for
+// the Publish of their content to verify and claim), and
 // [Publisher.Run] removes a replaced directory as soon as its last lease
 // is released.
 //
@@ -37,7 +39,9 @@
 // Limits: a lease protects a directory from the Publisher, not from
 // another writer of Root or from a reader that writes into it; Root
 // belongs to one Publisher. A process that dies takes its leases with it:
-// the next one boots, which empties Root, before any reader exists. The
+// the next one boots, which empties Root (under Adopt, keeps what it can
+// verify), before any reader exists. Adopt's digest detects accidents,
+// not tampering. The
 // fingerprint that recognises an identical re-publish is 128 bits of
 // [hash/maphash] with seeds secret to the Publisher; a change it missed
 // would need a collision of both.
