@@ -158,3 +158,61 @@ func inodes(t fataler, dir string) map[string]uint64 {
 	}
 	return out
 }
+
+// TestAdoptKeptAwaitClaim: the directories Boot kept stay through removal
+// passes until a record is set, and then those no Publish claimed go,
+// unverified; Forget lets them go too.
+func TestAdoptKeptAwaitClaim(t *testing.T) {
+	if !digestRecords(t) {
+		t.Skip("the temporary directory's filesystem holds no extended attributes")
+	}
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "root")
+	opts := publish.Options[int64, dirlife.Digest, int]{Adopt: true, NoSync: true}
+	first := newPublisher(t, root, opts)
+	one, two := dirlife.Files{"f": []byte("one")}, dirlife.Files{"f": []byte("two")}
+	for i, files := range []dirlife.Files{one, two} {
+		if _, err := first.Publish(ctx, int64(i+1), files, 0); err != nil {
+			t.Fatal(err)
+		}
+		lease, _ := first.Slot().Lease() // held across the next Publish: both stay
+		defer lease.Release()
+	}
+	if err := first.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := onDisk(t, root); !slices.Equal(got, []string{"gen-1", "gen-2"}) {
+		t.Fatalf("before the restart, Root holds %v", got)
+	}
+
+	second := newPublisher(t, root, opts)
+	if _, _, held := second.Slot().Get(); held {
+		t.Fatal("a record is current after Boot")
+	}
+	for _, ev := range second.Reclaim() {
+		t.Fatalf("a removal pass before any claim removed %v (%v)", ev.Dir, ev.Err)
+	}
+	if got := onDisk(t, root); !slices.Equal(got, []string{"gen-1", "gen-2"}) {
+		t.Fatalf("after a removal pass, Root holds %v, want both kept", got)
+	}
+	// The unclaimed gen-1 is corrupted: it goes unverified all the same.
+	if err := os.WriteFile(filepath.Join(root, "gen-1", "f"), []byte("torn"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := second.Publish(ctx, 2, two, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := second.Stats(); filepath.Base(rec.Dir) != "gen-2" || st.Adopted != 1 || st.Discarded != 0 {
+		t.Fatalf("Publish(2) = %s, Stats %+v: want gen-2 claimed", rec.Dir, st)
+	}
+	if got := onDisk(t, root); !slices.Equal(got, []string{"gen-2"}) {
+		t.Fatalf("after the first record was set, Root holds %v, want only gen-2", got)
+	}
+
+	third := newPublisher(t, root, opts)
+	third.Forget()
+	if got := onDisk(t, root); len(got) != 0 {
+		t.Fatalf("after Forget, Root holds %v, want nothing", got)
+	}
+}
