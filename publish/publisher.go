@@ -277,8 +277,8 @@ func (p *Publisher[K, A, V]) Slot() *slot.Slot[K, Record[K, A, V]] {
 
 // Boot empties Root and makes sure it exists: the boot step, before any
 // reader exists. Under [Options.Adopt] it keeps the directories that carry
-// a recorded digest instead, for a Publish to claim. Until Boot succeeds, Publish and Run return
-// [ErrNotBooted]. Boot is idempotent: once it has succeeded, later calls
+// a recorded digest, for a Publish to claim, and sets no record. Until
+// Boot succeeds, Publish and Run return [ErrNotBooted]. Boot is idempotent: once it has succeeded, later calls
 // return nil at once, so a Root with leased directories is never emptied.
 // It waits for a running Forget, and for the removal of what it empties
 // (up to RemovalDeadline: past it, a [*dirlife.StalledError]). A failed
