@@ -12,6 +12,10 @@
 // from [Files] and from an [fs.FS]. By default a published directory
 // survives power loss once the write returns. [Layout.Prune] removes
 // everything but the directories to keep; [Layout.Reset] empties the root.
+// Under [Layout.RecordDigest] each directory carries its [Digest], recorded
+// before it is renamed into place; [Layout.Adopt] is the boot that keeps
+// the directories that carry one, and [Layout.Verify] tells whether one
+// still holds the tree of its digest.
 // Every name and entry is checked before it is published ([NameError]);
 // every write and removal goes through an [os.Root]; removal never crosses
 // into another filesystem mounted under the root ([ErrMountPoint]); and
@@ -58,6 +62,9 @@
 //     directories; where the filesystem holds none (some network and FUSE
 //     filesystems, tmpfs before Linux 6.6) and elsewhere, the file
 //     [MarkerFile] in the root.
+//   - Recorded digests: the extended attribute user.leasekit.digest of
+//     each ID directory, on Linux and macOS; where the filesystem holds
+//     none, and elsewhere, nothing is recorded and Adopt keeps nothing.
 //   - Locking: flock(2) on the root's own descriptor on Unix; LockFileEx on
 //     the file [LockFile] on Windows. Neither works across machines sharing
 //     a network filesystem.

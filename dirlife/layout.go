@@ -55,6 +55,16 @@ type Layout[ID cmp.Ordered] struct {
 	// a removal (a publisher's serialised step).
 	DeferRemoval bool
 
+	// RecordDigest makes every write record its directory's [Digest] as an
+	// extended attribute on the directory, set before the directory is made
+	// durable and renamed into place, so that a directory a write never
+	// finished carries none; [Layout.Adopt] keeps the directories that
+	// carry one. Where Root's filesystem refuses extended attributes,
+	// writes record nothing. The digest detects accidents (a torn write, a
+	// stray edit, a failing disk), not tampering: whoever can change a
+	// directory can change its attribute too.
+	RecordDigest bool
+
 	// RemovalDeadline bounds how long a call waits for a removal (zero:
 	// [DefaultRemovalDeadline]). Past it, the call returns a
 	// [*StalledError] naming what is left, and the removal goes on.

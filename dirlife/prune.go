@@ -79,10 +79,16 @@ func (l Layout[ID]) Reset() error {
 		return err
 	}
 	defer h.close()
+	return l.reset(h, "reset", nil)
+}
+
+// reset is Reset on the opened root h, which it unlocks, keeping the ID
+// directories named in keep.
+func (l Layout[ID]) reset(h *openRoot, op string, keep map[string]bool) error {
 	st := h.lock.st
 	st.retain()
 	defer putState(st)
-	doomed, busy, err := l.setAside(h, "reset", nil)
+	doomed, busy, err := l.setAside(h, op, keep)
 	batch, rerr := l.removeGarbage(st, h, doomed, false)
 	h.unlock()
 	err = errors.Join(err, rerr)

@@ -192,7 +192,15 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 		return Digest{}, ErrNoFiles
 	}
 	sum := w.dg.sum()
-	if l.NoSync || sum == current {
+	if sum == current {
+		return sum, nil
+	}
+	if l.RecordDigest {
+		if err := l.recordDigest(sr, stage, sum); err != nil {
+			return Digest{}, err
+		}
+	}
+	if l.NoSync {
 		return sum, nil
 	}
 	if sync == syncFS {

@@ -17,3 +17,6 @@ func setOwnerAttr(*os.File) error         { return errNoAttr }
 // attrUnsupported reports whether err says the filesystem holds no
 // extended attributes.
 func attrUnsupported(err error) bool { return errors.Is(err, errNoAttr) }
+
+func getDigestAttr(*os.File) (Digest, bool, error) { return Digest{}, false, errNoAttr }
+func setDigestAttr(*os.File, Digest) error         { return errNoAttr }

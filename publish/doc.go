@@ -24,7 +24,9 @@
 // digest is that of what was written, so the same content has one
 // [Identity] whichever way it arrived; an identical re-publish is told by
 // that digest once the copy is staged, and the copy is discarded.
-// [Publisher.Boot] empties Root before any reader exists, and
+// [Publisher.Boot] empties Root before any reader exists (under
+// [Options.Adopt] it keeps the directories an earlier process wrote, for
+// the Publish of their content to verify and claim), and
 // [Publisher.Run] removes a replaced directory as soon as its last lease
 // is released.
 //
@@ -44,7 +46,9 @@
 // Limits: a lease protects a directory from the Publisher, not from
 // another writer of Root or from a reader that writes into it; Root
 // belongs to one Publisher. A process that dies takes its leases with it:
-// the next one boots, which empties Root, before any reader exists. The
+// the next one boots, which empties Root (under Adopt, keeps what it can
+// verify), before any reader exists. Adopt's digest detects accidents,
+// not tampering. The
 // fingerprint that recognises an identical re-publish is 128 bits of
 // [hash/maphash] with seeds secret to the Publisher; a change it missed
 // would need a collision of both.

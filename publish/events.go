@@ -122,6 +122,11 @@ type PublishEvent[K cmp.Ordered] struct {
 	Outcome  Outcome
 	Timings  Timings
 	Err      error // nil for Published, Unchanged and Changed
+
+	// Discarded, under [Options.Adopt], is why the directory Boot kept for
+	// this content failed verification: it was discarded and the content
+	// written afresh. Nil otherwise.
+	Discarded error
 }
 
 // A ReclaimEvent reports one attempt to remove a directory, by a Publish,
@@ -160,6 +165,16 @@ type Stats[K cmp.Ordered] struct {
 	ReclaimDelay time.Duration // the last removal's delay
 	LastPublish  Timings       // of the last Publish that was not Unchanged
 	LastError    error         // the last Publish or removal error; nil after a success, but a successful Publish keeps a removal failure the reclaim loop still retries
+
+	// Under [Options.Adopt]: Kept is the number of directories Boot kept;
+	// Adopted counts those a Publish verified and claimed without writing,
+	// Discarded those that failed verification and were written afresh.
+	// NoDigestRecords reports that Root's filesystem refuses extended
+	// attributes, so Boot kept nothing and emptied Root.
+	Kept            int
+	Adopted         uint64
+	Discarded       uint64
+	NoDigestRecords bool
 
 	// StalledRemovals is the number of entries whose removal had run past
 	// RemovalDeadline, and still ran, when Run last looked: each is out of

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -45,11 +46,18 @@ type modelLease struct {
 // keeps the current directory whichever way either arrived, Root holds
 // exactly the current and leased directories once removals ran, and names
 // are gen-<n> or gen-<n>-<hex digest prefix> (random hex for a tree).
+//
+// Under Adopt (drawn), a restart keeps every directory on disk, a kept
+// directory may be corrupted before it is claimed, the Publish that claims
+// one sets it without writing when it is intact and writes afresh when it
+// is not (a PublishFS claims none), and the unclaimed ones go with the
+// first record set or Forget.
 func TestPublisherModel(t *testing.T) {
+	records := digestRecords(t)
 	rapid.Check(t, func(t *rapid.T) {
 		root := filepath.Join(tempDir(t), "root")
 		var outcome publish.Outcome
-		opts := publish.Options[int64, dirlife.Digest, int]{NoSync: true,
+		opts := publish.Options[int64, dirlife.Digest, int]{NoSync: true, Adopt: records && rapid.Bool().Draw(t, "adopt"),
 			OnPublish: func(ev publish.PublishEvent[int64]) { outcome = ev.Outcome }}
 		p := newPublisher(t, root, opts)
 		ctx := context.Background()
@@ -63,6 +71,10 @@ func TestPublisherModel(t *testing.T) {
 			// The directories PublishFS wrote, which a Publish of the same
 			// content may take again.
 			streamedDirs = map[string]bool{}
+			// Under Adopt, after a restart: the directories Boot kept, by
+			// name, with their identity and whether one was corrupted; nil
+			// once a record is set or Forget ran.
+			kept map[string]keptDir
 		)
 		t.Repeat(map[string]func(*rapid.T){
 			"Publish": func(t *rapid.T) {
@@ -71,12 +83,33 @@ func TestPublisherModel(t *testing.T) {
 				value := rapid.IntRange(0, 1).Draw(t, "value")
 				viaFS := rapid.Bool().Draw(t, "PublishFS")
 				_, before, _ := p.Slot().Get()
+				statsBefore := p.Stats()
 				var rec publish.Record[int64, dirlife.Digest, int]
 				var err error
 				if viaFS {
 					rec, err = p.PublishFS(ctx, key, mapFS(files), value)
 				} else {
 					rec, err = p.Publish(ctx, key, maps.Clone(files), value)
+				}
+				var claim *keptDir
+				for _, k := range kept {
+					if !viaFS && k.id == (publish.Identity[int64]{Key: key, Digest: publish.DigestFiles(files)}) {
+						claim = &k
+					}
+				}
+				after := p.Stats()
+				switch {
+				case claim == nil || (held && key < curKey):
+					if after.Adopted != statsBefore.Adopted || after.Discarded != statsBefore.Discarded {
+						t.Fatalf("Publish(%d) claimed no kept directory, but Stats went from %+v to %+v", key, statsBefore, after)
+					}
+				case claim.corrupt && after.Discarded != statsBefore.Discarded+1:
+					t.Fatalf("Publish(%d) claimed a corrupted kept directory: Discarded %d, want %d", key, after.Discarded, statsBefore.Discarded+1)
+				case !claim.corrupt && after.Adopted != statsBefore.Adopted+1:
+					t.Fatalf("Publish(%d) claimed an intact kept directory: Adopted %d, want %d", key, after.Adopted, statsBefore.Adopted+1)
+				}
+				if claim != nil {
+					delete(kept, claim.name) // claimed: verified or written afresh
 				}
 				switch {
 				case held && key < curKey:
@@ -108,11 +141,26 @@ func TestPublisherModel(t *testing.T) {
 				checkName(t, rec, streamedDirs[filepath.Base(rec.Dir)])
 				held, curKey, curFiles, curValue = true, key, files, value
 				pruned = true
+				kept = nil
 			},
 			"Forget": func(t *rapid.T) {
 				p.Forget()
 				held = false
 				pruned = true
+				kept = nil
+			},
+			"Corrupt": func(t *rapid.T) {
+				if len(kept) == 0 {
+					t.Skip("no kept directory")
+				}
+				name := rapid.SampledFrom(slices.Sorted(maps.Keys(kept))).Draw(t, "kept")
+				k := kept[name]
+				f := filepath.Join(root, name, "a.txt")
+				if err := os.WriteFile(f, []byte("torn"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				k.corrupt = true
+				kept[name] = k
 			},
 			"Boot": func(t *rapid.T) {
 				if err := p.Boot(); err != nil { // idempotent: touches nothing
@@ -125,11 +173,42 @@ func TestPublisherModel(t *testing.T) {
 					l.l.Release()
 				}
 				leases = nil
+				if err := p.Settle(ctx); err != nil {
+					t.Fatal(err)
+				}
+				was := onDisk(t, root)
 				p = newPublisher(t, root, opts)
 				held = false
-				if got := onDisk(t, root); len(got) != 0 {
-					t.Fatalf("after Boot, Root holds %v", got)
+				got := onDisk(t, root)
+				if !opts.Adopt {
+					if len(got) != 0 {
+						t.Fatalf("after Boot, Root holds %v", got)
+					}
+					return
 				}
+				// Every directory was complete: Boot kept them all.
+				if !slices.Equal(got, was) {
+					t.Fatalf("after Boot with Adopt, Root holds %v, want %v", got, was)
+				}
+				if st := p.Stats(); st.Kept != len(was) || st.Held || st.NoDigestRecords {
+					t.Fatalf("after Boot with Adopt: Stats %+v, want %d kept, no record", st, len(was))
+				}
+				before := kept // kept before, still unclaimed: corrupted ones stay corrupted
+				kept = map[string]keptDir{}
+				for _, name := range got {
+					if k, ok := before[name]; ok {
+						kept[name] = k
+						continue
+					}
+					files, err := readTree(filepath.Join(root, name))
+					if err != nil {
+						t.Fatal(err)
+					}
+					parts := strings.SplitN(name, "-", 3)
+					key, _ := genCodec.Parse(parts[0] + "-" + parts[1])
+					kept[name] = keptDir{name: name, id: publish.Identity[int64]{Key: key, Digest: publish.DigestFiles(files)}}
+				}
+				pruned = len(kept) == 0
 			},
 			"Lease": func(t *rapid.T) {
 				l, ok := p.Slot().Lease()
@@ -183,6 +262,9 @@ func TestPublisherModel(t *testing.T) {
 						t.Fatalf("Root holds %v, without %s", got, name)
 					}
 				}
+				for name := range kept {
+					keep[name] = true // awaits a claim
+				}
 				if want := slices.Sorted(maps.Keys(keep)); pruned && !slices.Equal(got, want) {
 					t.Fatalf("Root holds %v, want %v (the current and leased directories)", got, want)
 				}
@@ -192,6 +274,13 @@ func TestPublisherModel(t *testing.T) {
 			l.l.Release()
 		}
 	})
+}
+
+// keptDir is a directory Boot kept under Adopt, in the model.
+type keptDir struct {
+	name    string
+	id      publish.Identity[int64]
+	corrupt bool // a file was changed after Boot
 }
 
 // checkDir fails t unless dir holds exactly files.

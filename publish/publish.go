@@ -85,19 +85,26 @@ func (p *Publisher[K, A, V]) publishContent(ctx context.Context, key K, c conten
 	p.made()
 	var t Timings
 	var reclaims []ReclaimEvent[K]
-	rec, outcome, err := p.publish(ctx, key, c, value, &t, &reclaims)
+	var claim claimed
+	rec, outcome, err := p.publish(ctx, key, c, value, &t, &reclaims, &claim)
 	if err != nil && p.mapErr != nil {
 		err = p.mapErr(err)
 	}
-	ev := PublishEvent[K]{Key: key, Outcome: outcome, Timings: t, Err: err}
+	ev := PublishEvent[K]{Key: key, Outcome: outcome, Timings: t, Err: err, Discarded: claim.discarded}
 	if err == nil {
 		ev.Identity, ev.Dir = rec.Identity(), rec.Dir
 	}
-	p.finishPublish(ev, reclaims)
+	p.finishPublish(ev, reclaims, claim)
 	return rec, err
 }
 
-func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, value V, t *Timings, reclaims *[]ReclaimEvent[K]) (rec Record[K, A, V], _ Outcome, _ error) {
+// claimed is what a Publish did with a directory Boot kept under Adopt.
+type claimed struct {
+	adopted   bool  // verified and claimed, without writing
+	discarded error // why it failed verification; it was written afresh
+}
+
+func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, value V, t *Timings, reclaims *[]ReclaimEvent[K], claim *claimed) (rec Record[K, A, V], _ Outcome, _ error) {
 	if !p.booted.Load() {
 		return rec, Failed, ErrNotBooted
 	}
@@ -168,6 +175,12 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, valu
 			*reclaims = p.reclaimOthers()
 			return p.keep(cur, value), Unchanged, nil
 		}
+		// A directory Boot kept under Adopt is claimed by a content known
+		// before anything is written; a tree's digest is known only once
+		// it is copied, so PublishFS claims none.
+		if err := p.claim(ctx, id, t, claim); err != nil {
+			return rec, Failed, err
+		}
 		name, wrote, err = p.place(id, plain, files, t)
 	}
 	if err != nil {
@@ -192,6 +205,7 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, valu
 	rec = Record[K, A, V]{Key: key, Digest: id.Digest, Dir: dir, Artifact: art, Value: value}
 	p.slot.Set(key, rec)
 	p.curFP, p.curDir = fp, dir
+	p.keeping = false // unclaimed kept directories are garbage now
 	p.mu.Lock()
 	p.dirs[name].superseded = time.Time{}
 	if held && cur.Dir != dir {
@@ -260,6 +274,42 @@ func (p *Publisher[K, A, V]) plainName(key K) (string, error) {
 	return name, nil
 }
 
+// claim verifies the directory Boot kept for id, if there is one not yet
+// verified: a match leaves it for place to find; a mismatch is forgotten,
+// so that place writes id afresh (over it, when it has the name place
+// picks; the next removal pass takes it otherwise), and is recorded in
+// claim. Only ctx's end fails it. The caller holds the serialisation.
+func (p *Publisher[K, A, V]) claim(ctx context.Context, id Identity[K], t *Timings, claim *claimed) error {
+	p.mu.Lock()
+	var name string
+	for n, d := range p.dirs {
+		if d.kept && d.id == id {
+			name = n
+		}
+	}
+	p.mu.Unlock()
+	if name == "" {
+		return nil
+	}
+	start := time.Now()
+	err := p.layout.Verify(ctx, name, id.Digest)
+	t.Write = time.Since(start)
+	if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
+		return err
+	}
+	p.mu.Lock()
+	if err == nil {
+		p.dirs[name].kept = false
+		claim.adopted = true
+	} else {
+		delete(p.dirs, name)
+		p.dirty = true
+		claim.discarded = err
+	}
+	p.mu.Unlock()
+	return nil
+}
+
 // place returns the name of a directory holding id's files: one already on
 // disk (an earlier content of the current key, still leased or not yet
 // removed), or a new one it writes under a name no entry has. wrote
@@ -278,7 +328,7 @@ func (p *Publisher[K, A, V]) place(id Identity[K], plain string, files dirlife.F
 	}
 	start := time.Now()
 	_, err = p.disk.Write(name, files)
-	t.Write = time.Since(start)
+	t.Write += time.Since(start) // after a kept directory's verification
 	if err != nil {
 		// A failed Write leaves nothing under name, but for a publication
 		// it could not make durable; either way the next removal pass
@@ -311,7 +361,7 @@ func (p *Publisher[K, A, V]) copyTree(ctx context.Context, key K, plain string, 
 	}
 	start := time.Now()
 	w, err := p.disk.CopyFS(ctx, name, fsys, dirlife.StreamOptions{Current: current})
-	t.Write = time.Since(start)
+	t.Write += time.Since(start)
 	if err != nil {
 		// As with a failed Write in place.
 		p.dirty = true
@@ -329,10 +379,16 @@ func (p *Publisher[K, A, V]) copyTree(ctx context.Context, key K, plain string, 
 
 // finishPublish records ev in the stats, logs it and calls the callbacks.
 // It runs after the serialisation is released.
-func (p *Publisher[K, A, V]) finishPublish(ev PublishEvent[K], reclaims []ReclaimEvent[K]) {
+func (p *Publisher[K, A, V]) finishPublish(ev PublishEvent[K], reclaims []ReclaimEvent[K], claim claimed) {
 	p.finishReclaims(reclaims)
 	p.wakeToSettle(reclaims)
 	p.statsMu.Lock()
+	if claim.adopted {
+		p.stats.Adopted++
+	}
+	if claim.discarded != nil {
+		p.stats.Discarded++
+	}
 	switch ev.Outcome {
 	case Published:
 		p.stats.Publishes++
@@ -357,6 +413,9 @@ func (p *Publisher[K, A, V]) finishPublish(ev PublishEvent[K], reclaims []Reclai
 	}
 	p.statsMu.Unlock()
 
+	if claim.discarded != nil {
+		p.log.Warn("publish: a kept directory failed verification; written afresh", "key", ev.Key, "err", claim.discarded)
+	}
 	switch {
 	case ev.Outcome == Stale:
 		// Expected, not a fault: a caller behind another (an older

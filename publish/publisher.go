@@ -92,6 +92,30 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// errors.As and errors.Is must still find what the error wraps.
 	MapError func(error) error
 
+	// Adopt makes Boot keep the directories an earlier process of this
+	// Publisher's Root wrote, so that a restart serves unchanged content
+	// without writing it again. Every directory records its digest as an
+	// extended attribute, set before it is renamed into place, so a
+	// partial directory carries none; Boot keeps the directories that carry
+	// one and removes everything else, and no record is current after it.
+	// The Publish that claims a kept directory (its key and files' digest)
+	// verifies it first, reading every file ([dirlife.Layout.Verify]): a
+	// match sets the record without writing; a mismatch is discarded and
+	// written afresh, and reported ([PublishEvent.Discarded],
+	// [Stats.Discarded]). Kept directories that no Publish claims go as
+	// garbage with the first record set, or at Forget, unverified. Where
+	// Root's filesystem refuses extended attributes, Boot keeps nothing and
+	// empties Root ([Stats.NoDigestRecords]).
+	//
+	// The digest detects accidents (a torn write, a stray edit, a failing
+	// disk), not tampering: whoever can write a directory can rewrite its
+	// attribute. Setuid, setgid and sticky bits are outside the digest;
+	// verification refuses them, as a write refuses them. A kept directory
+	// is claimed only when the files' digest under the usual umask,
+	// [dirlife.DigestFiles], is the one on disk: under another umask it is
+	// written afresh.
+	Adopt bool
+
 	wrapDisk func(disk) disk // tests only: wraps the Publisher's disk
 }
 
@@ -125,6 +149,7 @@ type Publisher[K cmp.Ordered, A any, V comparable] struct {
 	refused   func(error) bool
 	retryMin  time.Duration
 	retryMax  time.Duration
+	adopt     bool
 	seedA     maphash.Seed
 	seedB     maphash.Seed
 
@@ -140,6 +165,7 @@ type Publisher[K cmp.Ordered, A any, V comparable] struct {
 	curFP   fingerprint // of the current record's files, when curDir is set
 	curDir  string      // the directory curFP belongs to; "" when unknown
 	dirty   bool        // Root may hold entries that are not known directories
+	keeping bool        // Boot kept directories that stay until a record is set or Forget
 	freedAt time.Time   // when the reclaim loop last saw a replaced record's last release
 
 	mu   sync.Mutex            // guards dirs, for Stats; held only briefly
@@ -157,6 +183,7 @@ type dirRec[K cmp.Ordered] struct {
 	id         Identity[K]
 	superseded time.Time // when its record stopped being current; zero while current or never set
 	leased     bool      // seen leased while not current
+	kept       bool      // kept by Boot under Adopt and not verified since
 }
 
 // New returns a Publisher that owns root, names a key's directories with
@@ -184,6 +211,7 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 		refused:   opts.Refused,
 		retryMin:  opts.RetryMin,
 		retryMax:  opts.RetryMax,
+		adopt:     opts.Adopt,
 		seedA:     maphash.MakeSeed(),
 		seedB:     maphash.MakeSeed(),
 		sem:       make(chan struct{}, 1),
@@ -193,7 +221,7 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 	// Removal is deferred: the serialised step only takes directories out
 	// of their paths, and Run waits for their removal off it.
 	p.layout = dirlife.Layout[string]{Root: root, Codec: dirCodec[K]{key: codec}, NoSync: opts.NoSync,
-		DeferRemoval: true, RemovalDeadline: opts.RemovalDeadline}
+		DeferRemoval: true, RemovalDeadline: opts.RemovalDeadline, RecordDigest: opts.Adopt}
 	p.disk = p.layout
 	if opts.wrapDisk != nil {
 		p.disk = opts.wrapDisk(p.layout)
@@ -253,8 +281,9 @@ func (p *Publisher[K, A, V]) Slot() *slot.Slot[K, Record[K, A, V]] {
 }
 
 // Boot empties Root and makes sure it exists: the boot step, before any
-// reader exists. Until Boot succeeds, Publish and Run return
-// [ErrNotBooted]. Boot is idempotent: once it has succeeded, later calls
+// reader exists. Under [Options.Adopt] it keeps the directories that carry
+// a recorded digest, for a Publish to claim, and sets no record. Until
+// Boot succeeds, Publish and Run return [ErrNotBooted]. Boot is idempotent: once it has succeeded, later calls
 // return nil at once, so a Root with leased directories is never emptied.
 // It waits for a running Forget, and for the removal of what it empties
 // (up to RemovalDeadline: past it, a [*dirlife.StalledError]). A failed
@@ -270,15 +299,37 @@ func (p *Publisher[K, A, V]) Boot() error {
 	if p.booted.Load() {
 		return nil
 	}
-	if err := p.layout.Reset(); err != nil {
+	kept, recorded := map[string]dirlife.Digest(nil), false
+	var err error
+	if p.adopt {
+		kept, recorded, err = p.layout.Adopt()
+	} else {
+		err = p.layout.Reset()
+	}
+	if err != nil {
 		p.log.Error("publish: boot failed", "root", p.root, "err", err)
 		return err
 	}
+	codec := dirCodec[K]{key: p.codec}
 	p.mu.Lock()
 	clear(p.dirs)
+	for name, dg := range kept {
+		if k, ok := codec.keyOf(name); ok {
+			p.dirs[name] = &dirRec[K]{id: Identity[K]{Key: k, Digest: dg}, kept: true}
+		}
+	}
 	p.mu.Unlock()
+	p.keeping = len(kept) > 0
+	p.statsMu.Lock()
+	p.stats.Kept = len(kept)
+	p.stats.NoDigestRecords = p.adopt && !recorded
+	p.statsMu.Unlock()
 	p.booted.Store(true)
-	p.log.Info("publish: booted", "root", p.root)
+	if p.adopt {
+		p.log.Info("publish: booted", "root", p.root, "kept", len(kept), "digests recorded", recorded)
+	} else {
+		p.log.Info("publish: booted", "root", p.root)
+	}
 	return nil
 }
 

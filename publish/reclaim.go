@@ -219,7 +219,11 @@ func (p *Publisher[K, A, V]) doomed() (keep, doomed []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	keep = p.keepNames()
-	for name := range p.dirs {
+	for name, d := range p.dirs {
+		if p.keeping && d.kept {
+			keep = append(keep, name) // awaits a claim
+			continue
+		}
 		if !slices.Contains(keep, name) {
 			doomed = append(doomed, name)
 		}
@@ -378,6 +382,7 @@ func (p *Publisher[K, A, V]) Forget() {
 	_, cur, held := p.slot.Get()
 	p.slot.Clear()
 	p.curDir, p.curFP = "", fingerprint{}
+	p.keeping = false // unclaimed kept directories are garbage now
 	var reclaims []ReclaimEvent[K]
 	if held {
 		p.mu.Lock()

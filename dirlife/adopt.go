@@ -1,0 +1,221 @@
+package dirlife
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// digestAttr is the extended attribute in which a write under
+// [Layout.RecordDigest] records its directory's [Digest], in hexadecimal.
+const digestAttr = "user.leasekit.digest"
+
+// stepDigestAttr names the setting and reading of digestAttr to the fault
+// seam; an injected attrUnsupported error stands for a filesystem without
+// extended attributes.
+const stepDigestAttr = "digest-attr"
+
+// ErrDigestMismatch is wrapped by the error of a [Layout.Verify] that found
+// a tree other than the one whose digest it was given.
+var ErrDigestMismatch = errors.New("content does not match its recorded digest")
+
+// parseDigest parses a recorded digest: exactly its lower-case hexadecimal.
+func parseDigest(b []byte) (Digest, bool) {
+	var d Digest
+	if len(b) != 2*len(d) || !isLowerHex(string(b)) {
+		return d, false
+	}
+	_, err := hex.Decode(d[:], b)
+	return d, err == nil
+}
+
+// recordDigest records d on the staging directory sr, before it is made
+// durable and renamed into place, so that a directory that was never
+// complete carries none. A filesystem that refuses the attribute is no
+// error: the directory carries none, and [Layout.Adopt] will not keep it.
+func (l Layout[ID]) recordDigest(sr *os.Root, stage string, d Digest) error {
+	f, err := sr.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	err = l.fault(stepDigestAttr, stage)
+	if err == nil {
+		err = setDigestAttr(f, d)
+	}
+	if err != nil && !attrUnsupported(err) {
+		return fmt.Errorf("record the digest of %s: %w", stage, err)
+	}
+	return nil
+}
+
+// Adopt is the boot path of a layout that records digests
+// ([Layout.RecordDigest]): [Layout.Reset], but for the ID directories that
+// carry a recorded digest, which it keeps and returns. A directory a write
+// never finished carries none, so only complete ones are kept; whether
+// their content still matches is for [Layout.Verify] to tell. recorded
+// reports whether Root's filesystem holds extended attributes: where it
+// does not, Adopt keeps nothing and empties Root as Reset does. Adopt
+// needs a Codec ([ErrNoCodec]). It refuses the roots Reset refuses; on a
+// failure to read an attribute it returns before removing anything, and
+// otherwise fails as Reset fails.
+func (l Layout[ID]) Adopt() (kept map[ID]Digest, recorded bool, err error) {
+	if l.Codec == nil {
+		return nil, false, ErrNoCodec
+	}
+	h, err := l.openRoot("adopt", true, exclusive)
+	if err != nil {
+		return nil, false, err
+	}
+	defer h.close()
+	kept, keep, recorded, err := l.recordedDirs(h)
+	if err != nil {
+		h.unlock()
+		return nil, false, fmt.Errorf("dirlife: adopt: %w", err)
+	}
+	return kept, recorded, l.reset(h, "adopt", keep)
+}
+
+// recordedDirs returns the ID directories of h that carry a recorded
+// digest, by ID and by name, and whether h's filesystem holds extended
+// attributes.
+func (l Layout[ID]) recordedDirs(h *openRoot) (map[ID]Digest, map[string]bool, bool, error) {
+	if h.own != byAttr {
+		return nil, nil, false, nil // Root's filesystem holds no attribute
+	}
+	d, err := h.r.Open(".")
+	if err != nil {
+		return nil, nil, false, err
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	dev, err := rootDevice(h, l.devOf())
+	if err != nil {
+		return nil, nil, false, err
+	}
+	kept, keep := map[ID]Digest{}, map[string]bool{}
+	for _, e := range entries {
+		id, ok := l.parse(e)
+		if !ok {
+			continue
+		}
+		name := e.Name()
+		dg, ok, err := l.readDigest(h.r, name, dev)
+		if attrUnsupported(err) {
+			return nil, nil, false, nil
+		}
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if ok {
+			kept[id], keep[name] = dg, true
+		}
+	}
+	return kept, keep, true, nil
+}
+
+// readDigest returns the digest recorded on the directory name of r, which
+// must be a directory on device dev, and whether it carries one.
+func (l Layout[ID]) readDigest(r *os.Root, name string, dev uint64) (Digest, bool, error) {
+	fi, err := r.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Digest{}, false, nil
+	}
+	if err != nil || !fi.IsDir() || l.devOf()(fi) != dev {
+		return Digest{}, false, err // not a directory of ours: garbage
+	}
+	f, err := r.Open(name)
+	if err != nil {
+		return Digest{}, false, err
+	}
+	defer f.Close()
+	if err := l.fault(stepDigestAttr, name); err != nil {
+		return Digest{}, false, err
+	}
+	return getDigestAttr(f)
+}
+
+// Verify reports whether id's directory holds the tree whose digest is
+// want: it walks the directory as a write checks its staged tree, reading
+// every file, and returns nil on a match, an error wrapping
+// [ErrDigestMismatch] when the content, a mode, a name or a link target
+// differs or an entry is added or missing, and a [*NameError] for an entry
+// no write would publish (a setuid, setgid or sticky bit, a link out of the
+// tree, a file with other hard links). It holds Root's shared lock, so no
+// Prune runs meanwhile, reads with bounded memory and descriptors, changes
+// nothing, and returns ctx.Err() once ctx ends.
+func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
+	name, err := l.name(id)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(l.Root, name)
+	h, err := l.openRoot("verify", false, shared)
+	if err != nil {
+		return err
+	}
+	if h == nil {
+		return &os.PathError{Op: "verify", Path: dir, Err: fs.ErrNotExist}
+	}
+	defer h.release()
+	got, err := l.digestDir(ctx, h, name)
+	if err != nil {
+		var ne *NameError
+		if errors.As(err, &ne) {
+			return err
+		}
+		return fmt.Errorf("dirlife: verify %s: %w", dir, err)
+	}
+	if got != want {
+		return fmt.Errorf("dirlife: verify %s: its tree's digest is %s, recorded %s: %w", dir, got, want, ErrDigestMismatch)
+	}
+	return nil
+}
+
+// digestDir checks and digests the directory name of h, as finish does a
+// staged tree, without syncing anything.
+func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string) (Digest, error) {
+	rfi, err := h.dir.Stat()
+	if err != nil {
+		return Digest{}, err
+	}
+	fi, err := h.r.Lstat(name)
+	if err != nil {
+		return Digest{}, err
+	}
+	if !fi.IsDir() {
+		return Digest{}, &NameError{name, "is not a directory"}
+	}
+	mode, setgid := passedOn(fi.Mode(), rfi.Mode()&fs.ModeSetgid != 0)
+	if err := checkMode(name, mode); err != nil {
+		return Digest{}, err
+	}
+	sr, err := h.r.OpenRoot(name)
+	if err != nil {
+		return Digest{}, err
+	}
+	defer sr.Close()
+	w := &stagedWalk{ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: name, fault: l.fault, hash: sha256.New()}
+	defer w.cur.close()
+	defer func() {
+		if w.buf != nil {
+			copyBufs.Put(w.buf)
+		}
+	}()
+	w.dg.init()
+	if err := w.walk(".", setgid); err != nil {
+		return Digest{}, err
+	}
+	if w.entries == 0 {
+		return Digest{}, fmt.Errorf("it is empty: %w", ErrDigestMismatch)
+	}
+	return w.dg.sum(), nil
+}

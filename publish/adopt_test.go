@@ -1,0 +1,218 @@
+package publish_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"leasekit.dev/dirlife"
+	"leasekit.dev/publish"
+	"pgregory.net/rapid"
+)
+
+// corruptions are the accidents TestAdoptDetectsCorruption makes to a kept
+// directory between two processes; "none" makes none.
+var corruptions = []string{"none", "flip", "truncate", "add", "remove", "rename", "mode", "setuid", "sticky"}
+
+// TestAdoptDetectsCorruption publishes a random tree with one Publisher
+// under Adopt, drops it as a process that ends, makes one random accident
+// to the directory it left, and boots a second Publisher on the same Root:
+// Boot keeps the directory, and the Publish of the same content claims it
+// without writing when it is intact, and otherwise detects the accident,
+// reports it, and serves the files afresh.
+func TestAdoptDetectsCorruption(t *testing.T) {
+	if !digestRecords(t) {
+		t.Skip("the temporary directory's filesystem holds no extended attributes")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		ctx := context.Background()
+		root := filepath.Join(tempDir(t), "root")
+		files := drawTree(t)
+		opts := publish.Options[int64, dirlife.Digest, int]{Adopt: true, NoSync: rapid.Bool().Draw(t, "nosync")}
+		first := newPublisher(t, root, opts)
+		rec, err := first.Publish(ctx, 7, maps.Clone(files), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Settle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		dir := rec.Dir
+		kind := rapid.SampledFrom(corruptions).Draw(t, "corruption")
+		corrupt(t, dir, files, kind)
+		before := inodes(t, dir)
+
+		var events []publish.PublishEvent[int64]
+		opts.OnPublish = func(ev publish.PublishEvent[int64]) { events = append(events, ev) }
+		second := newPublisher(t, root, opts)
+		if st := second.Stats(); st.Kept != 1 || st.Held || st.NoDigestRecords {
+			t.Fatalf("after Boot: Stats %+v, want one directory kept and no record", st)
+		}
+		rec, err = second.Publish(ctx, 7, maps.Clone(files), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDir(t, "the published directory", rec.Dir, files)
+		st := second.Stats()
+		ev := events[len(events)-1]
+		if kind == "none" {
+			if st.Adopted != 1 || st.Discarded != 0 || ev.Discarded != nil {
+				t.Fatalf("intact kept directory: Adopted %d, Discarded %d (%v), want it claimed", st.Adopted, st.Discarded, ev.Discarded)
+			}
+			if after := inodes(t, rec.Dir); !maps.Equal(before, after) {
+				t.Fatalf("an intact kept directory was written again: inodes %v, then %v", before, after)
+			}
+			return
+		}
+		if st.Adopted != 0 || st.Discarded != 1 || ev.Discarded == nil {
+			t.Fatalf("%s: Adopted %d, Discarded %d, event %v: the accident went unseen", kind, st.Adopted, st.Discarded, ev.Discarded)
+		}
+		_, refused := errors.AsType[*dirlife.NameError](ev.Discarded)
+		if !errors.Is(ev.Discarded, dirlife.ErrDigestMismatch) && !refused {
+			t.Fatalf("%s: Discarded %v, want a digest mismatch or a refused entry", kind, ev.Discarded)
+		}
+		if got := onDisk(t, root); !slices.Equal(got, []string{filepath.Base(rec.Dir)}) {
+			t.Fatalf("Root holds %v, want only %s", got, filepath.Base(rec.Dir))
+		}
+	})
+}
+
+// digestRecords reports whether a Publisher under Adopt records digests
+// in the temporary directory's filesystem.
+func digestRecords(t *testing.T) bool {
+	p := newPublisher(t, filepath.Join(t.TempDir(), "root"), publish.Options[int64, dirlife.Digest, int]{Adopt: true, NoSync: true})
+	return !p.Stats().NoDigestRecords
+}
+
+// drawTree draws one to six files of one to 64 bytes, some in
+// subdirectories.
+func drawTree(t *rapid.T) dirlife.Files {
+	names := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"a", "b", "c.txt", "sub/a", "sub/d", "sub/deep/e", "x/y"}), 1, 6, rapid.ID).Draw(t, "names")
+	files := dirlife.Files{}
+	for _, n := range names {
+		files[n] = rapid.SliceOfN(rapid.Byte(), 1, 64).Draw(t, "bytes of "+n)
+	}
+	return files
+}
+
+// corrupt makes the accident kind to dir, which holds files.
+func corrupt(t *rapid.T, dir string, files dirlife.Files, kind string) {
+	names := slices.Sorted(maps.Keys(files))
+	name := rapid.SampledFrom(names).Draw(t, "file")
+	full := filepath.Join(dir, filepath.FromSlash(name))
+	var err error
+	switch kind {
+	case "none":
+	case "flip":
+		data := slices.Clone(files[name])
+		i := rapid.IntRange(0, len(data)-1).Draw(t, "byte")
+		data[i] ^= 1 << rapid.IntRange(0, 7).Draw(t, "bit")
+		err = os.WriteFile(full, data, 0)
+	case "truncate":
+		err = os.Truncate(full, int64(rapid.IntRange(0, len(files[name])-1).Draw(t, "size")))
+	case "add":
+		err = os.WriteFile(filepath.Join(filepath.Dir(full), "added"), []byte("x"), 0o644)
+	case "remove":
+		err = os.Remove(full)
+	case "rename":
+		err = os.Rename(full, filepath.Join(filepath.Dir(full), path.Base(name)+"-renamed"))
+	case "mode":
+		err = os.Chmod(full, rapid.SampledFrom([]fs.FileMode{0o600, 0o640, 0o664, 0o755, 0o444}).Draw(t, "mode"))
+	case "setuid":
+		err = os.Chmod(full, 0o644|fs.ModeSetuid)
+	case "sticky":
+		err = os.Chmod(filepath.Dir(full), 0o755|fs.ModeSticky)
+	default:
+		err = fmt.Errorf("no corruption %q", kind)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// inodes returns the inode of every entry under dir, by path.
+func inodes(t fataler, dir string) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = inodeOf(fi)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestAdoptKeptAwaitClaim: the directories Boot kept stay through removal
+// passes until a record is set, and then those no Publish claimed go,
+// unverified; Forget lets them go too.
+func TestAdoptKeptAwaitClaim(t *testing.T) {
+	if !digestRecords(t) {
+		t.Skip("the temporary directory's filesystem holds no extended attributes")
+	}
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "root")
+	opts := publish.Options[int64, dirlife.Digest, int]{Adopt: true, NoSync: true}
+	first := newPublisher(t, root, opts)
+	one, two := dirlife.Files{"f": []byte("one")}, dirlife.Files{"f": []byte("two")}
+	for i, files := range []dirlife.Files{one, two} {
+		if _, err := first.Publish(ctx, int64(i+1), files, 0); err != nil {
+			t.Fatal(err)
+		}
+		lease, _ := first.Slot().Lease() // held across the next Publish: both stay
+		defer lease.Release()
+	}
+	if err := first.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := onDisk(t, root); !slices.Equal(got, []string{"gen-1", "gen-2"}) {
+		t.Fatalf("before the restart, Root holds %v", got)
+	}
+
+	second := newPublisher(t, root, opts)
+	if _, _, held := second.Slot().Get(); held {
+		t.Fatal("a record is current after Boot")
+	}
+	for _, ev := range second.Reclaim() {
+		t.Fatalf("a removal pass before any claim removed %v (%v)", ev.Dir, ev.Err)
+	}
+	if got := onDisk(t, root); !slices.Equal(got, []string{"gen-1", "gen-2"}) {
+		t.Fatalf("after a removal pass, Root holds %v, want both kept", got)
+	}
+	// The unclaimed gen-1 is corrupted: it goes unverified all the same.
+	if err := os.WriteFile(filepath.Join(root, "gen-1", "f"), []byte("torn"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := second.Publish(ctx, 2, two, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := second.Stats(); filepath.Base(rec.Dir) != "gen-2" || st.Adopted != 1 || st.Discarded != 0 {
+		t.Fatalf("Publish(2) = %s, Stats %+v: want gen-2 claimed", rec.Dir, st)
+	}
+	if got := onDisk(t, root); !slices.Equal(got, []string{"gen-2"}) {
+		t.Fatalf("after the first record was set, Root holds %v, want only gen-2", got)
+	}
+
+	third := newPublisher(t, root, opts)
+	third.Forget()
+	if got := onDisk(t, root); len(got) != 0 {
+		t.Fatalf("after Forget, Root holds %v, want nothing", got)
+	}
+}
