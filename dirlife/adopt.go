@@ -2,7 +2,6 @@ package dirlife
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -203,14 +202,8 @@ func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string) (Di
 		return Digest{}, err
 	}
 	defer sr.Close()
-	w := &stagedWalk{ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: name, fault: l.fault, hash: sha256.New()}
-	defer w.cur.close()
-	defer func() {
-		if w.buf != nil {
-			copyBufs.Put(w.buf)
-		}
-	}()
-	w.dg.init()
+	w := l.newStagedWalk(ctx, sr, name, nil, false)
+	defer w.close()
 	if err := w.walk(".", setgid); err != nil {
 		return Digest{}, err
 	}

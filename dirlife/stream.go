@@ -173,18 +173,8 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 		return Digest{}, err // the directory itself
 	}
 	sync := l.syncMode()
-	w := &stagedWalk{
-		ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: stage, sums: f.sums,
-		fault: l.fault, syncFiles: !l.NoSync && sync == syncFiles && !f.synced,
-		hash: sha256.New(),
-	}
-	defer w.cur.close()
-	defer func() {
-		if w.buf != nil {
-			copyBufs.Put(w.buf)
-		}
-	}()
-	w.dg.init()
+	w := l.newStagedWalk(ctx, sr, stage, f.sums, !l.NoSync && sync == syncFiles && !f.synced)
+	defer w.close()
 	if err := w.walk(".", setgid); err != nil {
 		return Digest{}, err
 	}
@@ -243,6 +233,26 @@ type stagedWalk struct {
 	buf     *[]byte  // from copyBufs, once needed
 	dirs    []string // visited, in walk order
 	entries int
+}
+
+// newStagedWalk returns a walk of sr, the tree of stage, that checks and
+// digests what it visits: a write's check of what it staged, and
+// Verify's of a kept directory. sums are the files whose digest is known;
+// syncFiles fsyncs each file as it is visited. Close releases it.
+func (l Layout[ID]) newStagedWalk(ctx context.Context, sr *os.Root, stage string, sums map[string]fileSum, syncFiles bool) *stagedWalk {
+	w := &stagedWalk{ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: stage, sums: sums,
+		fault: l.fault, syncFiles: syncFiles, hash: sha256.New()}
+	w.dg.init()
+	return w
+}
+
+// close releases the walk's descriptors and its buffer.
+func (w *stagedWalk) close() {
+	w.cur.close()
+	if w.buf != nil {
+		copyBufs.Put(w.buf)
+		w.buf = nil
+	}
 }
 
 // passedOn returns the mode of a staged directory without the setgid bit
