@@ -171,57 +171,102 @@ func allRendered(t *testing.T, s *suite, ns string, n int, gen int64) []v1alpha1
 // A writeLog holds every status write to the Releases of one namespace
 // from the resourceVersion it was started at. The API server sends each
 // write as one Modified event; a write that changes the generation is the
-// spec's, and is left out.
+// spec's, and is left out. The API server may end a watch at any time (a
+// watcher too slow for a burst of events is closed with no error event),
+// so a watch that ends is resumed from the last resourceVersion seen, as
+// an informer's reflector does: no event is lost, and one the API server
+// can no longer replay ends the log with its error.
 type writeLog struct {
-	stop func()
-
-	mu     sync.Mutex
-	writes map[string][]*metav1.Condition // per Release, its Rendered condition after each write
-	err    error                          // why the watch ended early
+	mu      sync.Mutex
+	writes  map[string][]*metav1.Condition // per Release, its Rendered condition after each write
+	err     error                          // why the log ended early
+	resumed int                            // watches resumed after the API server ended one
 }
 
 // watchWrites starts a writeLog of ns from resourceVersion rv, stopped
 // when t ends.
 func watchWrites(t *testing.T, s *suite, ns, rv string) *writeLog {
 	t.Helper()
+	return watchWritesFor(t, s, ns, rv, 0)
+}
+
+// watchWritesFor is watchWrites whose every watch the API server ends
+// after seconds, unless zero.
+func watchWritesFor(t *testing.T, s *suite, ns, rv string, seconds int64) *writeLog {
+	t.Helper()
+	var timeout *int64
+	if seconds > 0 {
+		timeout = &seconds
+	}
 	wc, err := client.NewWithWatch(s.cfg, client.Options{Scheme: newScheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rl v1alpha1.ReleaseList
-	w, err := wc.Watch(context.Background(), &rl, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+	ctx, cancel := context.WithCancel(context.Background())
+	watchFrom := func(rv string) (watch.Interface, error) {
+		var rl v1alpha1.ReleaseList
+		return wc.Watch(ctx, &rl, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: timeout}})
+	}
+	w, err := watchFrom(rv)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	l := &writeLog{stop: w.Stop, writes: map[string][]*metav1.Condition{}}
+	l := &writeLog{writes: map[string][]*metav1.Condition{}}
+	fail := func(err error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.err == nil {
+			l.err = err
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		gens := map[string]int64{} // per Release, its generation in the last event
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Error {
+		for {
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error {
+					w.Stop()
+					fail(fmt.Errorf("the watch from resourceVersion %s: %w", rv, apierrors.FromObject(ev.Object)))
+					return
+				}
+				rel, ok := ev.Object.(*v1alpha1.Release)
+				if !ok {
+					continue
+				}
+				rv = rel.ResourceVersion
+				if ev.Type == watch.Bookmark {
+					continue
+				}
+				prev, seen := gens[rel.Name]
+				gens[rel.Name] = rel.Generation
+				if ev.Type != watch.Modified || seen && prev != rel.Generation {
+					continue
+				}
 				l.mu.Lock()
-				l.err = apierrors.FromObject(ev.Object)
+				l.writes[rel.Name] = append(l.writes[rel.Name], meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered))
 				l.mu.Unlock()
-				continue
 			}
-			rel, ok := ev.Object.(*v1alpha1.Release)
-			if !ok {
-				continue
-			}
-			prev, seen := gens[rel.Name]
-			gens[rel.Name] = rel.Generation
-			if ev.Type != watch.Modified || seen && prev != rel.Generation {
-				continue
+			if ctx.Err() != nil {
+				return
 			}
 			l.mu.Lock()
-			l.writes[rel.Name] = append(l.writes[rel.Name], meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered))
+			l.resumed++
 			l.mu.Unlock()
+			var err error
+			if w, err = watchFrom(rv); err != nil {
+				if ctx.Err() == nil {
+					fail(fmt.Errorf("resume the watch from resourceVersion %s: %w", rv, err))
+				}
+				return
+			}
 		}
 	}()
 	t.Cleanup(func() {
-		w.Stop()
+		cancel()
 		<-done
+		w.Stop()
 	})
 	return l
 }
@@ -235,6 +280,13 @@ func (l *writeLog) snapshot() (map[string][]*metav1.Condition, error) {
 		out[name] = slices.Clone(conds)
 	}
 	return out, l.err
+}
+
+// resumes returns how many watches the log resumed.
+func (l *writeLog) resumes() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.resumed
 }
 
 // settle creates a Release named sentinel in ns and waits until the log
@@ -258,9 +310,20 @@ func (l *writeLog) settle(t *testing.T, s *suite, ns string) map[string][]*metav
 				return nil
 			}
 		}
-		return fmt.Errorf("sentinel written %d time(s), not yet Rendered", len(writes["sentinel"]))
+		stored := "not found"
+		var got v1alpha1.Release
+		if err := s.client.Get(context.Background(), client.ObjectKeyFromObject(sentinel), &got); err == nil {
+			stored = "without a Rendered condition"
+			if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ReleaseRendered); c != nil {
+				stored = fmt.Sprintf("Rendered=%s (%s)", c.Status, c.Reason)
+			}
+		}
+		return fmt.Errorf("sentinel written %d time(s) in the log, not yet Rendered; the API server holds it %s", len(writes["sentinel"]), stored)
 	})
 	delete(writes, "sentinel")
+	if n := l.resumes(); n > 0 {
+		t.Logf("the write log resumed %d watch(es) the API server ended", n)
+	}
 	return writes
 }
 
@@ -322,6 +385,61 @@ func setPlatformSpec(t *testing.T, s *suite, spec v1alpha1.PlatformSpec) int64 {
 			t.Fatalf("update the Platform: %v", err)
 		}
 	}
+}
+
+// testWriteLogResumes: the log the later steps count writes with misses
+// none when the API server ends its watch. Each watch here ends after a
+// second; a status written after the first resume is in the log.
+func testWriteLogResumes(t *testing.T, s *suite) {
+	const ns = "resume"
+	ctx := context.Background()
+	if err := s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	probe := newRelease(shop("v1.4.0"), 0)
+	probe.Namespace, probe.Name = ns, "probe"
+	if err := s.client.Create(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	l := watchWritesFor(t, s, ns, listVersion(t, s, ns), 1)
+	eventually(t, "a watch ended by the API server and resumed", func() error {
+		if _, err := l.snapshot(); err != nil {
+			t.Fatalf("the write log: %v", err)
+		}
+		if l.resumes() == 0 {
+			return errors.New("no watch resumed yet")
+		}
+		return nil
+	})
+	cond := metav1.Condition{Type: v1alpha1.ReleaseRendered, Status: metav1.ConditionUnknown, Reason: "LogProbe", Message: "a write after a resume"}
+	for {
+		var rel v1alpha1.Release
+		if err := s.client.Get(ctx, client.ObjectKeyFromObject(probe), &rel); err != nil {
+			t.Fatal(err)
+		}
+		cond.ObservedGeneration = rel.Generation
+		meta.SetStatusCondition(&rel.Status.Conditions, cond)
+		err := s.client.Status().Update(ctx, &rel)
+		if err == nil {
+			break
+		}
+		if !apierrors.IsConflict(err) {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the write after a resume in the log", func() error {
+		writes, err := l.snapshot()
+		if err != nil {
+			t.Fatalf("the write log: %v", err)
+		}
+		for _, c := range writes["probe"] {
+			if c != nil && c.Reason == "LogProbe" {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d write(s) of the probe, none LogProbe; %d watch(es) resumed", len(writes["probe"]), l.resumes())
+	})
+	noReleases(t, s)
 }
 
 // testCrowdOfReleases: 300 Releases created at once. Each ends

@@ -52,6 +52,7 @@ func TestEnvtest(t *testing.T) {
 		{"DeleteForgets", testDeleteForgets},
 		{"RecreateThenFailOver", testRecreateThenFailOver},
 		{"LeaderChangeWritesNothing", testLeaderChangeWritesNothing},
+		{"WriteLogResumes", testWriteLogResumes},
 		{"CrowdOfReleases", testCrowdOfReleases},
 		{"PlatformBurst", testPlatformBurst},
 		{"RecreateWhileRendering", testRecreateWhileRendering},
