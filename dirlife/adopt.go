@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // digestAttr is the extended attribute in which a write under
@@ -165,7 +166,7 @@ func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 		return &os.PathError{Op: "verify", Path: dir, Err: fs.ErrNotExist}
 	}
 	defer h.release()
-	got, err := l.digestDir(ctx, h, name)
+	got, err := l.digestDir(ctx, h, name, min(runtime.GOMAXPROCS(0), maxHashers))
 	if err != nil {
 		var ne *NameError
 		if errors.As(err, &ne) {
@@ -179,9 +180,13 @@ func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 	return nil
 }
 
+// maxHashers bounds the files Verify hashes at once.
+const maxHashers = 4
+
 // digestDir checks and digests the directory name of h, as finish does a
-// staged tree, without syncing anything.
-func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string) (Digest, error) {
+// staged tree, without syncing anything, hashing up to hashers files at
+// once (one, in the walk, below two).
+func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string, hashers int) (Digest, error) {
 	rfi, err := h.dir.Stat()
 	if err != nil {
 		return Digest{}, err
@@ -203,8 +208,11 @@ func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string) (Di
 	}
 	defer sr.Close()
 	w := l.newStagedWalk(ctx, sr, name, nil, false)
+	if hashers > 1 {
+		w.hashers, w.slots = hashers, make(chan struct{}, hashers)
+	}
 	defer w.close()
-	if err := w.walk(".", setgid); err != nil {
+	if err := w.run(setgid); err != nil {
 		return Digest{}, err
 	}
 	if w.entries == 0 {

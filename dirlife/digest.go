@@ -10,7 +10,10 @@ import (
 	"hash"
 	"io/fs"
 	"path"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // A Digest identifies the content of one directory: two directories with
@@ -55,6 +58,11 @@ func DigestFiles(files Files) (Digest, error) {
 		entries = append(entries, entry{name, i})
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return comparePaths(a.name, b.name) })
+	data := make([][]byte, len(p.names))
+	for i := range p.names {
+		data[i] = files[p.from[i]]
+	}
+	sums := sumAll(data)
 	var dg digester
 	dg.init()
 	for _, e := range entries {
@@ -62,10 +70,42 @@ func DigestFiles(files Files) (Digest, error) {
 			dg.dir(e.name, defaultDirPerm)
 			continue
 		}
-		data := files[p.from[e.file]]
-		dg.file(e.name, defaultFilePerm, int64(len(data)), sha256.Sum256(data))
+		dg.file(e.name, defaultFilePerm, int64(len(data[e.file])), sums[e.file])
 	}
 	return dg.sum(), nil
+}
+
+// parallelHashBytes is the size from which sumAll hashes on more than
+// one goroutine.
+const parallelHashBytes = 1 << 20
+
+// sumAll returns the SHA-256 of each of data, hashing up to GOMAXPROCS of
+// them (at most maxHashers) at once when they hold parallelHashBytes or
+// more.
+func sumAll(data [][]byte) [][sha256.Size]byte {
+	sums := make([][sha256.Size]byte, len(data))
+	total := 0
+	for _, d := range data {
+		total += len(d)
+	}
+	n := min(runtime.GOMAXPROCS(0), maxHashers, len(data))
+	if n < 2 || total < parallelHashBytes {
+		for i, d := range data {
+			sums[i] = sha256.Sum256(d)
+		}
+		return sums
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(data); i = int(next.Add(1) - 1) {
+				sums[i] = sha256.Sum256(data[i])
+			}
+		})
+	}
+	wg.Wait()
+	return sums
 }
 
 // comparePaths orders clean slash-separated paths as a depth-first walk

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"sync"
 )
 
 // The steps of a streamed write beyond those of a Write, as named to the
@@ -175,7 +176,7 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 	sync := l.syncMode()
 	w := l.newStagedWalk(ctx, sr, stage, f.sums, !l.NoSync && sync == syncFiles && !f.synced)
 	defer w.close()
-	if err := w.walk(".", setgid); err != nil {
+	if err := w.run(setgid); err != nil {
 		return Digest{}, err
 	}
 	if w.entries == 0 {
@@ -233,6 +234,38 @@ type stagedWalk struct {
 	buf     *[]byte  // from copyBufs, once needed
 	dirs    []string // visited, in walk order
 	entries int
+
+	// With hashers set, the files whose digest is read back are hashed
+	// that many at once, each on a goroutine of its own; the entries wait
+	// in walk order in queue, at most hashWindow of them, for the
+	// digester. Only a walk that syncs nothing hashes aside.
+	hashers int
+	slots   chan struct{}
+	running sync.WaitGroup
+	queue   []queued
+}
+
+// hashWindow is how many entries a walk that hashes aside holds back
+// for the digester, per hasher.
+const hashWindow = 8
+
+// A queued entry awaits its turn at the digester, and, for a file hashed
+// aside, its hash.
+type queued struct {
+	kind   byte // 'd', 'f' or 'l', as the digester's
+	rel    string
+	perm   fs.FileMode
+	target string   // a link's
+	sum    fileSum  // a file's, once known
+	hashed *hashJob // a file hashed aside
+}
+
+// A hashJob is the hash of one file, read aside; done is closed once sum
+// or err is set.
+type hashJob struct {
+	done chan struct{}
+	sum  fileSum
+	err  error
 }
 
 // newStagedWalk returns a walk of sr, the tree of stage, that checks and
@@ -246,8 +279,10 @@ func (l Layout[ID]) newStagedWalk(ctx context.Context, sr *os.Root, stage string
 	return w
 }
 
-// close releases the walk's descriptors and its buffer.
+// close waits for the files being hashed aside, and releases the walk's
+// descriptors and its buffer.
 func (w *stagedWalk) close() {
+	w.running.Wait()
 	w.cur.close()
 	if w.buf != nil {
 		copyBufs.Put(w.buf)
@@ -266,6 +301,96 @@ func passedOn(mode fs.FileMode, parent bool) (fs.FileMode, bool) {
 		return mode &^ fs.ModeSetgid, true
 	}
 	return mode, false
+}
+
+// run walks the whole tree (see walk) and has every entry digested. An
+// error is the first in walk order.
+func (w *stagedWalk) run(setgid bool) error {
+	err := w.walk(".", setgid)
+	if ferr := w.flush(true); ferr != nil {
+		return ferr // an entry before the one walk failed at
+	}
+	return err
+}
+
+// emit has q digested: at once without hashers, else after the entries
+// queued before it.
+func (w *stagedWalk) emit(q queued) error {
+	if w.hashers == 0 {
+		w.digest(q)
+		return nil
+	}
+	w.queue = append(w.queue, q)
+	return w.flush(false)
+}
+
+// digest adds q, its file's sum known, to the digest.
+func (w *stagedWalk) digest(q queued) {
+	switch q.kind {
+	case 'd':
+		w.dg.dir(q.rel, q.perm)
+	case 'l':
+		w.dg.link(q.rel, q.target)
+	default:
+		w.dg.file(q.rel, q.perm, q.sum.size, q.sum.sum)
+	}
+}
+
+// flush digests the queued entries in order while their hashes are done;
+// with all, or while more than the window waits, it waits for them. It
+// returns the error of the first file whose hash failed, leaving it and
+// the entries after it queued.
+func (w *stagedWalk) flush(all bool) error {
+	for len(w.queue) > 0 {
+		q := &w.queue[0]
+		if j := q.hashed; j != nil {
+			if all || len(w.queue) > hashWindow*w.hashers {
+				<-j.done
+			} else {
+				select {
+				case <-j.done:
+				default:
+					return nil
+				}
+			}
+			if j.err != nil {
+				return j.err
+			}
+			q.sum = j.sum
+		}
+		w.digest(*q)
+		w.queue = w.queue[1:]
+	}
+	w.queue = w.queue[:0]
+	return nil
+}
+
+// hashAside starts hashing the file rel on a goroutine of its own once
+// fewer than hashers are, and returns its job.
+func (w *stagedWalk) hashAside(rel string) *hashJob {
+	j := &hashJob{done: make(chan struct{})}
+	w.slots <- struct{}{}
+	w.running.Add(1)
+	go func() {
+		defer w.running.Done()
+		defer func() { <-w.slots }()
+		defer close(j.done)
+		j.sum, j.err = w.hashFile(rel)
+	}()
+	return j
+}
+
+// hashFile reads the file rel back for its digest, with a buffer and a
+// hash of its own.
+func (w *stagedWalk) hashFile(rel string) (fileSum, error) {
+	f, err := w.sr.OpenFile(rel, syncOpenFlag, 0)
+	if err != nil {
+		return fileSum{}, err
+	}
+	defer f.Close()
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	return w.read(f, path.Join(w.stage, rel), *buf, sha256.New())
 }
 
 // walk visits the entries of dir; setgid reports whether dir has the
@@ -326,9 +451,8 @@ func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (i
 	}
 	switch mode.Type() {
 	case fs.ModeDir:
-		w.dg.dir(rel, mode.Perm())
 		w.dirs = append(w.dirs, rel)
-		return true, setgid, nil
+		return true, setgid, w.emit(queued{kind: 'd', rel: rel, perm: mode.Perm()})
 	case fs.ModeSymlink:
 		target, err := h.dir().Readlink(base)
 		if err != nil {
@@ -340,8 +464,7 @@ func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (i
 		if err := checkResolves(w.sr, rel); err != nil {
 			return false, false, err
 		}
-		w.dg.link(rel, target)
-		return false, false, nil
+		return false, false, w.emit(queued{kind: 'l', rel: rel, target: target})
 	}
 	return false, false, w.regular(h, base, rel, fi)
 }
@@ -356,6 +479,9 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 	if known && sum.size != fi.Size() {
 		return fmt.Errorf("dirlife: %s: %d bytes staged, %d copied", path.Join(w.stage, rel), fi.Size(), sum.size)
 	}
+	if !known && w.hashers > 0 && !w.syncFiles {
+		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), hashed: w.hashAside(rel)})
+	}
 	if !known || w.syncFiles {
 		got, err := w.file(h, base, rel, !known)
 		if err != nil {
@@ -365,8 +491,7 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 			sum = got
 		}
 	}
-	w.dg.file(rel, mode.Perm(), sum.size, sum.sum)
-	return nil
+	return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), sum: sum})
 }
 
 // file opens a staged file, reads it back for its digest when digest is
@@ -380,29 +505,13 @@ func (w *stagedWalk) file(h *dirHandle, base, rel string, digest bool) (fileSum,
 	}
 	defer f.Close()
 	if digest {
-		if err := w.fault(stepHash, name); err != nil {
-			return sum, &os.PathError{Op: "read", Path: name, Err: err}
-		}
 		if w.buf == nil {
 			w.buf = copyBufs.Get().(*[]byte)
 		}
-		buf := *w.buf
 		w.hash.Reset()
-		for {
-			n, err := f.Read(buf)
-			w.hash.Write(buf[:n])
-			sum.size += int64(n)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return sum, err
-			}
-			if err := w.ctx.Err(); err != nil {
-				return sum, err
-			}
+		if sum, err = w.read(f, name, *w.buf, w.hash); err != nil {
+			return sum, err
 		}
-		w.hash.Sum(sum.sum[:0])
 	}
 	if w.syncFiles {
 		if err := w.fault(stepSync, name); err != nil {
@@ -413,6 +522,31 @@ func (w *stagedWalk) file(h *dirHandle, base, rel string, digest bool) (fileSum,
 		}
 	}
 	return sum, f.Close()
+}
+
+// read reads f, the staged file name, to its end through buf, for its
+// size and its hash by h.
+func (w *stagedWalk) read(f *os.File, name string, buf []byte, h hash.Hash) (fileSum, error) {
+	var sum fileSum
+	if err := w.fault(stepHash, name); err != nil {
+		return sum, &os.PathError{Op: "read", Path: name, Err: err}
+	}
+	for {
+		n, err := f.Read(buf)
+		h.Write(buf[:n])
+		sum.size += int64(n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return sum, err
+		}
+		if err := w.ctx.Err(); err != nil {
+			return sum, err
+		}
+	}
+	h.Sum(sum.sum[:0])
+	return sum, nil
 }
 
 // readNames returns the names in directory d, unsorted.

@@ -1,0 +1,79 @@
+//go:build linux
+
+package dirlife
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestVerifyHashersAgreeWithTheWalk: Verify's walk hashing files aside,
+// several at once, and the walk hashing each in turn agree on every tree,
+// intact or corrupted: the same digest, or the same error, the first in
+// walk order when a read fails before an entry no write publishes.
+func TestVerifyHashersAgreeWithTheWalk(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		l := genLayout(t)
+		files := Files{}
+		for i := range rapid.IntRange(1, 40).Draw(rt, "files") {
+			name := fmt.Sprintf("d%d/e%d/f%02d", rapid.IntRange(0, 3).Draw(rt, "dir"), rapid.IntRange(0, 2).Draw(rt, "sub"), i)
+			if rapid.Bool().Draw(rt, "top") {
+				name = fmt.Sprintf("f%02d", i)
+			}
+			files[name] = make([]byte, rapid.IntRange(0, 3*hashBufSize).Draw(rt, "size"))
+			for j := range files[name] {
+				files[name][j] = byte(i + j)
+			}
+		}
+		mustWrite(t, l, 1, files)
+		dir := filepath.Join(l.Root, "gen-1")
+		var paths []string
+		for name := range files {
+			paths = append(paths, name)
+		}
+		pick := func(label string) string {
+			return paths[rapid.IntRange(0, len(paths)-1).Draw(rt, label)]
+		}
+		switch rapid.IntRange(0, 3).Draw(rt, "damage") {
+		case 1: // a byte flipped, where the file has one
+			p := filepath.Join(dir, pick("flipped"))
+			b, _ := os.ReadFile(p)
+			if len(b) > 0 {
+				b[rapid.IntRange(0, len(b)-1).Draw(rt, "at")] ^= 1
+				os.WriteFile(p, b, 0o644)
+			}
+		case 2: // a file no write publishes
+			os.Chmod(filepath.Join(dir, pick("setuid")), 0o644|os.ModeSetuid)
+		case 3: // a read that fails, and maybe a refused entry after it
+			failing := filepath.Join("gen-1", pick("unreadable"))
+			l.faults = func(step, name string) error {
+				if step == stepHash && name == failing {
+					return errInjected
+				}
+				return nil
+			}
+			os.Chmod(filepath.Join(dir, pick("setuid")), 0o644|os.ModeSetuid)
+		}
+
+		digest := func(hashers int) (Digest, error) {
+			h, err := l.openRoot("verify", false, shared)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			defer h.release()
+			return l.digestDir(context.Background(), h, "gen-1", hashers)
+		}
+		want, wantErr := digest(0)
+		for _, n := range []int{2, 3, maxHashers} {
+			got, err := digest(n)
+			if got != want || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				rt.Fatalf("with %d hashers: %s, %v; the walk alone: %s, %v", n, got, err, want, wantErr)
+			}
+		}
+	})
+}
