@@ -116,6 +116,26 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// written afresh.
 	Adopt bool
 
+	// LinkUnchanged makes a Publish share each file that is unchanged from
+	// a directory the Publisher has on disk and verified in this process
+	// (wrote, or claimed under Adopt): the file is hard-linked instead of
+	// written, its digest known before it is written (see
+	// [dirlife.Layout.Link]). Every published file has its write bits
+	// cleared, however it was made, and the digest is of what is on disk:
+	// the option changes every Identity (Publish's files are 0o444 under
+	// the usual umask). A link that fails falls back to writing; nothing
+	// is linked from a kept directory before it is verified. Without it,
+	// no inode is shared between directories. [PublishEvent] and [Stats]
+	// count the bytes written against the bytes published.
+	//
+	// A leased directory stays byte-identical whatever is published or
+	// removed beside it, and removing a directory changes no other, as
+	// long as readers keep to the rule every reader should: a published
+	// file is read-only. A chmod, a write or a truncation of a linked file
+	// in one directory changes every directory that shares it; renaming
+	// or removing an entry changes that directory alone.
+	LinkUnchanged bool
+
 	wrapDisk func(disk) disk // tests only: wraps the Publisher's disk
 }
 
@@ -222,6 +242,9 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 	// of their paths, and Run waits for their removal off it.
 	p.layout = dirlife.Layout[string]{Root: root, Codec: dirCodec[K]{key: codec}, NoSync: opts.NoSync,
 		DeferRemoval: true, RemovalDeadline: opts.RemovalDeadline, RecordDigest: opts.Adopt}
+	if opts.LinkUnchanged {
+		p.layout.Link = new(dirlife.LinkIndex)
+	}
 	p.disk = p.layout
 	if opts.wrapDisk != nil {
 		p.disk = opts.wrapDisk(p.layout)
