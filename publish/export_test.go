@@ -7,7 +7,9 @@ import (
 )
 
 // DigestFiles is the digest a Publisher gives files.
-func DigestFiles(files dirlife.Files) dirlife.Digest { return digestOf(dirlife.Layout[string]{}, files) }
+func DigestFiles(files dirlife.Files) dirlife.Digest {
+	return digestOf(dirlife.Layout[string]{}, files)
+}
 
 // DigestLinked is the digest a Publisher gives files under LinkUnchanged.
 func DigestLinked(files dirlife.Files) dirlife.Digest {
