@@ -163,7 +163,9 @@ func (l Layout[ID]) dropLinked(name string) {
 	}
 }
 
-// A linker hard-links the unchanged files of one staging directory.
+// A linker hard-links the unchanged files of one staging directory. It
+// keeps the last source and staged directories it linked in open, each
+// opened through Root, so that a link costs link(2) and one fstatat(2).
 type linker struct {
 	x        *LinkIndex // nil: link nothing
 	root     *os.Root   // Root
@@ -171,6 +173,41 @@ type linker struct {
 	fault    faultFunc
 	readOnly bool        // under Link: files are made without write bits
 	filePerm fs.FileMode // a Write's files are created with; under Link, also their mode on disk
+
+	src, dst openDir
+}
+
+// openDir is a directory of Root, open, by its name in Root.
+type openDir struct {
+	name string
+	f    *os.File
+}
+
+// at returns the directory name of Root, open.
+func (k *linker) at(d *openDir, name string) (*os.File, error) {
+	if d.f != nil && d.name == name {
+		return d.f, nil
+	}
+	d.close()
+	f, err := k.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	d.name, d.f = name, f
+	return f, nil
+}
+
+func (d *openDir) close() {
+	if d.f != nil {
+		d.f.Close()
+		d.f = nil
+	}
+}
+
+// close closes the directories k holds open.
+func (k *linker) close() {
+	k.src.close()
+	k.dst.close()
 }
 
 // perm returns the permission bits a copied file with perm is published
@@ -193,32 +230,28 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, replace bool) boo
 		return false
 	}
 	ref, ok := k.x.find(linkKey{s.sum, s.size, perm})
-	if !ok {
+	if !ok || k.fault(stepLink, path.Join(k.stage, rel)) != nil {
 		return false
 	}
-	dst := path.Join(k.stage, rel)
-	tmp := dst
+	src, err := k.at(&k.src, path.Join(ref.dir, path.Dir(ref.rel)))
+	if err != nil {
+		return false
+	}
+	dst, err := k.at(&k.dst, path.Join(k.stage, path.Dir(rel)))
+	if err != nil {
+		return false
+	}
+	base := path.Base(rel)
+	tmp := base
 	if replace {
-		tmp = path.Join(path.Dir(dst), tempName(linkPrefix))
+		tmp = tempName(linkPrefix)
 	}
-	if k.fault(stepLink, dst) != nil || k.root.Link(path.Join(ref.dir, ref.rel), tmp) != nil {
+	if linkAt(src, path.Base(ref.rel), dst, tmp) != nil {
 		return false
 	}
-	fi, err := k.root.Lstat(tmp)
-	if err != nil || !sameFile(fi, ref.ino, s.size, perm) {
-		k.root.Remove(tmp) // not the file indexed: the caller writes it
-		return false
-	}
-	if replace && k.root.Rename(tmp, dst) != nil {
-		k.root.Remove(tmp)
+	if !isFile(dst, tmp, ref.ino, s.size, perm) || (replace && renameAt(dst, tmp, base) != nil) {
+		unlinkAt(dst, tmp) // not the file indexed: the caller writes it
 		return false
 	}
 	return true
-}
-
-// sameFile reports whether fi is a regular file with inode ino, size bytes
-// and exactly the permission bits perm.
-func sameFile(fi fs.FileInfo, ino uint64, size int64, perm fs.FileMode) bool {
-	n, ok := inodeOf(fi)
-	return ok && n == ino && fi.Mode() == perm && fi.Size() == size
 }

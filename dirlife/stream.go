@@ -140,6 +140,7 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		if k.readOnly {
 			k.filePerm = readOnlyPerm(defaultFilePerm) & fi.Mode().Perm()
 		}
+		defer k.close()
 		f, err := l.runFill(ctx, fill, sr, stage, k)
 		if err == nil {
 			err = ctx.Err()
