@@ -203,3 +203,37 @@ func TestLinkIndexOneRoot(t *testing.T) {
 		t.Fatalf("a LinkIndex used on a second root: err %v", err)
 	}
 }
+
+// Under Link, a WriteStream's files lose their write bits too, however the
+// fill made them, and the digest is of the modes on disk.
+func TestWriteStreamReadOnlyUnderLink(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	w, err := l.WriteStream(context.Background(), 1, func(_ context.Context, dir *os.Root) error {
+		return dir.WriteFile("a", []byte("same"), 0o664)
+	}, StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, mode := stat(t, w.Dir, "a"); mode != 0o444 {
+		t.Fatalf("a: mode %v, want 0o444", mode)
+	}
+	want, err := l.DigestFiles(Files{"a": []byte("same")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Digest != want || w.Bytes != 4 || w.Wrote != 4 {
+		t.Fatalf("Written %+v, want the digest %v of a read-only file", w, want)
+	}
+	// A file the fill links in writable is refused, as without Link.
+	_, err = l.WriteStream(context.Background(), 2, func(_ context.Context, dir *os.Root) error {
+		if err := dir.WriteFile("a", nil, 0o644); err != nil {
+			return err
+		}
+		return dir.Link("a", "b")
+	}, StreamOptions{})
+	var ne *NameError
+	if !errors.As(err, &ne) {
+		t.Fatalf("a writable file with two links: err %v, want a *NameError", err)
+	}
+}
