@@ -419,16 +419,22 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 			sum = got
 		}
 	}
-	w.dg.file(rel, mode.Perm(), sum.size, sum.sum)
+	ino, _ := inodeOf(fi)
+	w.digestFile(rel, mode.Perm(), sum, ino)
+	return nil
+}
+
+// digestFile adds the regular file rel, with inode ino, to the digest and
+// to what the walk counted.
+func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, ino uint64) {
+	w.dg.file(rel, perm, sum.size, sum.sum)
 	w.bytes += sum.size
 	if sum.linked {
 		w.linked++
 	}
 	if w.shared {
-		ino, _ := inodeOf(fi)
-		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, mode.Perm()}, rel, ino, sum.linked})
+		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, perm}, rel, ino, sum.linked})
 	}
-	return nil
 }
 
 // readOnlyPerm returns mode without its write bits.

@@ -126,9 +126,9 @@ func (l Layout[ID]) writeErr(id ID, err error) error {
 type stager func(r *os.Root, dir *os.File, stage string) (publish bool, err error)
 
 // write fills a fresh staging directory with fill and publishes it as
-// name, unless fill reports otherwise, and then calls published, under the
-// lock. It reports whether it published;
-// an error after the publication is a *publishedError. A staging
+// name, unless fill reports otherwise, and then calls onPublish, under
+// the lock. It reports whether it published; an error after the
+// publication is a *publishedError. A staging
 // directory that is not published is discarded, also when fill panics or
 // exits its goroutine.
 func (l Layout[ID]) write(name string, fill stager, onPublish func()) (published bool, err error) {
