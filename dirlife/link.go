@@ -28,9 +28,9 @@ const linkBufSize = 1 << 20
 // after first use. It is safe for concurrent use by multiple goroutines.
 type LinkIndex struct {
 	mu    sync.Mutex
-	root  string                // the Root it serves, once used
-	files map[linkKey][]linkRef // the files of each content, oldest first
-	dirs  map[string]linkedDir  // by directory name under Root
+	root  string                 // the Root it serves, once used
+	files map[linkKey][]linkRef  // the files of each content, oldest first
+	dirs  map[string][]linkEntry // the files of each directory, by its name under Root
 }
 
 // linkKey is what a linked file must share with its source.
@@ -55,11 +55,6 @@ type linkEntry struct {
 	linked bool // its write linked it from another directory instead of writing it
 }
 
-// linkedDir is what the index holds of one directory.
-type linkedDir struct {
-	entries []linkEntry
-}
-
 // bind makes x serve root if it serves none yet, and reports whether it
 // serves root.
 func (x *LinkIndex) bind(root string) bool {
@@ -72,7 +67,9 @@ func (x *LinkIndex) bind(root string) bool {
 	return x.root == root
 }
 
-// find returns an indexed file with key k.
+// find returns the newest indexed file with key k: after a link failed
+// (EMLINK: an inode with too many links) and the file was written, the
+// new inode is the one linked to.
 func (x *LinkIndex) find(k linkKey) (linkRef, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -80,7 +77,7 @@ func (x *LinkIndex) find(k linkKey) (linkRef, bool) {
 	if len(refs) == 0 {
 		return linkRef{}, false
 	}
-	return refs[0], true
+	return refs[len(refs)-1], true
 }
 
 // set records entries as the files of directory dir, in place of what x
@@ -90,12 +87,12 @@ func (x *LinkIndex) set(dir string, entries []linkEntry) {
 	defer x.mu.Unlock()
 	x.dropLocked(dir)
 	if x.files == nil {
-		x.files, x.dirs = map[linkKey][]linkRef{}, map[string]linkedDir{}
+		x.files, x.dirs = map[linkKey][]linkRef{}, map[string][]linkEntry{}
 	}
 	for _, e := range entries {
 		x.files[e.key] = append(x.files[e.key], linkRef{dir, e.rel, e.ino})
 	}
-	x.dirs[dir] = linkedDir{entries: entries}
+	x.dirs[dir] = entries
 }
 
 // drop forgets directory dir.
@@ -106,12 +103,12 @@ func (x *LinkIndex) drop(dir string) {
 }
 
 func (x *LinkIndex) dropLocked(dir string) {
-	d, ok := x.dirs[dir]
+	entries, ok := x.dirs[dir]
 	if !ok {
 		return
 	}
 	delete(x.dirs, dir)
-	for _, e := range d.entries {
+	for _, e := range entries {
 		refs := x.files[e.key]
 		kept := refs[:0]
 		for _, r := range refs {
@@ -134,8 +131,8 @@ func (x *LinkIndex) dropLocked(dir string) {
 func (x *LinkIndex) Linked(dir string) (files int, bytes int64, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	d, ok := x.dirs[dir]
-	for _, e := range d.entries {
+	entries, ok := x.dirs[dir]
+	for _, e := range entries {
 		if e.linked {
 			files++
 			bytes += e.key.size

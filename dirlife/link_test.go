@@ -155,6 +155,17 @@ func TestLinkFailureWrites(t *testing.T) {
 	if _, n, _ := stat(t, dir, "a"); n != 1 {
 		t.Fatalf("gen-2/a has %d links after a failed link", n)
 	}
+	// The file written in its place is the one linked to next: an inode
+	// with too many links is left behind.
+	l.faults = nil
+	dir3, err := l.Write(3, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i2, _, _ := stat(t, dir, "a")
+	if i3, _, _ := stat(t, dir3, "a"); i3 != i2 {
+		t.Fatalf("gen-3/a is inode %d, want gen-2/a's %d", i3, i2)
+	}
 }
 
 // A directory kept by Adopt is linked from only once Verify found it
