@@ -185,8 +185,8 @@ func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 }
 
 // digestDir checks and digests the directory name of h, as finish does a
-// staged tree, without syncing anything; under Link, it sets *found to
-// its files.
+// staged tree, without syncing anything; under Link, it sets *found, if
+// not nil, to its files.
 func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string, found *[]linkEntry) (Digest, error) {
 	rfi, err := h.dir.Stat()
 	if err != nil {
@@ -216,6 +216,8 @@ func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string, fou
 	if w.entries == 0 {
 		return Digest{}, fmt.Errorf("it is empty: %w", ErrDigestMismatch)
 	}
-	*found = w.found
+	if found != nil {
+		*found = w.found
+	}
 	return w.dg.sum(), nil
 }
