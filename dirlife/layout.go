@@ -65,23 +65,19 @@ type Layout[ID cmp.Ordered] struct {
 	// directory can change its attribute too.
 	RecordDigest bool
 
-	// Link, when set, makes writes share unchanged files between
-	// directories. Every file a write publishes has its write bits
-	// cleared, however it was made (so Write's files are 0o444 under the
-	// usual umask, 022, and the Digest differs from a write without
-	// Link). Write and CopyFS hard-link a file whose content and
-	// permission bits equal those of a file of a directory in Link instead
-	// of writing it: one Write hashes its files first; CopyFS hashes a
-	// file of up to 1 MiB in memory before it links or writes it, and
-	// writes a larger one as it hashes it, then replaces it by a link
-	// (disk shared, bytes still written). A link that fails (EMLINK,
-	// EXDEV, EPERM, a source changed since) falls back to writing. Link
+	// Link, when set, makes every write clear its files' write bits
+	// (Write's are 0o444 under the usual umask, so the Digest differs),
+	// and Write and CopyFS hard-link, instead of writing, a file whose
+	// content and permission bits equal those of a file of a directory in
+	// Link. Write hashes each file first; CopyFS hashes a file of up to 1
+	// MiB in memory first, and a larger one as it writes it, replacing it
+	// then by a link (disk shared, bytes written). A link that fails
+	// (EMLINK, EXDEV, a source changed since) falls back to writing. Link
 	// serves one Root; hard links need Unix.
 	//
-	// A linked file is one inode in several directories: chmod, a write
-	// or a truncation in one changes them all. Readers must treat
-	// published files as read-only and replace nothing in place; a rename
-	// or removal inside one directory changes that directory only.
+	// A linked file is one inode in several directories: a chmod, write
+	// or truncation in one changes them all, a rename or removal only its
+	// own. Readers must treat published files as read-only.
 	Link *LinkIndex
 
 	// RemovalDeadline bounds how long a call waits for a removal (zero:

@@ -116,24 +116,20 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// written afresh.
 	Adopt bool
 
-	// LinkUnchanged makes a Publish share each file that is unchanged from
-	// a directory the Publisher has on disk and verified in this process
-	// (wrote, or claimed under Adopt): the file is hard-linked instead of
-	// written, its digest known before it is written (see
-	// [dirlife.Layout.Link]). Every published file has its write bits
-	// cleared, however it was made, and the digest is of what is on disk:
-	// the option changes every Identity (Publish's files are 0o444 under
-	// the usual umask). A link that fails falls back to writing; nothing
-	// is linked from a kept directory before it is verified. Without it,
-	// no inode is shared between directories. [PublishEvent] and [Stats]
-	// count the bytes written against the bytes published.
+	// LinkUnchanged hard-links, instead of writing, each file whose
+	// content and mode equal those of a file in a directory the Publisher
+	// has on disk and verified in this process (wrote, or claimed under
+	// Adopt), hashing it first ([dirlife.Layout.Link]); a link that fails
+	// falls back to writing. Every published file has its write bits
+	// cleared, and the digest is of what is on disk, so the option changes
+	// every Identity (Publish's files are 0o444 under the usual umask).
+	// [PublishEvent] and [Stats] count the bytes written against the bytes
+	// published. Without it, no inode is shared between directories.
 	//
-	// A leased directory stays byte-identical whatever is published or
-	// removed beside it, and removing a directory changes no other, as
-	// long as readers keep to the rule every reader should: a published
-	// file is read-only. A chmod, a write or a truncation of a linked file
-	// in one directory changes every directory that shares it; renaming
-	// or removing an entry changes that directory alone.
+	// Removing a directory changes no other, and a leased one stays
+	// byte-identical, as long as readers treat published files as
+	// read-only: a chmod, write or truncation of a linked file changes
+	// every directory that shares it (a rename or removal, only its own).
 	LinkUnchanged bool
 
 	wrapDisk func(disk) disk // tests only: wraps the Publisher's disk
