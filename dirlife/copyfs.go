@@ -28,6 +28,12 @@ func (l Layout[ID]) CopyFS(ctx context.Context, id ID, fsys fs.FS, opts StreamOp
 	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, stage string, k *linker) (filled, error) {
 		c := &copier{l: l.fault, ctx: ctx, fsys: fsys, cur: newDirCursor(sr), stage: stage, k: k, sums: map[string]fileSum{}, hash: sha256.New()}
 		defer c.cur.close()
+		defer func() {
+			if c.held != nil {
+				b := c.held[:0] // not &c.held, which would keep c
+				heldBufs.Put(&b)
+			}
+		}()
 		err := c.walk()
 		return filled{sums: c.sums, wrote: c.wrote, counted: true}, err
 	}, opts)
@@ -174,7 +180,7 @@ func (c *copier) file(dir *os.Root, base, name, full string, perm fs.FileMode) e
 			return err
 		}
 	} else if c.held == nil {
-		c.held = make([]byte, 0, linkBufSize)
+		c.held = (*heldBufs.Get().(*[]byte))[:0]
 	}
 	c.hash.Reset()
 	n, err := copyCtx(c.ctx, fc, c.fsys, name)
@@ -260,6 +266,9 @@ func (fc *fileCopy) close() {
 	}
 	fc.c.held = fc.c.held[:0]
 }
+
+// heldBufs holds the buffers in which copies under Link held small files.
+var heldBufs = sync.Pool{New: func() any { b := make([]byte, 0, linkBufSize); return &b }}
 
 // copyBufs holds the buffers of finished copies.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, hashBufSize); return &b }}
