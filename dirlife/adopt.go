@@ -149,9 +149,10 @@ func (l Layout[ID]) readDigest(r *os.Root, name string, dev uint64) (Digest, boo
 // [ErrDigestMismatch] when the content, a mode, a name or a link target
 // differs or an entry is added or missing, and a [*NameError] for an entry
 // no write would publish (a setuid, setgid or sticky bit, a link out of the
-// tree, a file with other hard links). It holds Root's shared lock, so no
-// Prune runs meanwhile, reads with bounded memory and descriptors, changes
-// nothing, and returns ctx.Err() once ctx ends.
+// tree, a file with other hard links but a read-only one under
+// [Layout.Link]). It holds Root's shared lock, so no Prune runs meanwhile,
+// reads with bounded memory and descriptors, changes nothing but Link,
+// where a match enters the directory, and returns ctx.Err() once ctx ends.
 func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 	name, err := l.name(id)
 	if err != nil {
@@ -166,7 +167,8 @@ func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 		return &os.PathError{Op: "verify", Path: dir, Err: fs.ErrNotExist}
 	}
 	defer h.release()
-	got, err := l.digestDir(ctx, h, name, min(runtime.GOMAXPROCS(0), maxHashers))
+	var found []linkEntry
+	got, err := l.digestDir(ctx, h, name, min(runtime.GOMAXPROCS(0), maxHashers), &found)
 	if err != nil {
 		var ne *NameError
 		if errors.As(err, &ne) {
@@ -177,6 +179,9 @@ func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 	if got != want {
 		return fmt.Errorf("dirlife: verify %s: its tree's digest is %s, recorded %s: %w", dir, got, want, ErrDigestMismatch)
 	}
+	if x, err := l.linkIndex(); x != nil && err == nil {
+		x.set(name, found)
+	}
 	return nil
 }
 
@@ -185,8 +190,9 @@ const maxHashers = 4
 
 // digestDir checks and digests the directory name of h, as finish does a
 // staged tree, without syncing anything, hashing up to hashers files at
-// once (one, in the walk, below two).
-func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string, hashers int) (Digest, error) {
+// once (one, in the walk, below two); under Link, it sets *found, if not
+// nil, to its files.
+func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string, hashers int, found *[]linkEntry) (Digest, error) {
 	rfi, err := h.dir.Stat()
 	if err != nil {
 		return Digest{}, err
@@ -217,6 +223,9 @@ func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string, has
 	}
 	if w.entries == 0 {
 		return Digest{}, fmt.Errorf("it is empty: %w", ErrDigestMismatch)
+	}
+	if found != nil {
+		*found = w.found
 	}
 	return w.dg.sum(), nil
 }

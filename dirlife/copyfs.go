@@ -22,12 +22,20 @@ import (
 // directory, 0o555, becomes 0o755). Each entry is checked before it is
 // copied ([*NameError]), also one whose name is not one path element.
 // CopyFS returns once ctx is done, also while a read from fsys blocks: the
-// read is abandoned, and its goroutine ends when it returns.
+// read is abandoned, and its goroutine ends when it returns. Under
+// [Layout.Link] files lose their write bits, and unchanged ones are linked.
 func (l Layout[ID]) CopyFS(ctx context.Context, id ID, fsys fs.FS, opts StreamOptions) (Written, error) {
-	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, stage string) (filled, error) {
-		c := &copier{l: l.fault, ctx: ctx, fsys: fsys, cur: newDirCursor(sr), stage: stage, sums: map[string]fileSum{}, hash: sha256.New()}
+	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, stage string, k *linker) (filled, error) {
+		c := &copier{l: l.fault, ctx: ctx, fsys: fsys, cur: newDirCursor(sr), stage: stage, k: k, sums: map[string]fileSum{}, hash: sha256.New()}
 		defer c.cur.close()
-		return filled{sums: c.sums}, c.walk()
+		defer func() {
+			if c.held != nil {
+				b := c.held[:0] // not &c.held, which would keep c
+				heldBufs.Put(&b)
+			}
+		}()
+		err := c.walk()
+		return filled{sums: c.sums, wrote: c.wrote, counted: true}, err
 	}, opts)
 }
 
@@ -84,8 +92,11 @@ type copier struct {
 	fsys  fs.FS
 	cur   *dirCursor
 	stage string
+	k     *linker
 	sums  map[string]fileSum
 	hash  hash.Hash
+	held  []byte // under Link, a file of up to linkBufSize read before it is linked or written
+	wrote int64  // bytes passed to write(2)
 }
 
 func (c *copier) visit(name string, d fs.DirEntry, err error) error {
@@ -154,36 +165,110 @@ func (c *copier) visit(name string, d fs.DirEntry, err error) error {
 		}
 		return dir.Symlink(target, base)
 	}
-	return c.file(dir, base, name, full, mode.Perm())
+	return c.file(dir, base, name, full, c.k.perm(mode.Perm()))
 }
 
 // file copies the regular file name, base in dir, hashing it as it is
-// written.
+// written. Under Link, a file of up to linkBufSize is held and hashed
+// before it is linked or written, and a larger one, written as it is
+// hashed, is then replaced by a link if it is unchanged.
 func (c *copier) file(dir *os.Root, base, name, full string, perm fs.FileMode) error {
-	if err := c.l(stepCreate, full); err != nil {
-		return &os.PathError{Op: "create", Path: full, Err: err}
-	}
-	f, err := dir.OpenFile(base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Chmod(perm); err != nil { // exactly, whatever the umask
-		return err
-	}
-	if err := c.l(stepWrite, full); err != nil {
-		return &os.PathError{Op: "write", Path: full, Err: err}
+	fc := &fileCopy{c: c, dir: dir, base: base, full: full, perm: perm}
+	defer fc.close()
+	if c.k.x == nil {
+		if err := fc.create(); err != nil { // before it is read, as without Link
+			return err
+		}
+	} else if c.held == nil {
+		c.held = (*heldBufs.Get().(*[]byte))[:0]
 	}
 	c.hash.Reset()
-	n, err := copyCtx(c.ctx, io.MultiWriter(f, c.hash), c.fsys, name)
+	n, err := copyCtx(c.ctx, fc, c.fsys, name)
 	if err != nil {
 		return err
 	}
 	s := fileSum{size: n}
 	c.hash.Sum(s.sum[:0])
+	switch {
+	case fc.f == nil && c.k.link(name, s, perm, false):
+		s.linked = true
+	case fc.f == nil:
+		if err := fc.create(); err != nil {
+			return err
+		}
+	}
+	if fc.f != nil {
+		if err := fc.f.Close(); err != nil {
+			return err
+		}
+		fc.f = nil
+		s.linked = c.k.link(name, s, perm, true)
+	}
 	c.sums[name] = s
-	return f.Close()
+	return nil
 }
+
+// A fileCopy is the io.Writer a file is copied to: the staged file, which
+// it creates once it must, holding what comes before in c.held.
+type fileCopy struct {
+	c    *copier
+	dir  *os.Root
+	base string
+	full string
+	perm fs.FileMode
+	f    *os.File
+}
+
+func (fc *fileCopy) Write(b []byte) (int, error) {
+	c := fc.c
+	c.hash.Write(b)
+	if fc.f == nil {
+		if len(c.held)+len(b) <= cap(c.held) {
+			c.held = append(c.held, b...)
+			return len(b), nil
+		}
+		if err := fc.create(); err != nil {
+			return 0, err
+		}
+	}
+	n, err := fc.f.Write(b)
+	c.wrote += int64(n)
+	return n, err
+}
+
+// create creates the staged file with exactly perm, whatever the umask,
+// and writes to it what c.held holds.
+func (fc *fileCopy) create() error {
+	c := fc.c
+	if err := c.l(stepCreate, fc.full); err != nil {
+		return &os.PathError{Op: "create", Path: fc.full, Err: err}
+	}
+	f, err := fc.dir.OpenFile(fc.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fc.perm)
+	if err != nil {
+		return err
+	}
+	fc.f = f
+	if err := f.Chmod(fc.perm); err != nil { // exactly, whatever the umask
+		return err
+	}
+	if err := c.l(stepWrite, fc.full); err != nil {
+		return &os.PathError{Op: "write", Path: fc.full, Err: err}
+	}
+	n, err := f.Write(c.held) // hashed already
+	c.wrote += int64(n)
+	c.held = c.held[:0]
+	return err
+}
+
+func (fc *fileCopy) close() {
+	if fc.f != nil {
+		fc.f.Close()
+	}
+	fc.c.held = fc.c.held[:0]
+}
+
+// heldBufs holds the buffers in which copies under Link held small files.
+var heldBufs = sync.Pool{New: func() any { b := make([]byte, 0, linkBufSize); return &b }}
 
 // copyBufs holds the buffers of finished copies.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, hashBufSize); return &b }}

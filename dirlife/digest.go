@@ -38,7 +38,17 @@ func (d Digest) IsZero() bool { return d == Digest{} }
 // another umask the modes on disk, and so the digest, differ). A
 // publisher keeps it to tell an identical re-publish without a copy of
 // the files. It reads no disk, and refuses what [CheckFiles] refuses.
-func DigestFiles(files Files) (Digest, error) {
+// It is the zero Layout's [Layout.DigestFiles].
+func DigestFiles(files Files) (Digest, error) { return Layout[string]{}.DigestFiles(files) }
+
+// DigestFiles returns the [Digest] that l.Write gives files under the
+// usual umask, as the function DigestFiles does, but with each file
+// 0o444 under [Layout.Link].
+func (l Layout[ID]) DigestFiles(files Files) (Digest, error) {
+	filePerm := defaultFilePerm
+	if l.Link != nil {
+		filePerm = readOnlyPerm(filePerm)
+	}
 	p, err := planFiles(files)
 	if errors.Is(err, ErrNoFiles) {
 		return Digest{}, fmt.Errorf("dirlife: digest files: %w", err)
@@ -70,7 +80,7 @@ func DigestFiles(files Files) (Digest, error) {
 			dg.dir(e.name, defaultDirPerm)
 			continue
 		}
-		dg.file(e.name, defaultFilePerm, int64(len(data[e.file])), sums[e.file])
+		dg.file(e.name, filePerm, int64(len(data[e.file])), sums[e.file])
 	}
 	return dg.sum(), nil
 }

@@ -14,3 +14,7 @@ const syncOpenFlag = os.O_RDWR
 // linkCount returns the number of hard links of the file fi describes,
 // where the system tells it: a FileInfo here does not.
 func linkCount(fs.FileInfo) (uint64, bool) { return 0, false }
+
+// inodeOf reports false: a FileInfo here carries no inode, so a layout
+// links no file (see [Layout.Link]).
+func inodeOf(fs.FileInfo) (uint64, bool) { return 0, false }

@@ -20,3 +20,12 @@ func linkCount(fi fs.FileInfo) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// inodeOf returns the inode number of the file fi describes, where the
+// system tells it.
+func inodeOf(fi fs.FileInfo) (uint64, bool) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino), true
+	}
+	return 0, false
+}

@@ -65,6 +65,21 @@ type Layout[ID cmp.Ordered] struct {
 	// directory can change its attribute too.
 	RecordDigest bool
 
+	// Link, when set, makes every write clear its files' write bits
+	// (Write's are 0o444 under the usual umask, so the Digest differs),
+	// and Write and CopyFS hard-link, instead of writing, a file whose
+	// content and permission bits equal those of a file of a directory in
+	// Link. Write hashes each file first; CopyFS hashes a file of up to 1
+	// MiB in memory first, and a larger one as it writes it, replacing it
+	// then by a link (disk shared, bytes written). A link that fails
+	// (EMLINK, EXDEV, a source changed since) falls back to writing. Link
+	// serves one Root; hard links need Unix.
+	//
+	// A linked file is one inode in several directories: a chmod, write
+	// or truncation in one changes them all, a rename or removal only its
+	// own. Readers must treat published files as read-only.
+	Link *LinkIndex
+
 	// RemovalDeadline bounds how long a call waits for a removal (zero:
 	// [DefaultRemovalDeadline]). Past it, the call returns a
 	// [*StalledError] naming what is left, and the removal goes on.

@@ -32,6 +32,7 @@ const (
 	stagePrefix  = ".stage-"
 	asidePrefix  = ".aside-"
 	markerTemp   = ".marker-"
+	linkPrefix   = ".link-" // a link in the staging tree, before it replaces a written file
 	markerText   = "This directory is managed by leasekit.dev/dirlife: Prune and Reset remove everything in it.\n"
 	reservedLead = "."
 )

@@ -153,6 +153,7 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool) (doom
 			if err := h.r.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = errors.Join(errs, removeErr(l.Root, name, err))
 			}
+			l.dropLinked(name)
 			continue
 		}
 		// Out of its path first, atomically, so that a reader never finds
@@ -174,6 +175,7 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool) (doom
 			errs = errors.Join(errs, removeErr(l.Root, name, err))
 			continue
 		}
+		l.dropLinked(name) // before its files go
 		doomed = append(doomed, garbage{name: aside, was: name})
 	}
 	for from, to := range restore.from {

@@ -42,6 +42,13 @@ type Written struct {
 	Dir       string // the ID's directory, [Layout.Dir]
 	Digest    Digest // of the staged content
 	Published bool   // false when Digest equals StreamOptions.Current
+
+	// Bytes is the size of the staged regular files. Wrote is how many of
+	// those bytes the write passed to write(2) (a WriteStream's fill is
+	// taken to have written all it staged), and Linked the number of files
+	// hard-linked from another directory under [Layout.Link].
+	Bytes, Wrote int64
+	Linked       int
 }
 
 // WriteStream publishes as id's directory the tree fill makes in dir, an
@@ -57,13 +64,14 @@ type Written struct {
 // removed (a panic in fill is raised again then), but for the errors of
 // [*NotDurableError] and [*StalledError], returned with the Written.
 func (l Layout[ID]) WriteStream(ctx context.Context, id ID, fill func(ctx context.Context, dir *os.Root) error, opts StreamOptions) (Written, error) {
-	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, _ string) (filled, error) {
+	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, _ string, _ *linker) (filled, error) {
 		return filled{}, fill(ctx, sr)
 	}, opts)
 }
 
-// A filler fills the staging directory sr, named stage in the root.
-type filler func(ctx context.Context, sr *os.Root, stage string) (filled, error)
+// A filler fills the staging directory sr, named stage in the root; k
+// links its unchanged files under [Layout.Link].
+type filler func(ctx context.Context, sr *os.Root, stage string, k *linker) (filled, error)
 
 // filled is what a filler knows of what it wrote.
 type filled struct {
@@ -74,12 +82,17 @@ type filled struct {
 	// synced reports that it synced every file it wrote (not the
 	// directories).
 	synced bool
+	// wrote is the bytes it passed to write(2), when counted.
+	wrote   int64
+	counted bool
 }
 
-// fileSum is the size and SHA-256 of a staged file.
+// fileSum is the size and SHA-256 of a staged file, and whether it is a
+// hard link to an indexed file ([Layout.Link]), whose bytes are on disk.
 type fileSum struct {
-	size int64
-	sum  [sha256.Size]byte
+	size   int64
+	sum    [sha256.Size]byte
+	linked bool
 }
 
 // A fillPanic carries the value of a panic in a fill out of the staging
@@ -96,7 +109,12 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 	if err := ctx.Err(); err != nil {
 		return Written{}, l.writeErr(id, err)
 	}
+	x, err := l.linkIndex()
+	if err != nil {
+		return Written{}, err
+	}
 	w := Written{Dir: l.Dir(id)}
+	var found []linkEntry // the files published, for x
 	stage := func(r *os.Root, dir *os.File, stage string) (publish bool, err error) {
 		sr, err := r.OpenRoot(stage)
 		if err != nil {
@@ -116,15 +134,28 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 			return false, err
 		}
 		inherited := fi.Mode()&fs.ModeSetgid != 0
-		f, err := l.runFill(ctx, fill, sr, stage)
+		// Write's files are 0o444 under Link: their mode under the umask,
+		// the one the staging directory was made under, is known before
+		// they are.
+		k := &linker{x: x, root: r, stage: stage, fault: l.fault, readOnly: l.Link != nil, filePerm: defaultFilePerm}
+		if k.readOnly {
+			k.filePerm = readOnlyPerm(defaultFilePerm) & fi.Mode().Perm()
+		}
+		defer k.close()
+		f, err := l.runFill(ctx, fill, sr, stage, k)
 		if err == nil {
 			err = ctx.Err()
 		}
 		if err != nil {
 			return false, err
 		}
-		if w.Digest, err = l.finish(ctx, r, dir, sr, stage, inherited, f, opts.Current); err != nil {
+		var wk walked
+		if w.Digest, wk, err = l.finish(ctx, r, dir, sr, stage, inherited, f, opts.Current); err != nil {
 			return false, err
+		}
+		w.Bytes, w.Wrote, w.Linked, found = wk.bytes, wk.bytes, wk.linked, wk.found
+		if f.counted {
+			w.Wrote = f.wrote
 		}
 		checked = true // every directory is the owner's to empty
 		if err := ctx.Err(); err != nil {
@@ -132,7 +163,11 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		}
 		return w.Digest != opts.Current, nil
 	}
-	published, err := l.write(name, stage)
+	published, err := l.write(name, stage, func() {
+		if x != nil {
+			x.set(name, found)
+		}
+	})
 	w.Published = published
 	var p *fillPanic
 	var pe *publishedError
@@ -148,7 +183,7 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 }
 
 // runFill calls fill, turning a panic into a *fillPanic.
-func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage string) (f filled, err error) {
+func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage string, k *linker) (f filled, err error) {
 	if err := l.fault(stepFill, stage); err != nil {
 		return f, &os.PathError{Op: "fill", Path: stage, Err: err}
 	}
@@ -157,64 +192,73 @@ func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage
 			err = &fillPanic{v}
 		}
 	}()
-	return fill(ctx, sr, stage)
+	return fill(ctx, sr, stage, k)
 }
 
 // finish checks the filled staging directory sr entry by entry, digests
 // it and, unless NoSync or its digest is current (it is then discarded),
 // makes it durable. inherited reports whether the staging directory had
-// the setgid bit from Root before it was filled.
-func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, inherited bool, f filled, current Digest) (Digest, error) {
+// the setgid bit from Root before it was filled. Under Link it clears the
+// write bits of the files the fill left with some.
+func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, inherited bool, f filled, current Digest) (Digest, walked, error) {
 	fi, err := sr.Lstat(".")
 	if err != nil {
-		return Digest{}, err
+		return Digest{}, walked{}, err
 	}
 	mode, setgid := passedOn(fi.Mode(), inherited)
 	if err := checkMode(".", mode); err != nil {
-		return Digest{}, err // the directory itself
+		return Digest{}, walked{}, err // the directory itself
 	}
 	sync := l.syncMode()
 	w := l.newStagedWalk(ctx, sr, stage, f.sums, !l.NoSync && sync == syncFiles && !f.synced)
+	w.readOnly = l.Link != nil
 	defer w.close()
 	if err := w.run(setgid); err != nil {
-		return Digest{}, err
+		return Digest{}, walked{}, err
 	}
 	if w.entries == 0 {
-		return Digest{}, ErrNoFiles
+		return Digest{}, walked{}, ErrNoFiles
 	}
 	sum := w.dg.sum()
 	if sum == current {
-		return sum, nil
+		return sum, w.walked, nil
 	}
 	if l.RecordDigest {
 		if err := l.recordDigest(sr, stage, sum); err != nil {
-			return Digest{}, err
+			return Digest{}, walked{}, err
 		}
 	}
 	if l.NoSync {
-		return sum, nil
+		return sum, w.walked, nil
 	}
 	if sync == syncFS {
 		if err := l.fault(stepSync, stage); err != nil {
-			return Digest{}, &os.PathError{Op: "syncfs", Path: stage, Err: err}
+			return Digest{}, walked{}, &os.PathError{Op: "syncfs", Path: stage, Err: err}
 		}
 		if err := syncfs(dir); err != nil {
-			return Digest{}, &os.PathError{Op: "syncfs", Path: stage, Err: err}
+			return Digest{}, walked{}, &os.PathError{Op: "syncfs", Path: stage, Err: err}
 		}
-		return sum, nil
+		return sum, w.walked, nil
 	}
 	// Directories after their files, deepest first, the staging directory
 	// last, as stage does: reverse walk order puts every directory before
 	// its parent.
 	for i := len(w.dirs) - 1; i >= 0; i-- {
 		if err := l.syncStaged(w.cur, stage, w.dirs[i]); err != nil {
-			return Digest{}, err
+			return Digest{}, walked{}, err
 		}
 	}
 	if err := l.syncDir(r, stage); err != nil {
-		return Digest{}, err
+		return Digest{}, walked{}, err
 	}
-	return sum, nil
+	return sum, w.walked, nil
+}
+
+// walked is what a stagedWalk counted of the regular files it visited.
+type walked struct {
+	bytes  int64       // their sizes
+	linked int         // those linked from an indexed file
+	found  []linkEntry // every one of them, under Link
 }
 
 // A stagedWalk visits a filled staging tree depth first, each directory's
@@ -228,7 +272,10 @@ type stagedWalk struct {
 	sums      map[string]fileSum // files whose digest the fill knows
 	fault     faultFunc
 	syncFiles bool // fsync each file as it is visited
+	shared    bool // under Link: read-only files may have other hard links, and files are collected
+	readOnly  bool // a write's check under Link: clear the files' write bits
 
+	walked
 	dg      digester
 	hash    hash.Hash
 	buf     *[]byte  // from copyBufs, once needed
@@ -256,6 +303,7 @@ type queued struct {
 	rel    string
 	perm   fs.FileMode
 	target string   // a link's
+	ino    uint64   // a file's inode
 	sum    fileSum  // a file's, once known
 	hashed *hashJob // a file hashed aside
 }
@@ -274,7 +322,7 @@ type hashJob struct {
 // syncFiles fsyncs each file as it is visited. Close releases it.
 func (l Layout[ID]) newStagedWalk(ctx context.Context, sr *os.Root, stage string, sums map[string]fileSum, syncFiles bool) *stagedWalk {
 	w := &stagedWalk{ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: stage, sums: sums,
-		fault: l.fault, syncFiles: syncFiles, hash: sha256.New()}
+		fault: l.fault, syncFiles: syncFiles, shared: l.Link != nil, hash: sha256.New()}
 	w.dg.init()
 	return w
 }
@@ -332,7 +380,7 @@ func (w *stagedWalk) digest(q queued) {
 	case 'l':
 		w.dg.link(q.rel, q.target)
 	default:
-		w.dg.file(q.rel, q.perm, q.sum.size, q.sum.sum)
+		w.digestFile(q.rel, q.perm, q.sum, q.ino)
 	}
 }
 
@@ -472,17 +520,25 @@ func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (i
 // regular checks and digests the regular file base of directory h.
 func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) error {
 	mode := fi.Mode()
-	if n, ok := linkCount(fi); ok && n > 1 {
-		return &NameError{rel, fmt.Sprintf("has %d hard links: each file of the directory must be its own", n)}
+	if n, ok := linkCount(fi); ok && n > 1 && !(w.shared && mode&0o222 == 0) {
+		return &NameError{rel, fmt.Sprintf("has %d hard links: each file of the directory must be its own (or, under Layout.Link, read-only)", n)}
+	}
+	if w.readOnly && mode&0o222 != 0 {
+		mode = readOnlyPerm(mode)
+		if err := h.dir().Chmod(base, mode); err != nil {
+			return err
+		}
 	}
 	sum, known := w.sums[rel]
 	if known && sum.size != fi.Size() {
 		return fmt.Errorf("dirlife: %s: %d bytes staged, %d copied", path.Join(w.stage, rel), fi.Size(), sum.size)
 	}
+	ino, _ := inodeOf(fi)
 	if !known && w.hashers > 0 && !w.syncFiles {
-		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), hashed: w.hashAside(rel)})
+		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), ino: ino, hashed: w.hashAside(rel)})
 	}
-	if !known || w.syncFiles {
+	// A linked file's bytes are another directory's, durable with it.
+	if !known || (w.syncFiles && !sum.linked) {
 		got, err := w.file(h, base, rel, !known)
 		if err != nil {
 			return err
@@ -491,8 +547,24 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 			sum = got
 		}
 	}
-	return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), sum: sum})
+	return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), ino: ino, sum: sum})
 }
+
+// digestFile adds the regular file rel, with inode ino, to the digest and
+// to what the walk counted.
+func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, ino uint64) {
+	w.dg.file(rel, perm, sum.size, sum.sum)
+	w.bytes += sum.size
+	if sum.linked {
+		w.linked++
+	}
+	if w.shared {
+		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, perm}, rel, ino, sum.linked})
+	}
+}
+
+// readOnlyPerm returns mode without its write bits.
+func readOnlyPerm(mode fs.FileMode) fs.FileMode { return mode &^ 0o222 }
 
 // file opens a staged file, reads it back for its digest when digest is
 // set, and fsyncs it under syncFiles.

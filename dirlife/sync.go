@@ -1,6 +1,7 @@
 package dirlife
 
 import (
+	"io/fs"
 	"os"
 	"sync"
 )
@@ -32,6 +33,7 @@ type filePool struct {
 	mode   syncMode
 	noSync bool
 	stage  string
+	perm   fs.FileMode // each file is created with
 	jobs   chan fileJob
 	wg     sync.WaitGroup
 
@@ -46,8 +48,8 @@ type fileJob struct {
 	data []byte     // its content
 }
 
-func (l Layout[ID]) newFilePool(stage string) *filePool {
-	return &filePool{fault: l.fault, mode: l.syncMode(), noSync: l.NoSync, stage: stage}
+func (l Layout[ID]) newFilePool(stage string, perm fs.FileMode) *filePool {
+	return &filePool{fault: l.fault, mode: l.syncMode(), noSync: l.NoSync, stage: stage, perm: perm}
 }
 
 // syncMode returns how a durable write of l makes its staging tree durable.
@@ -96,7 +98,7 @@ func (p *filePool) writeFile(j fileJob) error {
 	if err := p.fault(stepCreate, j.name); err != nil {
 		return &os.PathError{Op: "create", Path: j.name, Err: err}
 	}
-	f, err := j.dir.dir().OpenFile(j.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, defaultFilePerm)
+	f, err := j.dir.dir().OpenFile(j.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, p.perm)
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func TestVerifyHashersAgreeWithTheWalk(t *testing.T) {
 				rt.Fatal(err)
 			}
 			defer h.release()
-			return l.digestDir(context.Background(), h, "gen-1", hashers)
+			return l.digestDir(context.Background(), h, "gen-1", hashers, nil)
 		}
 		want, wantErr := digest(0)
 		for _, n := range []int{2, 3, maxHashers} {

@@ -43,11 +43,11 @@ func (l Layout[ID]) Write(id ID, files Files) (string, error) {
 // which spares the check reading them back, and, under syncFiles, that it
 // synced them, on the file pool's workers.
 func (l Layout[ID]) fillFiles(p *plan, files Files) filler {
-	return func(ctx context.Context, sr *os.Root, stage string) (filled, error) {
-		out := filled{sums: make(map[string]fileSum, len(p.names))}
+	return func(ctx context.Context, sr *os.Root, stage string, k *linker) (filled, error) {
+		out := filled{sums: make(map[string]fileSum, len(p.names)), counted: true}
 		cur := newDirCursor(sr)
-		pool := l.newFilePool(stage)
-		err := l.fill(ctx, cur, pool, stage, p, files, out.sums)
+		pool := l.newFilePool(stage, k.filePerm)
+		err := l.fill(ctx, cur, pool, k, p, files, &out)
 		cur.close()
 		if perr := pool.stop(); err == nil {
 			err = perr
@@ -58,8 +58,10 @@ func (l Layout[ID]) fillFiles(p *plan, files Files) filler {
 }
 
 // fill creates the directories and files of p in the staging tree, in
-// sorted order, so that every directory is made before what it holds.
-func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, stage string, p *plan, files Files, sums map[string]fileSum) error {
+// sorted order, so that every directory is made before what it holds. A
+// file k links is not written.
+func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, k *linker, p *plan, files Files, out *filled) error {
+	stage := k.stage
 	di, fi := 0, 0
 	for di < len(p.dirs) || fi < len(p.names) {
 		if err := ctx.Err(); err != nil {
@@ -82,7 +84,13 @@ func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, st
 		name := p.names[fi]
 		data := files[p.from[fi]]
 		fi++
-		sums[name] = fileSum{size: int64(len(data)), sum: sha256.Sum256(data)}
+		s := fileSum{size: int64(len(data)), sum: sha256.Sum256(data)}
+		s.linked = k.link(name, s, k.filePerm, false)
+		out.sums[name] = s
+		if s.linked {
+			continue
+		}
+		out.wrote += s.size
 		h, err := cur.at(path.Dir(name))
 		if err != nil {
 			return err
@@ -118,11 +126,12 @@ func (l Layout[ID]) writeErr(id ID, err error) error {
 type stager func(r *os.Root, dir *os.File, stage string) (publish bool, err error)
 
 // write fills a fresh staging directory with fill and publishes it as
-// name, unless fill reports otherwise. It reports whether it published;
-// an error after the publication is a *publishedError. A staging
+// name, unless fill reports otherwise, and then calls onPublish, under
+// the lock. It reports whether it published; an error after the
+// publication is a *publishedError. A staging
 // directory that is not published is discarded, also when fill panics or
 // exits its goroutine.
-func (l Layout[ID]) write(name string, fill stager) (published bool, err error) {
+func (l Layout[ID]) write(name string, fill stager, onPublish func()) (published bool, err error) {
 	h, err := l.openRoot("write", true, shared)
 	if err != nil {
 		return false, err
@@ -164,6 +173,7 @@ func (l Layout[ID]) write(name string, fill stager) (published bool, err error) 
 		return false, err
 	}
 	published = true
+	onPublish()
 	if !l.NoSync {
 		// Never undone on failure: another Write of name may have published
 		// since, and the state after a failed sync is unknown anyway.

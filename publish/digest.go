@@ -9,14 +9,13 @@ import (
 	"leasekit.dev/dirlife"
 )
 
-// digestOf returns the digest of files as [dirlife.Layout.Write] writes
-// them under the usual umask, 022 ([dirlife.DigestFiles]): the
-// [dirlife.Digest] that [dirlife.Layout.WriteStream] and
-// [dirlife.Layout.CopyFS] report for the same content. For files
-// [dirlife.CheckFiles] refuses, which no Publish writes, it returns the
-// zero Digest.
-func digestOf(files dirlife.Files) dirlife.Digest {
-	d, err := dirlife.DigestFiles(files)
+// digestOf returns the digest of files as l.Write writes them under the
+// usual umask, 022 ([dirlife.Layout.DigestFiles]): the [dirlife.Digest]
+// that [dirlife.Layout.WriteStream] and [dirlife.Layout.CopyFS] report for
+// the same content. For files [dirlife.CheckFiles] refuses, which no
+// Publish writes, it returns the zero Digest.
+func digestOf(l dirlife.Layout[string], files dirlife.Files) dirlife.Digest {
+	d, err := l.DigestFiles(files)
 	if err != nil {
 		return dirlife.Digest{}
 	}

@@ -28,7 +28,9 @@
 // [Options.Adopt] it keeps the directories an earlier process wrote, for
 // the Publish of their content to verify and claim), and
 // [Publisher.Run] removes a replaced directory as soon as its last lease
-// is released.
+// is released. Under [Options.LinkUnchanged] a file unchanged from a
+// directory the Publisher wrote or verified is hard-linked, not written,
+// and every file is published read-only.
 //
 // The promise: a directory a reader leased (from the [Publisher.Slot]) is
 // never removed and never changes while leased, and the slot never names
@@ -44,8 +46,9 @@
 // ([dirlife.Layout.DeferRemoval]), off the serialisation.
 //
 // Limits: a lease protects a directory from the Publisher, not from
-// another writer of Root or from a reader that writes into it; Root
-// belongs to one Publisher. A process that dies takes its leases with it:
+// another writer of Root or from a reader that writes into it (under
+// LinkUnchanged, a write, chmod or truncation of a file changes every
+// directory that shares it); Root belongs to one Publisher. A process that dies takes its leases with it:
 // the next one boots, which empties Root (under Adopt, keeps what it can
 // verify), before any reader exists. Adopt's digest detects accidents,
 // not tampering. The

@@ -127,6 +127,14 @@ type PublishEvent[K cmp.Ordered] struct {
 	// this content failed verification: it was discarded and the content
 	// written afresh. Nil otherwise.
 	Discarded error
+
+	// Bytes is the size of the files of the directory the Publish wrote,
+	// whatever became of it (a PublishFS writes the copy an identical
+	// re-publish discards; zero when nothing was written); Wrote is how
+	// many of those bytes it passed to write(2), and Linked how many files
+	// it hard-linked instead ([Options.LinkUnchanged]).
+	Bytes, Wrote int64
+	Linked       int
 }
 
 // A ReclaimEvent reports one attempt to remove a directory, by a Publish,
@@ -175,6 +183,10 @@ type Stats[K cmp.Ordered] struct {
 	Adopted         uint64
 	Discarded       uint64
 	NoDigestRecords bool
+
+	// BytesPublished and BytesWritten sum the Bytes and Wrote of every
+	// PublishEvent; FilesLinked their Linked ([Options.LinkUnchanged]).
+	BytesPublished, BytesWritten, FilesLinked uint64
 
 	// StalledRemovals is the number of entries whose removal had run past
 	// RemovalDeadline, and still ran, when Run last looked: each is out of

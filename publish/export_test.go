@@ -1,9 +1,20 @@
 package publish
 
-import "cmp"
+import (
+	"cmp"
+
+	"leasekit.dev/dirlife"
+)
 
 // DigestFiles is the digest a Publisher gives files.
-var DigestFiles = digestOf
+func DigestFiles(files dirlife.Files) dirlife.Digest {
+	return digestOf(dirlife.Layout[string]{}, files)
+}
+
+// DigestLinked is the digest a Publisher gives files under LinkUnchanged.
+func DigestLinked(files dirlife.Files) dirlife.Digest {
+	return digestOf(dirlife.Layout[string]{Link: new(dirlife.LinkIndex)}, files)
+}
 
 // Disk is where a Publisher writes and removes directories.
 type Disk = disk

@@ -8,3 +8,5 @@ import (
 )
 
 func inodeOf(fi fs.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
+
+func linkCount(fi fs.FileInfo) uint64 { return uint64(fi.Sys().(*syscall.Stat_t).Nlink) }

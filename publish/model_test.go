@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -52,13 +53,25 @@ type modelLease struct {
 // one sets it without writing when it is intact and writes afresh when it
 // is not (a PublishFS claims none), and the unclaimed ones go with the
 // first record set or Forget.
+//
+// Under LinkUnchanged (drawn), every file is read-only, and a Publish
+// that writes a directory links exactly the files whose bytes a directory
+// on disk that this process wrote or verified holds: never one of a kept
+// directory not yet claimed. Without it, no file has a second link. Either
+// way a directory never changes while it is on disk, so removing one
+// changes no other.
 func TestPublisherModel(t *testing.T) {
 	records := digestRecords(t)
 	rapid.Check(t, func(t *rapid.T) {
 		root := filepath.Join(tempDir(t), "root")
-		var outcome publish.Outcome
+		var last publish.PublishEvent[int64]
 		opts := publish.Options[int64, dirlife.Digest, int]{NoSync: true, Adopt: records && rapid.Bool().Draw(t, "adopt"),
-			OnPublish: func(ev publish.PublishEvent[int64]) { outcome = ev.Outcome }}
+			LinkUnchanged: rapid.Bool().Draw(t, "linkUnchanged"),
+			OnPublish:     func(ev publish.PublishEvent[int64]) { last = ev }}
+		digestOf := publish.DigestFiles
+		if opts.LinkUnchanged {
+			digestOf = publish.DigestLinked
+		}
 		p := newPublisher(t, root, opts)
 		ctx := context.Background()
 		var (
@@ -75,6 +88,8 @@ func TestPublisherModel(t *testing.T) {
 			// name, with their identity and whether one was corrupted; nil
 			// once a record is set or Forget ran.
 			kept map[string]keptDir
+			// The tree hash of every directory on disk, when first seen.
+			hashes = map[string]string{}
 		)
 		t.Repeat(map[string]func(*rapid.T){
 			"Publish": func(t *rapid.T) {
@@ -84,6 +99,23 @@ func TestPublisherModel(t *testing.T) {
 				viaFS := rapid.Bool().Draw(t, "PublishFS")
 				_, before, _ := p.Slot().Get()
 				statsBefore := p.Stats()
+				// The files a write may link: those of the directories on
+				// disk this process wrote or verified.
+				linkable := map[string]bool{}
+				dirsBefore := onDisk(t, root)
+				for _, name := range dirsBefore {
+					if _, unverified := kept[name]; unverified {
+						continue
+					}
+					tree, err := readTree(filepath.Join(root, name))
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, data := range tree {
+						linkable[string(data)] = true
+					}
+				}
+				last = publish.PublishEvent[int64]{}
 				var rec publish.Record[int64, dirlife.Digest, int]
 				var err error
 				if viaFS {
@@ -93,7 +125,7 @@ func TestPublisherModel(t *testing.T) {
 				}
 				var claim *keptDir
 				for _, k := range kept {
-					if !viaFS && k.id == (publish.Identity[int64]{Key: key, Digest: publish.DigestFiles(files)}) {
+					if !viaFS && k.id == (publish.Identity[int64]{Key: key, Digest: digestOf(files)}) {
 						claim = &k
 					}
 				}
@@ -125,17 +157,29 @@ func TestPublisherModel(t *testing.T) {
 				case err != nil:
 					t.Fatalf("Publish(%d): %v", key, err)
 				}
-				if rec.Key != key || rec.Value != value || rec.Digest != publish.DigestFiles(files) || rec.Artifact != rec.Digest {
+				if rec.Key != key || rec.Value != value || rec.Digest != digestOf(files) || rec.Artifact != publish.DigestFiles(files) {
 					t.Fatalf("Publish(%d) = %+v", key, rec)
 				}
+				// A corrupted kept directory is written afresh, perhaps
+				// under its own name.
+				wrote := !slices.Contains(dirsBefore, filepath.Base(rec.Dir)) || (claim != nil && claim.corrupt)
+				want := 0
+				for _, data := range files {
+					if opts.LinkUnchanged && wrote && linkable[string(data)] {
+						want++
+					}
+				}
+				if last.Outcome != publish.Unchanged && last.Linked != want {
+					t.Fatalf("Publish(%d) linked %d files, want %d (the files a directory this process wrote or verified holds)", key, last.Linked, want)
+				}
 				identical := held && key == curKey && maps.EqualFunc(files, curFiles, bytes.Equal)
-				switch {
+				switch outcome := last.Outcome; {
 				case identical && (outcome != publish.Unchanged || rec.Dir != before.Dir):
 					t.Fatalf("identical re-publish of %d: outcome %v, directory %s, want Unchanged in %s", key, outcome, rec.Dir, before.Dir)
 				case !identical && outcome == publish.Unchanged:
 					t.Fatalf("Publish(%d) of new content reported Unchanged", key)
 				}
-				if viaFS && outcome != publish.Unchanged {
+				if viaFS && last.Outcome != publish.Unchanged {
 					streamedDirs[filepath.Base(rec.Dir)] = true
 				}
 				checkName(t, rec, streamedDirs[filepath.Base(rec.Dir)])
@@ -155,12 +199,26 @@ func TestPublisherModel(t *testing.T) {
 				}
 				name := rapid.SampledFrom(slices.Sorted(maps.Keys(kept))).Draw(t, "kept")
 				k := kept[name]
+				// A stray edit that replaces the file, as an editor does:
+				// a file linked from other directories changes in this
+				// one only.
 				f := filepath.Join(root, name, "a.txt")
-				if err := os.WriteFile(f, []byte("torn"), 0o644); err != nil {
+				fi, err := os.Lstat(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f+"~", []byte("torn"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(f+"~", fi.Mode()); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(f+"~", f); err != nil {
 					t.Fatal(err)
 				}
 				k.corrupt = true
 				kept[name] = k
+				hashes[name] = treeHash(t, filepath.Join(root, name))
 			},
 			"Boot": func(t *rapid.T) {
 				if err := p.Boot(); err != nil { // idempotent: touches nothing
@@ -206,7 +264,7 @@ func TestPublisherModel(t *testing.T) {
 					}
 					parts := strings.SplitN(name, "-", 3)
 					key, _ := genCodec.Parse(parts[0] + "-" + parts[1])
-					kept[name] = keptDir{name: name, id: publish.Identity[int64]{Key: key, Digest: publish.DigestFiles(files)}}
+					kept[name] = keptDir{name: name, id: publish.Identity[int64]{Key: key, Digest: digestOf(files)}}
 				}
 				pruned = len(kept) == 0
 			},
@@ -268,6 +326,19 @@ func TestPublisherModel(t *testing.T) {
 				if want := slices.Sorted(maps.Keys(keep)); pruned && !slices.Equal(got, want) {
 					t.Fatalf("Root holds %v, want %v (the current and leased directories)", got, want)
 				}
+				checkShared(t, root, got, opts.LinkUnchanged)
+				for name := range hashes {
+					if !slices.Contains(got, name) {
+						delete(hashes, name)
+					}
+				}
+				for _, name := range got {
+					h := treeHash(t, filepath.Join(root, name))
+					if was, ok := hashes[name]; ok && h != was {
+						t.Fatalf("directory %s changed while on disk", name)
+					}
+					hashes[name] = h
+				}
 			},
 		})
 		for _, l := range leases {
@@ -281,6 +352,33 @@ type keptDir struct {
 	name    string
 	id      publish.Identity[int64]
 	corrupt bool // a file was changed after Boot
+}
+
+// checkShared fails t unless every file of the directories names under
+// root is read-only, under LinkUnchanged, or has no other hard link,
+// without it.
+func checkShared(t *rapid.T, root string, names []string, linked bool) {
+	for _, name := range names {
+		err := filepath.WalkDir(filepath.Join(root, name), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			switch n := linkCount(fi); {
+			case linked && fi.Mode().Perm()&0o222 != 0:
+				t.Fatalf("%s has mode %v under LinkUnchanged", p, fi.Mode())
+			case !linked && n > 1:
+				t.Fatalf("%s has %d hard links without LinkUnchanged", p, n)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // checkDir fails t unless dir holds exactly files.

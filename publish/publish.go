@@ -86,11 +86,13 @@ func (p *Publisher[K, A, V]) publishContent(ctx context.Context, key K, c conten
 	var t Timings
 	var reclaims []ReclaimEvent[K]
 	var claim claimed
-	rec, outcome, err := p.publish(ctx, key, c, value, &t, &reclaims, &claim)
+	var w dirlife.Written // the bytes and links of what was written
+	rec, outcome, err := p.publish(ctx, key, c, value, &t, &reclaims, &claim, &w)
 	if err != nil && p.mapErr != nil {
 		err = p.mapErr(err)
 	}
-	ev := PublishEvent[K]{Key: key, Outcome: outcome, Timings: t, Err: err, Discarded: claim.discarded}
+	ev := PublishEvent[K]{Key: key, Outcome: outcome, Timings: t, Err: err, Discarded: claim.discarded,
+		Bytes: w.Bytes, Wrote: w.Wrote, Linked: w.Linked}
 	if err == nil {
 		ev.Identity, ev.Dir = rec.Identity(), rec.Dir
 	}
@@ -104,7 +106,7 @@ type claimed struct {
 	discarded error // why it failed verification; it was written afresh
 }
 
-func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, value V, t *Timings, reclaims *[]ReclaimEvent[K], claim *claimed) (rec Record[K, A, V], _ Outcome, _ error) {
+func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, value V, t *Timings, reclaims *[]ReclaimEvent[K], claim *claimed, w *dirlife.Written) (rec Record[K, A, V], _ Outcome, _ error) {
 	if !p.booted.Load() {
 		return rec, Failed, ErrNotBooted
 	}
@@ -163,13 +165,13 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, valu
 		if same {
 			current = cur.Digest
 		}
-		name, id, wrote, err = p.copyTree(ctx, key, plain, c.fsys, current, t)
+		name, id, wrote, err = p.copyTree(ctx, key, plain, c.fsys, current, t, w)
 		if err == nil && !wrote {
 			*reclaims = p.reclaimOthers()
 			return p.keep(cur, value), Unchanged, nil
 		}
 	} else {
-		id = Identity[K]{Key: key, Digest: digestOf(files)}
+		id = Identity[K]{Key: key, Digest: digestOf(p.layout, files)}
 		if same && cur.Identity() == id {
 			p.curFP = fp
 			*reclaims = p.reclaimOthers()
@@ -181,7 +183,7 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, valu
 		if err := p.claim(ctx, id, t, claim); err != nil {
 			return rec, Failed, err
 		}
-		name, wrote, err = p.place(id, plain, files, t)
+		name, wrote, err = p.place(id, plain, files, t, w)
 	}
 	if err != nil {
 		*reclaims = p.reclaimLocked()
@@ -312,9 +314,10 @@ func (p *Publisher[K, A, V]) claim(ctx context.Context, id Identity[K], t *Timin
 
 // place returns the name of a directory holding id's files: one already on
 // disk (an earlier content of the current key, still leased or not yet
-// removed), or a new one it writes under a name no entry has. wrote
-// reports whether it wrote. The caller holds the serialisation.
-func (p *Publisher[K, A, V]) place(id Identity[K], plain string, files dirlife.Files, t *Timings) (name string, wrote bool, err error) {
+// removed), or a new one it writes under a name no entry has, counting
+// its bytes in w. wrote reports whether it wrote. The caller holds the
+// serialisation.
+func (p *Publisher[K, A, V]) place(id Identity[K], plain string, files dirlife.Files, t *Timings, w *dirlife.Written) (name string, wrote bool, err error) {
 	keyTaken := false
 	for n, d := range p.dirs {
 		if d.id == id {
@@ -336,6 +339,14 @@ func (p *Publisher[K, A, V]) place(id Identity[K], plain string, files dirlife.F
 		p.dirty = true
 		return "", false, err
 	}
+	for _, data := range files {
+		w.Bytes += int64(len(data))
+	}
+	w.Wrote = w.Bytes
+	if x := p.layout.Link; x != nil {
+		n, linked, _ := x.Linked(name)
+		w.Wrote, w.Linked = w.Bytes-linked, n // a linked file is not written
+	}
 	p.mu.Lock()
 	p.dirs[name] = &dirRec[K]{id: id}
 	p.mu.Unlock()
@@ -345,9 +356,9 @@ func (p *Publisher[K, A, V]) place(id Identity[K], plain string, files dirlife.F
 // copyTree copies fsys's tree as a new directory of key, unless its
 // digest is current (then it writes nothing and reports wrote false): the
 // key's plain name when no directory of the key is on disk, else the plain
-// name and 12 random hex digits not taken. The caller holds the
-// serialisation.
-func (p *Publisher[K, A, V]) copyTree(ctx context.Context, key K, plain string, fsys fs.FS, current dirlife.Digest, t *Timings) (name string, id Identity[K], wrote bool, err error) {
+// name and 12 random hex digits not taken; w reports what it wrote. The
+// caller holds the serialisation.
+func (p *Publisher[K, A, V]) copyTree(ctx context.Context, key K, plain string, fsys fs.FS, current dirlife.Digest, t *Timings, w *dirlife.Written) (name string, id Identity[K], wrote bool, err error) {
 	keyTaken := false
 	for _, d := range p.dirs {
 		keyTaken = keyTaken || d.id.Key == key
@@ -360,17 +371,18 @@ func (p *Publisher[K, A, V]) copyTree(ctx context.Context, key K, plain string, 
 		name, keyTaken = plain+"-"+hex.EncodeToString(draw[:])[:minHex], false
 	}
 	start := time.Now()
-	w, err := p.disk.CopyFS(ctx, name, fsys, dirlife.StreamOptions{Current: current})
+	copied, err := p.disk.CopyFS(ctx, name, fsys, dirlife.StreamOptions{Current: current})
 	t.Write += time.Since(start)
 	if err != nil {
 		// As with a failed Write in place.
 		p.dirty = true
 		return "", id, false, err
 	}
-	if !w.Published {
+	*w = copied
+	if !copied.Published {
 		return "", id, false, nil
 	}
-	id = Identity[K]{Key: key, Digest: w.Digest}
+	id = Identity[K]{Key: key, Digest: copied.Digest}
 	p.mu.Lock()
 	p.dirs[name] = &dirRec[K]{id: id}
 	p.mu.Unlock()
@@ -389,6 +401,9 @@ func (p *Publisher[K, A, V]) finishPublish(ev PublishEvent[K], reclaims []Reclai
 	if claim.discarded != nil {
 		p.stats.Discarded++
 	}
+	p.stats.BytesPublished += uint64(ev.Bytes)
+	p.stats.BytesWritten += uint64(ev.Wrote)
+	p.stats.FilesLinked += uint64(ev.Linked)
 	switch ev.Outcome {
 	case Published:
 		p.stats.Publishes++

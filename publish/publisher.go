@@ -116,6 +116,22 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// written afresh.
 	Adopt bool
 
+	// LinkUnchanged hard-links, instead of writing, each file whose
+	// content and mode equal those of a file in a directory the Publisher
+	// has on disk and verified in this process (wrote, or claimed under
+	// Adopt), hashing it first ([dirlife.Layout.Link]); a link that fails
+	// falls back to writing. Every published file has its write bits
+	// cleared, and the digest is of what is on disk, so the option changes
+	// every Identity (Publish's files are 0o444 under the usual umask).
+	// [PublishEvent] and [Stats] count the bytes written against the bytes
+	// published. Without it, no inode is shared between directories.
+	//
+	// Removing a directory changes no other, and a leased one stays
+	// byte-identical, as long as readers treat published files as
+	// read-only: a chmod, write or truncation of a linked file changes
+	// every directory that shares it (a rename or removal, only its own).
+	LinkUnchanged bool
+
 	wrapDisk func(disk) disk // tests only: wraps the Publisher's disk
 }
 
@@ -222,6 +238,9 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 	// of their paths, and Run waits for their removal off it.
 	p.layout = dirlife.Layout[string]{Root: root, Codec: dirCodec[K]{key: codec}, NoSync: opts.NoSync,
 		DeferRemoval: true, RemovalDeadline: opts.RemovalDeadline, RecordDigest: opts.Adopt}
+	if opts.LinkUnchanged {
+		p.layout.Link = new(dirlife.LinkIndex)
+	}
 	p.disk = p.layout
 	if opts.wrapDisk != nil {
 		p.disk = opts.wrapDisk(p.layout)

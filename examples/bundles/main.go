@@ -3,7 +3,9 @@
 // table its build step parses and validates, a stylesheet) while readers
 // serve from the bundle they lease. Each bundle arrives as a tree on disk,
 // as an unpacked archive would, and is published from it with PublishFS,
-// which copies it a buffer at a time. Generations advance, the current one
+// which copies it a buffer at a time, with LinkUnchanged: a file unchanged
+// from a bundle on disk (the about page, the stylesheet of a variant seen
+// before) is hard-linked, not written again. Generations advance, the current one
 // changes content now and then (written beside and swapped in), some
 // re-publishes are identical and some bundles are refused by the build
 // step. Each reader hashes its leased directory when it leases it and
@@ -11,9 +13,10 @@
 //
 //	go run ./examples/bundles [--duration 3s] [--readers 4] [--dir DIR]
 //
-// The summary counts publishes by outcome, leased reads, leases refused
-// after the first publish (always 0) and violations (always 0); the exit
-// status is 1 when there is a violation.
+// The summary counts publishes by outcome, the bytes written against the
+// bytes published, leased reads, leases refused after the first publish
+// (always 0) and violations (always 0); the exit status is 1 when there
+// is a violation.
 package main
 
 import (
@@ -119,12 +122,13 @@ func publishTree(ctx context.Context, pub *publish.Publisher[int64, *site, struc
 // summary is what a run reports.
 type summary struct {
 	Published, Changed, Unchanged, Refused uint64
+	BytesPublished, BytesWritten, Linked   uint64
 	Reads, LeasesRefused, Violations       int64
 	OnDisk                                 int
 }
 
 func run(ctx context.Context, root string, readers int, duration time.Duration, stderr io.Writer) (summary, error) {
-	pub := publish.New(root, dirlife.IntCodec[int64]{Prefix: "gen-"}, loadSite, publish.Options[int64, *site, struct{}]{NoSync: true})
+	pub := publish.New(root, dirlife.IntCodec[int64]{Prefix: "gen-"}, loadSite, publish.Options[int64, *site, struct{}]{NoSync: true, LinkUnchanged: true})
 	if err := pub.Boot(); err != nil {
 		return summary{}, err
 	}
@@ -194,10 +198,15 @@ func run(ctx context.Context, root string, readers int, duration time.Duration, 
 	pub.Reclaim()
 	st := pub.Stats()
 	sum.Published, sum.Changed, sum.Unchanged, sum.Refused = st.Publishes-st.Changes, st.Changes, st.Unchanged, st.FailedBuilds
+	sum.BytesPublished, sum.BytesWritten, sum.Linked = st.BytesPublished, st.BytesWritten, st.FilesLinked
 	sum.Reads, sum.LeasesRefused, sum.Violations = reads.Load(), refused.Load(), violations.Load()
 	sum.OnDisk = len(st.Dirs)
 	return sum, nil
 }
+
+// linked is a layout that links unchanged files, as the publisher's does:
+// its DigestFiles is the digest of files written read-only.
+var linked = dirlife.Layout[int64]{Link: new(dirlife.LinkIndex)}
 
 // digestDir reads dir back and returns the digest of what it holds.
 func digestDir(dir string) (dirlife.Digest, error) {
@@ -214,7 +223,7 @@ func digestDir(dir string) (dirlife.Digest, error) {
 	if err != nil {
 		return dirlife.Digest{}, err
 	}
-	return dirlife.DigestFiles(files)
+	return linked.DigestFiles(files)
 }
 
 func main() {
@@ -240,6 +249,7 @@ func main() {
 	}
 	fmt.Printf("published %d new generations, %d changes at the current one, %d identical, %d refused by the build step\n",
 		sum.Published, sum.Changed, sum.Unchanged, sum.Refused)
+	fmt.Printf("bytes: %d written of %d published, %d files linked instead of written\n", sum.BytesWritten, sum.BytesPublished, sum.Linked)
 	fmt.Printf("reads: %d leased reads, %d leases refused after the first publish\n", sum.Reads, sum.LeasesRefused)
 	fmt.Printf("directories on disk at the end: %d\n", sum.OnDisk)
 	fmt.Printf("violations: %d\n", sum.Violations)

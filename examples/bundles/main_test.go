@@ -22,4 +22,8 @@ func TestRun(t *testing.T) {
 	if sum.Published == 0 || sum.Changed == 0 || sum.Refused == 0 || sum.Reads == 0 || sum.OnDisk != 1 {
 		t.Fatalf("summary %+v: want new generations, changes, refusals, reads, and one directory left", sum)
 	}
+	// The about page never changes: every bundle after the first links it.
+	if sum.Linked == 0 || sum.BytesWritten >= sum.BytesPublished {
+		t.Fatalf("summary %+v: want unchanged files linked, fewer bytes written than published", sum)
+	}
 }

@@ -1,0 +1,250 @@
+//go:build unix
+
+package dirlife
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"testing/fstest"
+)
+
+// stat returns the inode, link count and mode of file name under dir.
+func stat(t *testing.T, dir, name string) (ino, nlink uint64, mode fs.FileMode) {
+	t.Helper()
+	fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return uint64(st.Ino), uint64(st.Nlink), fi.Mode()
+}
+
+// Under Link, a Write links the files a directory of the index holds
+// with the same content and mode, writes the others, and publishes every
+// file read-only; the digest is the one DigestFiles gives under Link.
+func TestWriteLinksUnchanged(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	one := Files{"a": []byte("same"), "sub/b": []byte("old"), "c": bytes.Repeat([]byte("x"), 3<<20)}
+	two := Files{"a": []byte("same"), "sub/b": []byte("new"), "c": one["c"]}
+	dir1, err := l.Write(1, one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir2, err := l.Write(2, two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "c"} {
+		i1, n, mode := stat(t, dir1, name)
+		i2, _, _ := stat(t, dir2, name)
+		if i1 != i2 || n != 2 || mode != 0o444 {
+			t.Fatalf("%s: inodes %d and %d, %d links, mode %v: want one inode, 2 links, 0o444", name, i1, i2, n, mode)
+		}
+	}
+	if i1, _, _ := stat(t, dir1, "sub/b"); i1 == func() uint64 { i, _, _ := stat(t, dir2, "sub/b"); return i }() {
+		t.Fatal("a changed file shares its inode")
+	}
+	if files, bytes, ok := l.Link.Linked("gen-2"); !ok || files != 2 || bytes != int64(4+len(one["c"])) {
+		t.Fatalf("Linked(gen-2) = %d files, %d bytes, %v", files, bytes, ok)
+	}
+	want, err := l.DigestFiles(two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Verify(context.Background(), 2, want); err != nil {
+		t.Fatalf("Verify of a linked directory with the digest DigestFiles gives under Link: %v", err)
+	}
+	// Removing one directory changes no other; a pruned directory is
+	// linked no more.
+	if err := l.Prune(2); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, dir2); !equalFiles(got, two) {
+		t.Fatal("pruning gen-1 changed gen-2")
+	}
+	if _, _, ok := l.Link.Linked("gen-1"); ok {
+		t.Fatal("the index still holds a pruned directory")
+	}
+}
+
+func equalFiles(a, b Files) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !bytes.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Without Link, nothing is linked and files keep their write bits.
+func TestWriteWithoutLinkSharesNothing(t *testing.T) {
+	l := genLayout(t)
+	files := Files{"a": []byte("same")}
+	for id := int64(1); id <= 2; id++ {
+		dir, err := l.Write(id, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, n, mode := stat(t, dir, "a"); n != 1 || mode&0o200 == 0 {
+			t.Fatalf("gen-%d/a: %d links, mode %v", id, n, mode)
+		}
+	}
+}
+
+// CopyFS under Link links a small unchanged file before writing it, and
+// replaces a large one, written as it is hashed, by a link; its Written
+// counts both.
+func TestCopyFSLinksUnchanged(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	big := bytes.Repeat([]byte("y"), 3<<20)
+	fsys := fstest.MapFS{"small": {Data: []byte("s"), Mode: 0o644}, "big": {Data: big, Mode: 0o600}, "x": {Data: []byte("1"), Mode: 0o755}}
+	ctx := context.Background()
+	w1, err := l.CopyFS(ctx, 1, fsys, StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w1.Linked != 0 || w1.Wrote != w1.Bytes || w1.Bytes != int64(len(big)+2) {
+		t.Fatalf("first copy: %+v", w1)
+	}
+	fsys["x"] = &fstest.MapFile{Data: []byte("2"), Mode: 0o755}
+	w2, err := l.CopyFS(ctx, 2, fsys, StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w2.Linked != 2 || w2.Wrote != int64(len(big)+1) {
+		t.Fatalf("second copy: %+v, want 2 linked, the big file and x written", w2)
+	}
+	for name, mode := range map[string]fs.FileMode{"small": 0o444, "big": 0o400, "x": 0o555} {
+		i1, _, m := stat(t, w1.Dir, name)
+		i2, _, _ := stat(t, w2.Dir, name)
+		if m != mode || (i1 == i2) != (name != "x") {
+			t.Fatalf("%s: mode %v, inodes %d and %d", name, m, i1, i2)
+		}
+	}
+}
+
+// A link that fails is written instead, and the write succeeds.
+func TestLinkFailureWrites(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	files := Files{"a": []byte("same")}
+	if _, err := l.Write(1, files); err != nil {
+		t.Fatal(err)
+	}
+	l.faults = func(step, name string) error {
+		if step == stepLink {
+			return syscall.EMLINK
+		}
+		return nil
+	}
+	dir, err := l.Write(2, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, _ := stat(t, dir, "a"); n != 1 {
+		t.Fatalf("gen-2/a has %d links after a failed link", n)
+	}
+	// The file written in its place is the one linked to next: an inode
+	// with too many links is left behind.
+	l.faults = nil
+	dir3, err := l.Write(3, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i2, _, _ := stat(t, dir, "a")
+	if i3, _, _ := stat(t, dir3, "a"); i3 != i2 {
+		t.Fatalf("gen-3/a is inode %d, want gen-2/a's %d", i3, i2)
+	}
+}
+
+// A directory kept by Adopt is linked from only once Verify found it
+// intact.
+func TestLinkOnlyFromVerified(t *testing.T) {
+	l := genLayout(t)
+	l.Link, l.RecordDigest = new(LinkIndex), true
+	files := Files{"a": []byte("same")}
+	if _, err := l.Write(1, files); err != nil {
+		t.Fatal(err)
+	}
+	l.Link = new(LinkIndex) // a new process
+	kept, recorded, err := l.Adopt()
+	if err != nil || !recorded {
+		t.Skipf("no digest records here: %v", err)
+	}
+	dir, err := l.Write(2, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, _ := stat(t, dir, "a"); n != 1 {
+		t.Fatal("a write linked from a kept directory not verified")
+	}
+	if err := l.Verify(context.Background(), 1, kept[1]); err != nil {
+		t.Fatal(err)
+	}
+	dir, err = l.Write(3, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, _ := stat(t, dir, "a"); n != 2 {
+		t.Fatalf("gen-3/a has %d links, want a link to verified gen-1's", n)
+	}
+}
+
+// A LinkIndex serves one Root.
+func TestLinkIndexOneRoot(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	if _, err := l.Write(1, Files{"a": nil}); err != nil {
+		t.Fatal(err)
+	}
+	other := genLayout(t)
+	other.Link = l.Link
+	if _, err := other.Write(1, Files{"a": nil}); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a LinkIndex used on a second root: err %v", err)
+	}
+}
+
+// Under Link, a WriteStream's files lose their write bits too, however the
+// fill made them, and the digest is of the modes on disk.
+func TestWriteStreamReadOnlyUnderLink(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	w, err := l.WriteStream(context.Background(), 1, func(_ context.Context, dir *os.Root) error {
+		return dir.WriteFile("a", []byte("same"), 0o664)
+	}, StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, mode := stat(t, w.Dir, "a"); mode != 0o444 {
+		t.Fatalf("a: mode %v, want 0o444", mode)
+	}
+	want, err := l.DigestFiles(Files{"a": []byte("same")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Digest != want || w.Bytes != 4 || w.Wrote != 4 {
+		t.Fatalf("Written %+v, want the digest %v of a read-only file", w, want)
+	}
+	// A file the fill links in writable is refused, as without Link.
+	_, err = l.WriteStream(context.Background(), 2, func(_ context.Context, dir *os.Root) error {
+		if err := dir.WriteFile("a", nil, 0o644); err != nil {
+			return err
+		}
+		return dir.Link("a", "b")
+	}, StreamOptions{})
+	var ne *NameError
+	if !errors.As(err, &ne) {
+		t.Fatalf("a writable file with two links: err %v, want a *NameError", err)
+	}
+}
