@@ -23,8 +23,8 @@ const linkBufSize = 1 << 20
 // published or verified in this process, so that its writes hard-link an
 // unchanged file instead of writing it again. A directory enters the index
 // when a write of it is published or [Layout.Verify] finds it intact, and
-// leaves it when Prune, Reset or Adopt set it aside or a rewrite replaces
-// it. The zero LinkIndex is empty and ready for use; it must not be copied
+// leaves it when Prune, Reset or Adopt set it aside, a rewrite replaces
+// it, or Verify finds it otherwise. The zero LinkIndex is empty and ready for use; it must not be copied
 // after first use. It is safe for concurrent use by multiple goroutines.
 type LinkIndex struct {
 	mu    sync.Mutex
