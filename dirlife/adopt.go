@@ -177,7 +177,7 @@ func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 	case err == nil && got != want:
 		err = fmt.Errorf("dirlife: verify %s: its tree's digest is %s, recorded %s: %w", dir, got, want, ErrDigestMismatch)
 	}
-	if x, xerr := l.linkIndex(); x != nil && xerr == nil {
+	if x, xerr := l.linkIndex(true); x != nil && xerr == nil {
 		switch {
 		case err == nil:
 			x.set(name, found)

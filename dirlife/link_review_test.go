@@ -153,6 +153,21 @@ func TestCopyFSLinksAtTheBufferBounds(t *testing.T) {
 	}
 }
 
+// A LinkIndex stays bound to no root after a call that failed on its
+// Root: a call on a good one then links.
+func TestLinkIndexNotBoundByAFailedCall(t *testing.T) {
+	x := new(LinkIndex)
+	bad := Layout[int64]{Root: "", Codec: IntCodec[int64]{Prefix: "gen-"}, Link: x}
+	if _, err := bad.Write(1, Files{"f": []byte("x")}); err == nil {
+		t.Fatal("a Write to the empty Root succeeded")
+	}
+	l := genLayout(t)
+	l.Link = x
+	if _, err := l.Write(1, Files{"f": []byte("x")}); err != nil {
+		t.Fatalf("a Write after a failed one on another Root: %v", err)
+	}
+}
+
 // Writes that link run while Prune removes the directories they link
 // from, and Verify claims others: every published directory holds its
 // files, and Verify agrees.
