@@ -249,3 +249,68 @@ func TestVerifyCancelledWhileHashing(t *testing.T) {
 		t.Fatalf("%d goroutines before Verify, %d after", before, after)
 	}
 }
+
+// Verify's walk hashing files aside and the walk hashing each in turn
+// collect the same files for the index, in the same order.
+func TestVerifyFoundAgreesWithHashers(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	files := Files{}
+	for i := range 30 {
+		files[fmt.Sprintf("d%d/f%02d", i%3, i)] = bytes.Repeat([]byte{byte(i % 4)}, i*hashBufSize/7)
+	}
+	mustWrite(t, l, 1, files)
+	mustWrite(t, l, 2, files)
+	found := func(hashers int) []linkEntry {
+		h, err := l.openRoot("verify", false, shared)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.release()
+		var found []linkEntry
+		if _, err := l.digestDir(context.Background(), h, "gen-2", hashers, &found); err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	want := found(0)
+	if len(want) != len(files) {
+		t.Fatalf("the walk found %d files, want %d", len(want), len(files))
+	}
+	for _, n := range []int{2, maxHashers} {
+		if got := found(n); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("with %d hashers found %v, the walk alone %v", n, got, want)
+		}
+	}
+}
+
+// A write that links from a directory a rewrite replaces meanwhile, with
+// a file of the same name, size and mode, publishes its own content.
+func TestLinkFromADirectoryRewrittenMeanwhile(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	old := Files{"f": []byte("old content"), "g": []byte("kept")}
+	mustWrite(t, l, 1, old)
+	rewriter := l
+	var once sync.Once
+	l.faults = func(step, name string) error {
+		if step == stepLink && filepath.Base(name) == "f" {
+			once.Do(func() { mustWrite(t, rewriter, 1, Files{"f": []byte("new content"), "g": []byte("kept")}) })
+		}
+		return nil
+	}
+	dir2, err := l.Write(2, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, dir2); !equalFiles(got, old) {
+		t.Fatalf("gen-2 holds %q", got)
+	}
+	if got := readTree(t, l.Dir(1)); string(got["f"]) != "new content" {
+		t.Fatalf("the rewrite did not run: gen-1 holds %q", got)
+	}
+	want, _ := l.DigestFiles(old)
+	if err := l.Verify(context.Background(), 2, want); err != nil {
+		t.Fatal(err)
+	}
+}
