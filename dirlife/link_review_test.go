@@ -314,3 +314,38 @@ func TestLinkFromADirectoryRewrittenMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Under a setgid Root, whose bit every staged directory takes, Write and
+// CopyFS link unchanged files as under any other, and Verify agrees.
+func TestLinkUnderSetgidRoot(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	if err := os.Mkdir(l.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(l.Root, 0o755|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	files := Files{"a": []byte("same"), "d/b": []byte("other")}
+	dir1, err := l.Write(1, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{"a": {Data: files["a"], Mode: 0o644}, "d/b": {Data: files["d/b"], Mode: 0o644}}
+	w, err := l.CopyFS(context.Background(), 2, fsys, StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Linked != 2 {
+		t.Fatalf("CopyFS linked %d files under a setgid Root, want 2", w.Linked)
+	}
+	for _, name := range []string{"a", "d/b"} {
+		i1, _, _ := stat(t, dir1, name)
+		if i2, _, _ := stat(t, w.Dir, name); i1 != i2 {
+			t.Fatalf("%s: inodes %d and %d", name, i1, i2)
+		}
+	}
+	if err := l.Verify(context.Background(), 2, w.Digest); err != nil {
+		t.Fatal(err)
+	}
+}
