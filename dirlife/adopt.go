@@ -152,7 +152,8 @@ func (l Layout[ID]) readDigest(r *os.Root, name string, dev uint64) (Digest, boo
 // tree, a file with other hard links but a read-only one under
 // [Layout.Link]). It holds Root's shared lock, so no Prune runs meanwhile,
 // reads with bounded memory and descriptors, changes nothing but Link,
-// where a match enters the directory, and returns ctx.Err() once ctx ends.
+// which a match enters the directory in and any other outcome but the end
+// of ctx takes it out of, and returns ctx.Err() once ctx ends.
 func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 	name, err := l.name(id)
 	if err != nil {
@@ -169,20 +170,22 @@ func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 	defer h.release()
 	var found []linkEntry
 	got, err := l.digestDir(ctx, h, name, min(runtime.GOMAXPROCS(0), maxHashers), &found)
-	if err != nil {
-		var ne *NameError
-		if errors.As(err, &ne) {
-			return err
+	var ne *NameError
+	switch {
+	case err != nil && !errors.As(err, &ne):
+		err = fmt.Errorf("dirlife: verify %s: %w", dir, err)
+	case err == nil && got != want:
+		err = fmt.Errorf("dirlife: verify %s: its tree's digest is %s, recorded %s: %w", dir, got, want, ErrDigestMismatch)
+	}
+	if x, xerr := l.linkIndex(true); x != nil && xerr == nil {
+		switch {
+		case err == nil:
+			x.set(name, found)
+		case ctx.Err() == nil || !errors.Is(err, ctx.Err()):
+			x.drop(name) // even one this process wrote: no write links from it
 		}
-		return fmt.Errorf("dirlife: verify %s: %w", dir, err)
 	}
-	if got != want {
-		return fmt.Errorf("dirlife: verify %s: its tree's digest is %s, recorded %s: %w", dir, got, want, ErrDigestMismatch)
-	}
-	if x, err := l.linkIndex(); x != nil && err == nil {
-		x.set(name, found)
-	}
-	return nil
+	return err
 }
 
 // maxHashers bounds the files Verify hashes at once.

@@ -23,8 +23,8 @@ const linkBufSize = 1 << 20
 // published or verified in this process, so that its writes hard-link an
 // unchanged file instead of writing it again. A directory enters the index
 // when a write of it is published or [Layout.Verify] finds it intact, and
-// leaves it when Prune, Reset or Adopt set it aside or a rewrite replaces
-// it. The zero LinkIndex is empty and ready for use; it must not be copied
+// leaves it when Prune, Reset or Adopt set it aside, a rewrite replaces
+// it, or Verify finds it otherwise. The zero LinkIndex is empty and ready for use; it must not be copied
 // after first use. It is safe for concurrent use by multiple goroutines.
 type LinkIndex struct {
 	mu    sync.Mutex
@@ -55,16 +55,16 @@ type linkEntry struct {
 	linked bool // its write linked it from another directory instead of writing it
 }
 
-// bind makes x serve root if it serves none yet, and reports whether it
-// serves root.
-func (x *LinkIndex) bind(root string) bool {
+// bind reports whether x serves root or, without claim, none yet; with
+// claim, x serves root from then on if it served none.
+func (x *LinkIndex) bind(root string, claim bool) bool {
 	root = filepath.Clean(root)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.root == "" {
+	if x.root == "" && claim {
 		x.root = root
 	}
-	return x.root == root
+	return x.root == root || x.root == ""
 }
 
 // find returns the newest indexed file with key k: after a link failed
@@ -142,11 +142,14 @@ func (x *LinkIndex) Linked(dir string) (files int, bytes int64, ok bool) {
 }
 
 // linkIndex returns l.Link checked to serve Root, or nil under no Link.
-func (l Layout[ID]) linkIndex() (*LinkIndex, error) {
+// One that serves no root yet is made to serve Root with claim, which a
+// call makes once it has opened Root: a call that fails on its Root binds
+// the index to nothing.
+func (l Layout[ID]) linkIndex(claim bool) (*LinkIndex, error) {
 	if l.Link == nil {
 		return nil, nil
 	}
-	if !l.Link.bind(l.Root) {
+	if !l.Link.bind(l.Root, claim) {
 		return nil, fmt.Errorf("dirlife: the layout's LinkIndex serves the root %s, not %s: a LinkIndex serves one Root", l.Link.root, l.Root)
 	}
 	return l.Link, nil
@@ -155,7 +158,7 @@ func (l Layout[ID]) linkIndex() (*LinkIndex, error) {
 // dropLinked forgets directory name of Root in l.Link, if l has one that
 // serves Root.
 func (l Layout[ID]) dropLinked(name string) {
-	if x, err := l.linkIndex(); x != nil && err == nil {
+	if x, err := l.linkIndex(false); x != nil && err == nil {
 		x.drop(name)
 	}
 }

@@ -109,13 +109,16 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 	if err := ctx.Err(); err != nil {
 		return Written{}, l.writeErr(id, err)
 	}
-	x, err := l.linkIndex()
+	x, err := l.linkIndex(false)
 	if err != nil {
 		return Written{}, err
 	}
 	w := Written{Dir: l.Dir(id)}
 	var found []linkEntry // the files published, for x
 	stage := func(r *os.Root, dir *os.File, stage string) (publish bool, err error) {
+		if _, err := l.linkIndex(true); err != nil { // Root is open: x serves it
+			return false, err
+		}
 		sr, err := r.OpenRoot(stage)
 		if err != nil {
 			return false, err

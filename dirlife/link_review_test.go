@@ -1,0 +1,351 @@
+//go:build unix
+
+package dirlife
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/fstest"
+)
+
+// corruptInPlace rewrites the file name under dir with data of the same
+// size, keeping its inode and its mode, as an accident would.
+func corruptInPlace(t *testing.T, dir, name string, data []byte) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, fi.Mode().Perm()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A directory Verify finds corrupted leaves the index, even one this
+// process wrote: no later write links from it.
+func TestVerifyMismatchLeavesTheIndex(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	files := Files{"f": []byte("good content"), "g": []byte("other")}
+	dir1, err := l.Write(1, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := l.DigestFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	corruptInPlace(t, dir1, "f", []byte("BAD! content"))
+	if err := l.Verify(context.Background(), 1, want); !errors.Is(err, ErrDigestMismatch) {
+		t.Fatalf("Verify of a corrupted directory: %v, want ErrDigestMismatch", err)
+	}
+	if _, _, ok := l.Link.Linked("gen-1"); ok {
+		t.Fatal("the index still holds a directory Verify found corrupted")
+	}
+	dir2, err := l.Write(2, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, dir2); !equalFiles(got, files) {
+		t.Fatalf("a write after a failed Verify published %q", got)
+	}
+	if err := l.Verify(context.Background(), 2, want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A source whose mode changed since it was indexed is not linked; the
+// file is written instead, with its own content and mode.
+func TestLinkSkipsASourceChmoddedSinceIndexed(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	files := Files{"f": []byte("content")}
+	dir1, err := l.Write(1, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir1, "f"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir2, err := l.Write(2, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i1, _, _ := stat(t, dir1, "f")
+	i2, n, mode := stat(t, dir2, "f")
+	if i1 == i2 || n != 1 || mode != 0o444 {
+		t.Fatalf("inodes %d and %d, %d links, mode %v: want a file of its own, 0o444", i1, i2, n, mode)
+	}
+}
+
+// CopyFS under Link links every unchanged file, whatever its size about
+// the buffer a small file is held in (empty, exactly linkBufSize, one byte
+// more, several times more), and writes a file whose content matches but
+// whose mode differs.
+func TestCopyFSLinksAtTheBufferBounds(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	sizes := map[string]int{"empty": 0, "one": 1, "buf": linkBufSize, "buf+1": linkBufSize + 1, "big": 3*linkBufSize + 7}
+	fsys := fstest.MapFS{}
+	for name, n := range sizes {
+		data := bytes.Repeat([]byte{byte(len(name))}, n)
+		fsys[name] = &fstest.MapFile{Data: data, Mode: 0o644}
+		fsys["x/"+name] = &fstest.MapFile{Data: data, Mode: 0o755}
+	}
+	ctx := context.Background()
+	if _, err := l.CopyFS(ctx, 1, fsys, StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fsys["x/one"] = &fstest.MapFile{Data: []byte{9}, Mode: 0o755}
+	w, err := l.CopyFS(ctx, 2, fsys, StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Linked != 2*len(sizes)-1 {
+		t.Fatalf("linked %d files, want %d", w.Linked, 2*len(sizes)-1)
+	}
+	dir1, dir2 := l.Dir(1), l.Dir(2)
+	for name := range fsys {
+		if fsys[name].Mode.IsDir() || name == "x" {
+			continue
+		}
+		got, err := os.ReadFile(filepath.Join(dir2, name))
+		if err != nil || !bytes.Equal(got, fsys[name].Data) {
+			t.Fatalf("%s: %d bytes, %v; want %d", name, len(got), err, len(fsys[name].Data))
+		}
+		i1, _, _ := stat(t, dir1, name)
+		i2, _, mode := stat(t, dir2, name)
+		if want := readOnlyPerm(fsys[name].Mode); mode != want {
+			t.Fatalf("%s: mode %v, want %v", name, mode, want)
+		}
+		if (i1 == i2) != (name != "x/one") {
+			t.Fatalf("%s: inodes %d and %d", name, i1, i2)
+		}
+	}
+	// The same content with another mode is another file.
+	if i, _, _ := stat(t, dir2, "empty"); i == func() uint64 { j, _, _ := stat(t, dir2, "x/empty"); return j }() {
+		t.Fatal("files of one content and two modes share an inode")
+	}
+	if err := l.Verify(ctx, 2, w.Digest); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A LinkIndex stays bound to no root after a call that failed on its
+// Root: a call on a good one then links.
+func TestLinkIndexNotBoundByAFailedCall(t *testing.T) {
+	x := new(LinkIndex)
+	bad := Layout[int64]{Root: "", Codec: IntCodec[int64]{Prefix: "gen-"}, Link: x}
+	if _, err := bad.Write(1, Files{"f": []byte("x")}); err == nil {
+		t.Fatal("a Write to the empty Root succeeded")
+	}
+	l := genLayout(t)
+	l.Link = x
+	if _, err := l.Write(1, Files{"f": []byte("x")}); err != nil {
+		t.Fatalf("a Write after a failed one on another Root: %v", err)
+	}
+}
+
+// Writes that link run while Prune removes the directories they link
+// from, and Verify claims others: every published directory holds its
+// files, and Verify agrees.
+func TestLinkWhilePruning(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	version := func(id int64) Files {
+		files := Files{}
+		for i := range 6 {
+			files[fmt.Sprintf("d%d/f%d", i%2, i)] = bytes.Repeat([]byte{byte(i)}, 100+i)
+		}
+		files["changed"] = fmt.Appendf(nil, "version %d", id)
+		return files
+	}
+	mustWrite(t, l, 0, version(0))
+	const writers, each = 3, 12
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each*3)
+	for g := range writers {
+		wg.Go(func() {
+			for i := range each {
+				id := int64(1 + g*each + i)
+				if _, err := l.Write(id, version(id)); err != nil {
+					errs <- err
+					return
+				}
+				want, _ := l.DigestFiles(version(id))
+				if err := l.Verify(context.Background(), id, want); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					errs <- fmt.Errorf("verify %d: %w", id, err)
+				}
+				if err := l.Prune(id); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	ids, err := l.IDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if got := readTree(t, l.Dir(id)); !equalFiles(got, version(id)) {
+			t.Fatalf("gen-%d holds %q", id, got)
+		}
+	}
+}
+
+// A Verify whose ctx ends while files are hashed aside returns ctx's
+// error once every hasher has returned.
+func TestVerifyCancelledWhileHashing(t *testing.T) {
+	l := genLayout(t)
+	files := Files{}
+	for i := range 40 {
+		files[fmt.Sprintf("f%02d", i)] = bytes.Repeat([]byte{byte(i)}, 3*hashBufSize)
+	}
+	mustWrite(t, l, 1, files)
+	want, err := l.DigestFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	l.faults = func(step, name string) error {
+		if step == stepHash && name == "gen-1/f05" {
+			once.Do(cancel)
+		}
+		return nil
+	}
+	before := runtime.NumGoroutine()
+	if err := l.Verify(ctx, 1, want); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Verify: %v, want context.Canceled", err)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Fatalf("%d goroutines before Verify, %d after", before, after)
+	}
+}
+
+// Verify's walk hashing files aside and the walk hashing each in turn
+// collect the same files for the index, in the same order.
+func TestVerifyFoundAgreesWithHashers(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	files := Files{}
+	for i := range 30 {
+		files[fmt.Sprintf("d%d/f%02d", i%3, i)] = bytes.Repeat([]byte{byte(i % 4)}, i*hashBufSize/7)
+	}
+	mustWrite(t, l, 1, files)
+	mustWrite(t, l, 2, files)
+	found := func(hashers int) []linkEntry {
+		h, err := l.openRoot("verify", false, shared)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.release()
+		var found []linkEntry
+		if _, err := l.digestDir(context.Background(), h, "gen-2", hashers, &found); err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	want := found(0)
+	if len(want) != len(files) {
+		t.Fatalf("the walk found %d files, want %d", len(want), len(files))
+	}
+	for _, n := range []int{2, maxHashers} {
+		if got := found(n); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("with %d hashers found %v, the walk alone %v", n, got, want)
+		}
+	}
+}
+
+// A write that links from a directory a rewrite replaces meanwhile, with
+// a file of the same name, size and mode, publishes its own content.
+func TestLinkFromADirectoryRewrittenMeanwhile(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	old := Files{"f": []byte("old content"), "g": []byte("kept")}
+	mustWrite(t, l, 1, old)
+	rewriter := l
+	var once sync.Once
+	l.faults = func(step, name string) error {
+		if step == stepLink && filepath.Base(name) == "f" {
+			once.Do(func() { mustWrite(t, rewriter, 1, Files{"f": []byte("new content"), "g": []byte("kept")}) })
+		}
+		return nil
+	}
+	dir2, err := l.Write(2, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, dir2); !equalFiles(got, old) {
+		t.Fatalf("gen-2 holds %q", got)
+	}
+	if got := readTree(t, l.Dir(1)); string(got["f"]) != "new content" {
+		t.Fatalf("the rewrite did not run: gen-1 holds %q", got)
+	}
+	want, _ := l.DigestFiles(old)
+	if err := l.Verify(context.Background(), 2, want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Under a setgid Root, whose bit every staged directory takes, Write and
+// CopyFS link unchanged files as under any other, and Verify agrees.
+func TestLinkUnderSetgidRoot(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	if err := os.Mkdir(l.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(l.Root, 0o755|os.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	files := Files{"a": []byte("same"), "d/b": []byte("other")}
+	dir1, err := l.Write(1, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{"a": {Data: files["a"], Mode: 0o644}, "d/b": {Data: files["d/b"], Mode: 0o644}}
+	w, err := l.CopyFS(context.Background(), 2, fsys, StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Linked != 2 {
+		t.Fatalf("CopyFS linked %d files under a setgid Root, want 2", w.Linked)
+	}
+	for _, name := range []string{"a", "d/b"} {
+		i1, _, _ := stat(t, dir1, name)
+		if i2, _, _ := stat(t, w.Dir, name); i1 != i2 {
+			t.Fatalf("%s: inodes %d and %d", name, i1, i2)
+		}
+	}
+	if err := l.Verify(context.Background(), 2, w.Digest); err != nil {
+		t.Fatal(err)
+	}
+}
