@@ -73,7 +73,8 @@ type Layout[ID cmp.Ordered] struct {
 	// MiB in memory first, and a larger one as it writes it, replacing it
 	// then by a link (disk shared, bytes written). A link that fails
 	// (EMLINK, EXDEV, a source changed since) falls back to writing. Link
-	// serves one Root; hard links need Unix.
+	// serves one Root; where the system has no hard links (not Unix), a write
+	// or Verify under Link fails.
 	//
 	// A linked file is one inode in several directories: a chmod, write
 	// or truncation in one changes them all, a rename or removal only its

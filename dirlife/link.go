@@ -24,8 +24,9 @@ const linkBufSize = 1 << 20
 // unchanged file instead of writing it again. A directory enters the index
 // when a write of it is published or [Layout.Verify] finds it intact, and
 // leaves it when Prune, Reset or Adopt set it aside, a rewrite replaces
-// it, or Verify finds it otherwise. The zero LinkIndex is empty and ready for use; it must not be copied
-// after first use. It is safe for concurrent use by multiple goroutines.
+// it, or Verify finds it otherwise. The zero LinkIndex is empty and ready
+// for use; it must not be copied after first use. It is safe for
+// concurrent use by multiple goroutines.
 type LinkIndex struct {
 	mu    sync.Mutex
 	root  string                 // the Root it serves, once used
@@ -148,6 +149,9 @@ func (x *LinkIndex) Linked(dir string) (files int, bytes int64, ok bool) {
 func (l Layout[ID]) linkIndex(claim bool) (*LinkIndex, error) {
 	if l.Link == nil {
 		return nil, nil
+	}
+	if !hardLinks {
+		return nil, errNoLinks
 	}
 	if !l.Link.bind(l.Root, claim) {
 		return nil, fmt.Errorf("dirlife: the layout's LinkIndex serves the root %s, not %s: a LinkIndex serves one Root", l.Link.root, l.Root)

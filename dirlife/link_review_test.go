@@ -10,10 +10,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"testing/fstest"
+	"testing/synctest"
 )
 
 // corruptInPlace rewrites the file name under dir with data of the same
@@ -221,7 +221,8 @@ func TestLinkWhilePruning(t *testing.T) {
 }
 
 // A Verify whose ctx ends while files are hashed aside returns ctx's
-// error once every hasher has returned.
+// error only once every hasher has returned: while one is still in a
+// read, Verify waits for it.
 func TestVerifyCancelledWhileHashing(t *testing.T) {
 	l := genLayout(t)
 	files := Files{}
@@ -229,25 +230,43 @@ func TestVerifyCancelledWhileHashing(t *testing.T) {
 		files[fmt.Sprintf("f%02d", i)] = bytes.Repeat([]byte{byte(i)}, 3*hashBufSize)
 	}
 	mustWrite(t, l, 1, files)
-	want, err := l.DigestFiles(files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var once sync.Once
-	l.faults = func(step, name string) error {
-		if step == stepHash && name == "gen-1/f05" {
-			once.Do(cancel)
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		held, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		l.faults = func(step, name string) error {
+			if step == stepHash && name == "gen-1/f05" {
+				once.Do(func() {
+					cancel()
+					close(held)
+					<-release
+				})
+			}
+			return nil
 		}
-		return nil
-	}
-	before := runtime.NumGoroutine()
-	if err := l.Verify(ctx, 1, want); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Verify: %v, want context.Canceled", err)
-	}
-	if after := runtime.NumGoroutine(); after > before {
-		t.Fatalf("%d goroutines before Verify, %d after", before, after)
-	}
+		done := make(chan error, 1)
+		go func() {
+			h, err := l.openRoot("verify", false, shared)
+			if err != nil {
+				done <- err
+				return
+			}
+			defer h.release()
+			_, err = l.digestDir(ctx, h, "gen-1", maxHashers, nil)
+			done <- err
+		}()
+		<-held
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("the walk returned (%v) while a hasher was still in its read", err)
+		default:
+		}
+		close(release)
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the walk: %v, want context.Canceled", err)
+		}
+	})
 }
 
 // Verify's walk hashing files aside and the walk hashing each in turn

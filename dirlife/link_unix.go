@@ -9,6 +9,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// hardLinks reports whether the system has the hard links Layout.Link
+// needs.
+const hardLinks = true
+
+// errNoLinks is never returned here.
+var errNoLinks error
+
 // linkAt makes dstBase in directory dst a hard link to srcBase in
 // directory src (not following a symbolic link).
 func linkAt(src *os.File, srcBase string, dst *os.File, dstBase string) error {

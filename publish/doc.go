@@ -48,11 +48,11 @@
 // Limits: a lease protects a directory from the Publisher, not from
 // another writer of Root or from a reader that writes into it (under
 // LinkUnchanged, a write, chmod or truncation of a file changes every
-// directory that shares it); Root belongs to one Publisher. A process that dies takes its leases with it:
-// the next one boots, which empties Root (under Adopt, keeps what it can
-// verify), before any reader exists. Adopt's digest detects accidents,
-// not tampering. The
-// fingerprint that recognises an identical re-publish is 128 bits of
+// directory that shares it); Root belongs to one Publisher. A process
+// that dies takes its leases with it: the next one boots, which empties
+// Root (under Adopt, keeps what it can verify), before any reader exists.
+// Adopt's digest detects accidents, not tampering. The fingerprint that
+// recognises an identical re-publish is 128 bits of
 // [hash/maphash] with seeds secret to the Publisher; a change it missed
 // would need a collision of both.
 package publish

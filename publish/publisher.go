@@ -120,7 +120,8 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// content and mode equal those of a file in a directory the Publisher
 	// has on disk and verified in this process (wrote, or claimed under
 	// Adopt), hashing it first ([dirlife.Layout.Link]); a link that fails
-	// falls back to writing. Every published file has its write bits
+	// falls back to writing; it needs Unix's hard links, and elsewhere
+	// every publish under it fails. Every published file has its write bits
 	// cleared, and the digest is of what is on disk, so the option changes
 	// every Identity (Publish's files are 0o444 under the usual umask).
 	// [PublishEvent] and [Stats] count the bytes written against the bytes
