@@ -18,3 +18,6 @@ func linkCount(fs.FileInfo) (uint64, bool) { return 0, false }
 // inodeOf reports false: a FileInfo here carries no inode, so a layout
 // links no file (see [Layout.Link]).
 func inodeOf(fs.FileInfo) (uint64, bool) { return 0, false }
+
+// fileStampOf returns the stamp of the file fi describes.
+func fileStampOf(fi fs.FileInfo) fileStamp { return fileStamp{mtime: fi.ModTime().UnixNano()} }

@@ -21,6 +21,13 @@ func linkCount(fi fs.FileInfo) (uint64, bool) {
 	return 0, false
 }
 
+// fileStampOf returns the stamp of the file fi describes: no inode where the
+// system does not tell it.
+func fileStampOf(fi fs.FileInfo) fileStamp {
+	ino, _ := inodeOf(fi)
+	return fileStamp{ino: ino, mtime: fi.ModTime().UnixNano()}
+}
+
 // inodeOf returns the inode number of the file fi describes, where the
 // system tells it.
 func inodeOf(fi fs.FileInfo) (uint64, bool) {

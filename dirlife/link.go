@@ -41,18 +41,26 @@ type linkKey struct {
 	perm fs.FileMode
 }
 
-// linkRef is one indexed file: rel in directory dir, whose inode was ino
-// when it was indexed.
+// linkRef is one indexed file: rel in directory dir, as it stood when it
+// was indexed.
 type linkRef struct {
 	dir, rel string
-	ino      uint64
+	at       fileStamp
+}
+
+// A fileStamp tells a file from one put in its place since, and from
+// itself changed in place since (by accident: a published file is
+// read-only): its inode and its modification time.
+type fileStamp struct {
+	ino   uint64
+	mtime int64 // in nanoseconds since the Unix epoch
 }
 
 // A linkEntry is a file a walk found, for the index.
 type linkEntry struct {
 	key    linkKey
 	rel    string
-	ino    uint64
+	at     fileStamp
 	linked bool // its write linked it from another directory instead of writing it
 }
 
@@ -91,7 +99,7 @@ func (x *LinkIndex) set(dir string, entries []linkEntry) {
 		x.files, x.dirs = map[linkKey][]linkRef{}, map[string][]linkEntry{}
 	}
 	for _, e := range entries {
-		x.files[e.key] = append(x.files[e.key], linkRef{dir, e.rel, e.ino})
+		x.files[e.key] = append(x.files[e.key], linkRef{dir, e.rel, e.at})
 	}
 	x.dirs[dir] = entries
 }
@@ -253,7 +261,7 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, replace bool) boo
 	if linkAt(src, path.Base(ref.rel), dst, tmp) != nil {
 		return false
 	}
-	if !isFile(dst, tmp, ref.ino, s.size, perm) || (replace && renameAt(dst, tmp, base) != nil) {
+	if !isFile(dst, tmp, ref.at, s.size, perm) || (replace && renameAt(dst, tmp, base) != nil) {
 		unlinkAt(dst, tmp) // not the file indexed: the caller writes it
 		return false
 	}

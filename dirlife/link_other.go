@@ -20,4 +20,4 @@ func renameAt(*os.File, string, string) error { return errNoLinks }
 
 func unlinkAt(*os.File, string) error { return errNoLinks }
 
-func isFile(*os.File, string, uint64, int64, fs.FileMode) bool { return false }
+func isFile(*os.File, string, fileStamp, int64, fs.FileMode) bool { return false }

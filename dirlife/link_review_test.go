@@ -14,6 +14,7 @@ import (
 	"testing"
 	"testing/fstest"
 	"testing/synctest"
+	"time"
 )
 
 // corruptInPlace rewrites the file name under dir with data of the same
@@ -73,6 +74,45 @@ func TestVerifyMismatchLeavesTheIndex(t *testing.T) {
 	}
 	if err := l.Verify(context.Background(), 2, want); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A source written in place since it was indexed (same inode, size and
+// mode: an accident the read-only bits did not stop) is not linked: its
+// modification time tells. The next write writes the file with its own
+// content.
+func TestLinkSkipsASourceWrittenInPlace(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	files := Files{"f": []byte("good content"), "g": []byte("other")}
+	dir1, err := l.Write(1, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir1, "f")
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	corruptInPlace(t, dir1, "f", []byte("BAD! content"))
+	// A write lands on the clock's coarse tick: the stamp is moved on by
+	// hand, as a later accident's would be.
+	later := fi.ModTime().Add(time.Second)
+	if err := os.Chtimes(p, later, later); err != nil {
+		t.Fatal(err)
+	}
+	dir2, err := l.Write(2, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readTree(t, dir2); !equalFiles(got, files) {
+		t.Fatalf("a write after a source changed in place published %q", got)
+	}
+	if same := sameInode(t, filepath.Join(dir2, "f"), p); same {
+		t.Fatal("the file was linked to a source written in place since it was indexed")
+	}
+	if !sameInode(t, filepath.Join(dir2, "g"), filepath.Join(dir1, "g")) {
+		t.Fatal("the unchanged source was not linked")
 	}
 }
 
@@ -367,4 +407,18 @@ func TestLinkUnderSetgidRoot(t *testing.T) {
 	if err := l.Verify(context.Background(), 2, w.Digest); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// sameInode reports whether the files at a and b are one inode.
+func sameInode(t *testing.T, a, b string) bool {
+	t.Helper()
+	fa, err := os.Lstat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := os.Lstat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.SameFile(fa, fb)
 }

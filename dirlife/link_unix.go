@@ -32,13 +32,13 @@ func unlinkAt(dir *os.File, base string) error {
 	return unix.Unlinkat(int(dir.Fd()), base, 0)
 }
 
-// isFile reports whether base in directory dir is a regular file with
-// inode ino, size bytes and exactly the permission bits perm.
-func isFile(dir *os.File, base string, ino uint64, size int64, perm fs.FileMode) bool {
+// isFile reports whether base in directory dir is a regular file stamped
+// at, of size bytes and exactly the permission bits perm.
+func isFile(dir *os.File, base string, at fileStamp, size int64, perm fs.FileMode) bool {
 	var st unix.Stat_t
 	if unix.Fstatat(int(dir.Fd()), base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return false
 	}
-	return st.Mode&unix.S_IFMT == unix.S_IFREG && uint64(st.Ino) == ino && st.Size == size &&
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && uint64(st.Ino) == at.ino && st.Mtim.Nano() == at.mtime && st.Size == size &&
 		fs.FileMode(st.Mode&0o7777) == perm
 }

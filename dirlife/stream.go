@@ -305,10 +305,10 @@ type queued struct {
 	kind   byte // 'd', 'f' or 'l', as the digester's
 	rel    string
 	perm   fs.FileMode
-	target string   // a link's
-	ino    uint64   // a file's inode
-	sum    fileSum  // a file's, once known
-	hashed *hashJob // a file hashed aside
+	target string    // a link's
+	at     fileStamp // a file's
+	sum    fileSum   // a file's, once known
+	hashed *hashJob  // a file hashed aside
 }
 
 // A hashJob is the hash of one file, read aside; done is closed once sum
@@ -383,7 +383,7 @@ func (w *stagedWalk) digest(q queued) {
 	case 'l':
 		w.dg.link(q.rel, q.target)
 	default:
-		w.digestFile(q.rel, q.perm, q.sum, q.ino)
+		w.digestFile(q.rel, q.perm, q.sum, q.at)
 	}
 }
 
@@ -536,9 +536,9 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 	if known && sum.size != fi.Size() {
 		return fmt.Errorf("dirlife: %s: %d bytes staged, %d copied", path.Join(w.stage, rel), fi.Size(), sum.size)
 	}
-	ino, _ := inodeOf(fi)
+	at := fileStampOf(fi)
 	if !known && w.hashers > 0 && !w.syncFiles {
-		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), ino: ino, hashed: w.hashAside(rel)})
+		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: at, hashed: w.hashAside(rel)})
 	}
 	// A linked file's bytes are another directory's, durable with it.
 	if !known || (w.syncFiles && !sum.linked) {
@@ -550,19 +550,19 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 			sum = got
 		}
 	}
-	return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), ino: ino, sum: sum})
+	return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: at, sum: sum})
 }
 
-// digestFile adds the regular file rel, with inode ino, to the digest and
-// to what the walk counted.
-func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, ino uint64) {
+// digestFile adds the regular file rel, stamped at, to the digest and to
+// what the walk counted.
+func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at fileStamp) {
 	w.dg.file(rel, perm, sum.size, sum.sum)
 	w.bytes += sum.size
 	if sum.linked {
 		w.linked++
 	}
 	if w.shared {
-		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, perm}, rel, ino, sum.linked})
+		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, perm}, rel, at, sum.linked})
 	}
 }
 
