@@ -72,7 +72,7 @@ func (l Layout[ID]) DigestFiles(files Files) (Digest, error) {
 	for i := range p.names {
 		data[i] = files[p.from[i]]
 	}
-	sums := sumAll(data)
+	sums := sumAll(data, min(runtime.GOMAXPROCS(0), maxHashers))
 	var dg digester
 	dg.init()
 	for _, e := range entries {
@@ -89,16 +89,15 @@ func (l Layout[ID]) DigestFiles(files Files) (Digest, error) {
 // one goroutine.
 const parallelHashBytes = 1 << 20
 
-// sumAll returns the SHA-256 of each of data, hashing up to GOMAXPROCS of
-// them (at most maxHashers) at once when they hold parallelHashBytes or
-// more.
-func sumAll(data [][]byte) [][sha256.Size]byte {
+// sumAll returns the SHA-256 of each of data, hashing up to hashers of
+// them at once when they hold parallelHashBytes or more.
+func sumAll(data [][]byte, hashers int) [][sha256.Size]byte {
 	sums := make([][sha256.Size]byte, len(data))
 	total := 0
 	for _, d := range data {
 		total += len(d)
 	}
-	n := min(runtime.GOMAXPROCS(0), maxHashers, len(data))
+	n := min(hashers, len(data))
 	if n < 2 || total < parallelHashBytes {
 		for i, d := range data {
 			sums[i] = sha256.Sum256(d)

@@ -3,10 +3,12 @@
 package dirlife
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -76,4 +78,39 @@ func TestVerifyHashersAgreeWithTheWalk(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDigestFilesHashersAgree: DigestFiles's sums taken several at once
+// equal those taken one by one, and the digest of a large artifact is the
+// one Verify reads back from its Write.
+func TestDigestFilesHashersAgree(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var data [][]byte
+		for i := range rapid.IntRange(0, 30).Draw(rt, "files") {
+			b := make([]byte, rapid.IntRange(0, 200<<10).Draw(rt, "size"))
+			for j := range b {
+				b[j] = byte(i*7 + j)
+			}
+			data = append(data, b)
+		}
+		one := sumAll(data, 1)
+		for _, n := range []int{2, 3, maxHashers} {
+			if got := sumAll(data, n); !slices.Equal(got, one) {
+				rt.Fatalf("with %d hashers the sums differ from one by one", n)
+			}
+		}
+	})
+	l := genLayout(t)
+	files := Files{}
+	for i := range 24 {
+		files[fmt.Sprintf("d%d/f%02d", i%3, i)] = bytes.Repeat([]byte{byte(i)}, 100<<10+i)
+	}
+	mustWrite(t, l, 1, files)
+	d, err := DigestFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Verify(context.Background(), 1, d); err != nil {
+		t.Fatalf("the digest of %d files, 2.4 MiB: %v", len(files), err)
+	}
 }
