@@ -151,9 +151,10 @@ func (l Layout[ID]) readDigest(r *os.Root, name string, dev uint64) (Digest, boo
 // no write would publish (a setuid, setgid or sticky bit, a link out of the
 // tree, a file with other hard links but a read-only one under
 // [Layout.Link]). It holds Root's shared lock, so no Prune runs meanwhile,
-// reads with bounded memory and descriptors, changes nothing but Link,
-// which a match enters the directory in and any other outcome but the end
-// of ctx takes it out of, and returns ctx.Err() once ctx ends.
+// reads up to GOMAXPROCS files (at most 4) at once, with bounded memory
+// and descriptors, and returns ctx.Err() once ctx ends and every read has
+// stopped. It changes nothing but Link: a match enters the directory, any
+// other outcome but the end of ctx takes it out.
 func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 	name, err := l.name(id)
 	if err != nil {
