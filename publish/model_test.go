@@ -142,6 +142,11 @@ func TestPublisherModel(t *testing.T) {
 				}
 				if claim != nil {
 					delete(kept, claim.name) // claimed: verified or written afresh
+					if claim.corrupt {
+						// Discarded: a directory written afresh under its
+						// name is a new directory, not a change to one.
+						delete(hashes, claim.name)
+					}
 				}
 				switch {
 				case held && key < curKey:
