@@ -99,7 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.metricsTLS, "metrics-secure", true, "serve metrics over HTTPS, each scrape authenticated (TokenReview) and authorized (SubjectAccessReview, get on /metrics); false serves plain HTTP to anyone who reaches the port")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the health probe endpoint binds to")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader before reconciling, so that several replicas are safe; --leader-elect=false only for a single replica")
-	fs.DurationVar(&o.timeout, "reconcile-timeout", 2*time.Minute, "bound on each reconcile; a publish waiting for renders to release a directory gives up and retries with backoff")
+	fs.DurationVar(&o.timeout, "reconcile-timeout", 2*time.Minute, "bound on each reconcile, a render's wait for a free worker included: past it the reconcile fails and is retried with backoff")
 	fs.BoolVar(&o.warm, "warm-standby", true, "keep a replica that is not elected warm: it follows the Platform into its own --platform-dir and renders every Release into its memo, writing nothing, so that on election it only writes status; false: a standby starts from nothing when elected")
 	fs.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 	o.renderTimeout = isolate.DefaultTimeout
@@ -131,7 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("--render-workers %d: must be positive, or 0 for GOMAXPROCS", o.renderWorkers)
 	}
 	if o.timeout <= 0 {
-		return o, fmt.Errorf("--reconcile-timeout %v: must be positive, so a publish waiting for renders to release a directory gives up", o.timeout)
+		return o, fmt.Errorf("--reconcile-timeout %v: must be positive", o.timeout)
 	}
 	return o, nil
 }
