@@ -139,3 +139,33 @@ func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy, dir string
 	}
 	return diags, nil
 }
+
+// catalogProblems returns err, the catalogs at fault that checkCatalogs
+// found in the instance w, as CUE errors at the fields of w that name
+// them, so that they join the instance's other problems in one [*Error],
+// each said once.
+func catalogProblems(w writtenInstance, err error) error {
+	var out error
+	for _, e := range joined(err) {
+		var ce *CatalogError
+		var se *SkewError
+		switch {
+		case errors.As(e, &ce) && ce.Component != "":
+			e = fieldError(w.v, []string{"components", ce.Component, "kind"}, "catalog %s %s", ce.Path, ce.Rule)
+		case errors.As(e, &ce):
+			e = fieldError(w.v, []string{"requires", ce.Path}, "%s", ce.message())
+		case errors.As(e, &se):
+			e = fieldError(w.v, []string{"requires", se.Path}, "%s", se.message())
+		}
+		out = joinCUE(out, e)
+	}
+	return out
+}
+
+// joined returns the errors err joins, or err alone.
+func joined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

@@ -168,8 +168,10 @@ type SkewError struct {
 }
 
 // Error names the catalog and both versions.
-func (e *SkewError) Error() string {
-	return fmt.Sprintf("kernel: catalog %s: the instance requires %s, newer than the platform's %s (skew policy Refuse)",
+func (e *SkewError) Error() string { return "kernel: " + e.message() }
+
+func (e *SkewError) message() string {
+	return fmt.Sprintf("catalog %s: the instance requires %s, newer than the platform's %s (skew policy Refuse)",
 		e.Path, e.InstanceVersion, e.PlatformVersion)
 }
 
@@ -193,10 +195,15 @@ func (e *CatalogError) Error() string {
 	if e.Position != "" {
 		at = e.Position + ": "
 	}
+	return "kernel: " + at + e.message()
+}
+
+// message names the catalog, the component if any, and the rule.
+func (e *CatalogError) message() string {
 	if e.Component != "" {
-		return fmt.Sprintf("kernel: %scomponent %s: catalog %s %s", at, e.Component, e.Path, e.Rule)
+		return fmt.Sprintf("component %s: catalog %s %s", e.Component, e.Path, e.Rule)
 	}
-	return fmt.Sprintf("kernel: %scatalog %s %s", at, e.Path, e.Rule)
+	return fmt.Sprintf("catalog %s %s", e.Path, e.Rule)
 }
 
 // ErrPlatformChanged is the error a render returns, wrapped in a

@@ -142,6 +142,10 @@ requires: {"a.com/x@v0": "v0.1.0", "b.com/y@v0": "v0.1.0"}`))},
 requires: "`+webPath+`": "v1.4.0"
 components: a: {kind: "Nope", catalog: "`+webPath+`"}
 components: b: {kind: "Nada", catalog: "`+webPath+`"}`))},
+		{"Render: a kind missing beside a refused label", render(k, shopIn(p, `name: "shop"
+labels: tier: "no spaces allowed"
+requires: "`+webPath+`": "v1.4.0"
+components: a: {kind: "Nope", catalog: "`+webPath+`"}`))},
 		{"Render: an instance past MaxFileSize", render(small, shopIn(p, `name: "shop"`+strings.Repeat(" ", 100)))},
 		{"Render: bad Limits", render(bad, shopIn(p, `name: "shop"`))},
 		{"Render: closed Workers", render(closed, shopIn(p, `name: "shop"`))},

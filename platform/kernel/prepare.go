@@ -111,7 +111,7 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 	diagnostics, err := checkCatalogs(r.written, in.Platform, in.Skew, dir)
 	switch _, plain := plainOf(err); {
 	case err != nil && (problems != nil || !plain):
-		problems = joinCUE(problems, err) // the instance's own, not the platform's
+		problems = joinCUE(problems, catalogProblems(r.written, err)) // the instance's own, not the platform's
 	case err != nil:
 		return nil, err // catalogs the platform does not offer
 	}

@@ -52,6 +52,20 @@ requires: *{"` + webPath + `": "v1.0.0"} | {}
 components: a: {kind: "Service", catalog: "` + webPath + `"}`, ""},
 		{"label key by default", `name: "shop"
 ` + requires + `components: a: {kind: "Service", catalog: "` + webPath + `", labels: *{"Bad Key": "x"} | {}}`, `"Bad Key"`},
+		// The schema refusing the instance elsewhere, each value is checked
+		// as written, narrowed to a string as the schema narrows it.
+		{"label value by default, refused elsewhere", `name: "shop"
+` + requires + `components: *{a: {kind: "Service", catalog: "` + webPath + `"}} | {}
+for n in ["b"] {
+	components: (n): {kind: "Service", catalog: "` + webPath + `", replicas: -1, labels: role: *1 | "no spaces allowed"}
+}`, `"no spaces allowed"`},
+		{"label value by default, beside a kind not provided", `name: "shop"
+` + requires + `components: *{a: {kind: "Service", catalog: "` + webPath + `"}} | {}
+for n in ["b"] {
+	components: (n): {kind: "CronJob", catalog: "` + webPath + `", replicas: -1, labels: role: *1 | "no spaces allowed"}
+}`, `"no spaces allowed"`},
+		{"name by default, refused elsewhere", `name: *1 | "Shop_1"
+` + requires + `components: a: {kind: "Service", catalog: "` + webPath + `", replicas: 1.5}`, `"Shop_1"`},
 		{"required by default", `name: "shop"
 requires: "` + webPath + `": *1 | "v1.0.0"
 components: a: {kind: *1 | "Service", catalog: *1 | "` + webPath + `"}`, ""},

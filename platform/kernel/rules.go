@@ -30,8 +30,11 @@ func (c *checker) str(path []string, rule func(string) string) {
 	s, err := lookup(c.ev, path...).String()
 	if err != nil {
 		// An instance the schema refuses elsewhere: its values as written
-		// still have their rules checked, so that every problem is told.
-		if s, err = lookup(c.v, path...).String(); err != nil {
+		// still have their rules checked, so that every problem is told,
+		// each narrowed to a string as the schema narrows it (*1 | "x" is
+		// "x" there).
+		w := lookup(c.v, path...)
+		if s, err = w.Unify(w.Context().CompileString("string")).String(); err != nil {
 			return
 		}
 	}
@@ -130,7 +133,7 @@ func checkInstanceValues(w writtenInstance) error {
 // v, at its position.
 func fieldError(v cue.Value, path []string, format string, args ...any) error {
 	cp := cue.MakePath(strSels(path)...)
-	return &pathError{pos: v.LookupPath(cp).Pos(), path: []string{cp.String()}, msg: messagef(format, args...)}
+	return &pathError{pos: lookup(v, path...).Pos(), path: []string{cp.String()}, msg: messagef(format, args...)}
 }
 
 func messagef(format string, args ...any) cueerrors.Message {
