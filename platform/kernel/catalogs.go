@@ -113,8 +113,8 @@ func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy, dir string
 			continue
 		}
 		c, ok := p.Catalog(path)
-		if !ok || !c.Enabled || kind == "" {
-			continue // reported for requires, or left for the schema
+		if !ok || !c.Enabled || kind == "" || rules.Kind(kind) != "" {
+			continue // reported for requires, by a value rule, or left for the schema
 		}
 		if len(c.Kinds) == 0 {
 			continue // a catalog that lists no kinds provides any kind

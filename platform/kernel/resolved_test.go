@@ -24,6 +24,12 @@ func TestValuesCheckedAsCUEEvaluatesThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	const requires = `requires: "` + webPath + `": "v1.0.0"` + "\n"
+	// A problem the case's error must not tell: one said by another rule,
+	// or untrue.
+	not := map[string]string{
+		"kind past its rule by default, refused elsewhere": "does not provide kind",
+		"requires by default, refused elsewhere":           "is not in the instance's requires",
+	}
 	for _, tc := range []struct {
 		name, body, want string // want "": renders
 	}{
@@ -64,6 +70,19 @@ for n in ["b"] {
 for n in ["b"] {
 	components: (n): {kind: "CronJob", catalog: "` + webPath + `", replicas: -1, labels: role: *1 | "no spaces allowed"}
 }`, `"no spaces allowed"`},
+		{"kind by default, refused elsewhere", `name: "shop"
+` + requires + `components: *{a: {kind: *1 | "CronJob", catalog: "` + webPath + `"}} | {}
+for n in ["b"] {
+	components: (n): {kind: "Service", catalog: "` + webPath + `", replicas: -1}
+}`, "does not provide kind CronJob"},
+		{"kind past its rule by default, refused elsewhere", `name: "shop"
+` + requires + `components: *{a: {kind: *1 | "lower case", catalog: "` + webPath + `"}} | {}
+for n in ["b"] {
+	components: (n): {kind: "Service", catalog: "` + webPath + `", replicas: -1}
+}`, `"lower case"`},
+		{"requires by default, refused elsewhere", `name: "shop"
+requires: *{"` + webPath + `": "v1.0.0", z: 1} | {"` + webPath + `": "v1.0.0", y: 2}
+components: a: {kind: "Service", catalog: "` + webPath + `"}`, "requires"},
 		{"name by default, refused elsewhere", `name: *1 | "Shop_1"
 ` + requires + `components: a: {kind: "Service", catalog: "` + webPath + `", replicas: 1.5}`, `"Shop_1"`},
 		{"required by default", `name: "shop"
@@ -79,6 +98,8 @@ components: a: {kind: *1 | "Service", catalog: *1 | "` + webPath + `"}`, ""},
 				t.Fatalf("rendered %+v", out.Resources)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("Render: %v, want an error naming %s", err, tc.want)
+			case tc.want != "" && not[tc.name] != "" && strings.Contains(err.Error(), not[tc.name]):
+				t.Fatalf("Render: %v, which tells %q", err, not[tc.name])
 			}
 		})
 	}
@@ -91,6 +112,20 @@ catalogs: "`+webPath+`": {version: *1 | "v1.4.0", kinds: *[1] | ["lower"]}
 	for _, want := range []string{`"Acme_Platform"`, `kind "lower"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("BuildPlatform: %v, want an error naming %s", err, want)
+		}
+	}
+	// And refused elsewhere: its values as written, narrowed as the schema
+	// narrows them.
+	dir = writeModule(t, platformModule(`name: "acme"
+catalogs: *{"`+webPath+`": {version: "v1.4.0"}} | {}
+for n in ["example.com/x@v1"] {
+	catalogs: (n): {version: *1 | "v1.x", enabled: "no", kinds: *[1] | ["lower"]}
+}
+`))
+	_, err = k.BuildPlatform(ctx, dir)
+	for _, want := range []string{`"v1.x"`, `kind "lower"`, "enabled"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("BuildPlatform, refused elsewhere: %v, want an error naming %s", err, want)
 		}
 	}
 }

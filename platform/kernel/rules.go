@@ -27,29 +27,36 @@ func (c *checker) fail(path []string, format string, args ...any) {
 // str checks the concrete string at path with rule, if there is one there;
 // a missing or non-string value is left for the schema to report.
 func (c *checker) str(path []string, rule func(string) string) {
-	s, err := lookup(c.ev, path...).String()
-	if err != nil {
-		// An instance the schema refuses elsewhere: its values as written
-		// still have their rules checked, so that every problem is told,
-		// each narrowed to a string as the schema narrows it (*1 | "x" is
-		// "x" there).
-		w := lookup(c.v, path...)
-		if s, err = w.Unify(w.Context().CompileString("string")).String(); err != nil {
-			return
+	if s, ok := c.strAt(path); ok {
+		if r := rule(s); r != "" {
+			c.fail(path, "%q %s", s, r)
 		}
 	}
-	if r := rule(s); r != "" {
-		c.fail(path, "%q %s", s, r)
+}
+
+// strAt returns the string at path as the schema evaluates it or, in a
+// module the schema refuses there, as written, narrowed to a string as
+// the schema narrows it, so that every problem is told.
+func (c *checker) strAt(path []string) (string, bool) {
+	if s, err := lookup(c.ev, path...).String(); err == nil {
+		return s, true
 	}
+	s, err := asString(lookup(c.v, path...))
+	return s, err == nil
+}
+
+// fieldsAt returns the fields of the struct at path, read as strAt reads
+// a string.
+func (c *checker) fieldsAt(path []string) map[string]cue.Value {
+	if fields := structFields(lookup(c.ev, path...)); fields != nil {
+		return fields
+	}
+	return structFields(lookup(c.v, path...))
 }
 
 // labels checks the keys and values of the label map at path.
 func (c *checker) labels(path []string) {
-	fields := structFields(lookup(c.ev, path...))
-	if fields == nil {
-		fields = structFields(lookup(c.v, path...))
-	}
-	c.labelKeys(path, slices.Sorted(mapKeys(fields)))
+	c.labelKeys(path, slices.Sorted(mapKeys(c.fieldsAt(path))))
 }
 
 // labelKeys checks the given keys, and their values, of the label map at
@@ -65,9 +72,14 @@ func (c *checker) labelKeys(path []string, keys []string) {
 	}
 }
 
-// kinds checks the list of kinds at path.
+// kinds checks the list of kinds at path, read as strAt reads a string.
 func (c *checker) kinds(path []string) {
-	iter, err := lookup(c.ev, path...).List()
+	l := lookup(c.ev, path...)
+	if _, err := l.List(); err != nil {
+		w := lookup(c.v, path...)
+		l = w.Unify(w.Context().CompileString("[...string]"))
+	}
+	iter, err := l.List()
 	if err != nil {
 		return
 	}
@@ -92,11 +104,11 @@ func checkPlatformValues(v, u cue.Value) error {
 	c.str([]string{"name"}, rules.DNSLabel)
 	c.str([]string{"type"}, rules.DNSLabel)
 	c.labels([]string{"labels"})
-	for _, path := range slices.Sorted(mapKeys(structFields(lookup(u, "catalogs")))) {
+	for _, path := range slices.Sorted(mapKeys(c.fieldsAt([]string{"catalogs"}))) {
 		at := []string{"catalogs", path}
 		if rule := rules.CatalogPath(path); rule != "" {
 			c.fail(at, "catalog path %s", rule)
-		} else if version, err := lookup(u, append(at, "version")...).String(); err == nil {
+		} else if version, ok := c.strAt(append(at, "version")); ok {
 			// A version missing or not a string is left for the schema.
 			if _, rule := rules.Catalog(path, version); rule != "" {
 				c.fail(append(at, "version"), "%q %s", version, rule)

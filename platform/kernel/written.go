@@ -32,9 +32,15 @@ type writtenComponent struct {
 // Whatever is not as the schema wants it is read as missing, for the
 // schema to report.
 func readInstance(v, ev cue.Value) writtenInstance {
-	w := writtenInstance{v: v, ev: ev, requires: stringFields(lookup(ev, "requires"))}
+	// What the schema refuses as a whole is read as written, so that
+	// every problem is told.
+	requires := structFields(lookup(ev, "requires"))
+	if requires == nil {
+		requires = structFields(lookup(v, "requires"))
+	}
+	w := writtenInstance{v: v, ev: ev, requires: stringFields(requires)}
 	comps := structFields(lookup(ev, "components"))
-	if comps == nil { // refused by the schema: read as written, so every problem is told
+	if comps == nil {
 		comps = structFields(lookup(v, "components"))
 	}
 	for _, name := range slices.Sorted(mapKeys(comps)) {
@@ -44,8 +50,8 @@ func readInstance(v, ev cue.Value) writtenInstance {
 			labels: slices.Sorted(mapKeys(structFields(lookup(c, "labels")))),
 			spec:   slices.Sorted(mapKeys(structFields(lookup(c, "spec")))),
 		}
-		wc.catalog, _ = lookup(c, "catalog").String()
-		wc.kind, _ = lookup(c, "kind").String()
+		wc.catalog, _ = asString(lookup(c, "catalog"))
+		wc.kind, _ = asString(lookup(c, "kind"))
 		w.components = append(w.components, wc)
 	}
 	return w
@@ -65,15 +71,26 @@ func structFields(v cue.Value) map[string]cue.Value {
 	return m
 }
 
-// stringFields returns the fields of v that are concrete strings.
-func stringFields(v cue.Value) map[string]string {
+// stringFields returns the fields that are strings, read by asString.
+func stringFields(fields map[string]cue.Value) map[string]string {
 	m := map[string]string{}
-	for label, f := range structFields(v) {
-		if s, err := f.String(); err == nil {
+	for label, f := range fields {
+		if s, err := asString(f); err == nil {
 			m[label] = s
 		}
 	}
 	return m
+}
+
+// asString returns v as a string, narrowed to one as a schema field of
+// type string narrows it: *1 | "x" as written is "x". A value under the
+// schema is already narrowed; one as written may not be.
+func asString(v cue.Value) (string, error) {
+	s, err := v.String()
+	if err != nil {
+		s, err = v.Unify(v.Context().CompileString("string")).String()
+	}
+	return s, err
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
