@@ -71,7 +71,7 @@ func TestRenderBombMemory(t *testing.T) {
 			"requires: \"example.com/catalogs/web@v1\": \"v1.2.0\"\n" +
 			"a: {for i in list.Range(0,3000,1) {\"f\\(i)\": [for j in list.Range(0,3000,1) {j}]}}\n")
 	})
-	code, stdout, stderr := runArgs(t, "--render", dir, "--render-memory", "96MiB", "--render-timeout", "1m", "--no-sync")
+	code, stdout, stderr := runArgs(t, "--render", dir, "--render-memory", "96MiB", "--render-timeout", "1h", "--no-sync")
 	if code != exitViolation || stdout != "" || !strings.Contains(stderr, "memory budget of 96MiB") || !strings.Contains(stderr, "--render-memory") {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
 	}

@@ -439,7 +439,7 @@ func (ws *Workers) call(ctx context.Context, op, dir string, req *workerRequest)
 				ws.keep(w, calls)
 				return r.resp, nil
 			}
-			return nil, ws.lost(ctx, w, op, dir, memory, timer.C, r.err)
+			return nil, ws.lost(ctx, w, op, dir, memory, timer.C)
 		case <-ctx.Done():
 			ws.stats.cancelled.Add(1)
 			ws.retire(w, false)
@@ -471,20 +471,26 @@ func (ws *Workers) keep(w *worker, calls int) {
 	ws.retire(w, true)
 }
 
-// lost returns the error of a call whose worker ended, or stopped
-// answering, before it answered: err is what its pipes said.
-func (ws *Workers) lost(ctx context.Context, w *worker, op, dir string, memory int64, timeout <-chan time.Time, err error) error {
+// lost returns the error of a call whose worker ended before it
+// answered.
+func (ws *Workers) lost(ctx context.Context, w *worker, op, dir string, memory int64, timeout <-chan time.Time) error {
 	// The process has closed its output, and so is ending: wait for it,
-	// to tell why, as ctx and the time budget allow.
+	// to tell why, as ctx and the time budget allow. Past the budget it is
+	// killed, and then ends however loaded the machine is, so that how it
+	// ended (a memory budget, a crash) decides the error, never how long
+	// its exit took.
 	if !w.killed.Load() {
 		select {
 		case <-w.exited:
 		case <-ctx.Done():
 		case <-timeout:
-		case <-time.After(time.Second):
 		}
 	}
 	ws.retire(w, false)
+	select {
+	case <-w.exited:
+	case <-ctx.Done():
+	}
 	ws.mu.Lock()
 	closed := ws.closed
 	ws.mu.Unlock()
@@ -494,11 +500,7 @@ func (ws *Workers) lost(ctx context.Context, w *worker, op, dir string, memory i
 		if closed {
 			return &WorkerError{Op: op, Dir: dir, Err: ErrClosed}
 		}
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		ws.stats.crashed.Add(1)
-		return &WorkerError{Op: op, Dir: dir, Err: fmt.Errorf("the worker stopped answering: %v", err)}
+		return ctx.Err()
 	}
 	if closed {
 		return &WorkerError{Op: op, Dir: dir, Err: ErrClosed}

@@ -257,7 +257,7 @@ func TestWorkersMemoryBudget(t *testing.T) {
 		t.Skip("a bomb")
 	}
 	ctx := context.Background()
-	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Minute, Memory: 128 << 20})
+	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 128 << 20})
 	k := ws
 	p := build(t)
 	_, err := k.Render(ctx, kernel.RenderInput{Platform: p, Instance: bombInstance(bombs[2].body)})
