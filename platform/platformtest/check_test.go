@@ -215,7 +215,7 @@ func TestCheckWaitsBounded(t *testing.T) {
 		want    string
 	}{
 		{"never prunes", &operator{noPrune: true, refuse: true}, time.Minute, "platformtest: property 4 "},
-		{"hangs", &operator{hang: true}, 10 * time.Millisecond, "has not returned 200ms after every lease was released"},
+		{"hangs", &operator{hang: true}, 10 * time.Millisecond, "has not returned, waited 200ms after every lease was released"},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			// Each run waits out a bound, and only the property's name

@@ -28,7 +28,7 @@
 //  4. Once every lease is released and a Reconcile of the current
 //     generation with its files has returned nil (Check retries one that
 //     fails), Root holds only the current record's directory, after a
-//     bounded wait for a target whose reclaim runs in the background
+//     wait for a target whose reclaim runs in the background
 //     ([ReclaimWait]). Check ignores the layout's own files
 //     ([dirlife.MarkerFile] where the filesystem holds no extended
 //     attributes, [dirlife.LockFile] on Windows).

@@ -619,7 +619,7 @@ func (m *machine) settle() {
 // waitRoot waits, within the bound, until Root holds only the directory of
 // the record the store holds (nothing when it holds none).
 func (m *machine) waitRoot() {
-	deadline := time.Now().Add(m.cfg.reclaimWait)
+	deadline, bounded := m.cfg.waitUntil()
 	delay := time.Millisecond
 	for {
 		rec, held := m.store().Generated()
@@ -634,8 +634,8 @@ func (m *machine) waitRoot() {
 		if len(got) == 0 && want == "" || len(got) == 1 && got[0] == want {
 			return
 		}
-		if time.Now().After(deadline) {
-			m.fail(prop4, "%v after every lease was released and generation %d was reconciled, Root holds %q; the store holds %s", m.cfg.reclaimWait, m.gen, got, describe(rec, held))
+		if bounded && time.Now().After(deadline) {
+			m.fail(prop4, "waited %s after every lease was released and generation %d was reconciled: Root holds %q; the store holds %s", m.cfg.waitWords(), m.gen, got, describe(rec, held))
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, 50*time.Millisecond)
@@ -900,14 +900,18 @@ func (m *machine) op(words, during string, r readers, f func(context.Context) er
 			res.early = m.releaseWhileRunning(res.through)
 			m.steps[len(m.steps)-1] += " (held leases released while it ran)"
 		}
-		hang := time.NewTimer(m.cfg.reclaimWait)
+		var hang <-chan time.Time // nil: no bound
+		if at, ok := m.cfg.waitUntil(); ok {
+			t := time.NewTimer(time.Until(at))
+			defer t.Stop()
+			hang = t.C
+		}
 		select {
 		case err = <-done:
-			hang.Stop()
-		case <-hang.C:
+		case <-hang:
 			close(stop)
 			res.through.end()
-			m.fail("", "%s has not returned %v after every lease was released", words, m.cfg.reclaimWait)
+			m.fail("", "%s has not returned, waited %s after every lease was released", words, m.cfg.waitWords())
 		}
 	}
 	close(stop)

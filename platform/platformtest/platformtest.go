@@ -53,11 +53,19 @@ type Target interface {
 // [ShrinkRuns], so that on any machine it gets as far.
 //
 // Check blocks until every sequence has run. It waits for the target only
-// within the bound set by [ReclaimWait]: a Reconcile or Delete that has not
-// returned that long after Check released every lease fails t, as does a
-// Root that still holds more than the current directory.
+// within the bound set by [ReclaimWait] (by default, until shortly before
+// the test's deadline): a Reconcile or Delete that has not returned by then
+// after Check released every lease fails t, as does a Root that still
+// holds more than the current directory.
 func Check(t *testing.T, newTarget func(root string) (Target, error), opts ...Option) {
 	t.Helper()
+	if d, ok := t.Deadline(); ok {
+		// Past the test's deadline go test ends the process: a target that
+		// has not returned by shortly before it has hung, whatever the
+		// machine's speed. The rest is left to report and shrink.
+		hangAt := d.Add(-time.Until(d) / 10)
+		opts = append([]Option{func(c *config) { c.hangAt = hangAt }}, opts...)
+	}
 	check(t, t.TempDir(), newTarget, opts...)
 }
 
@@ -245,7 +253,8 @@ func (r *rapidTB) reproduce() string {
 type Option func(*config)
 
 type config struct {
-	reclaimWait  time.Duration
+	reclaimWait  time.Duration // 0: until hangAt
+	hangAt       time.Time     // zero: no bound
 	releaseAfter time.Duration
 	succeed      bool
 	noop         bool
@@ -254,7 +263,24 @@ type config struct {
 	shrinkRuns   int
 }
 
-var defaults = config{reclaimWait: 10 * time.Second, releaseAfter: 500 * time.Millisecond, shrinkRuns: 5000}
+var defaults = config{releaseAfter: 500 * time.Millisecond, shrinkRuns: 5000}
+
+// waitUntil returns when a wait for the target that starts now ends in a
+// failure, and false for a wait with no bound.
+func (c config) waitUntil() (time.Time, bool) {
+	if c.reclaimWait > 0 {
+		return time.Now().Add(c.reclaimWait), true
+	}
+	return c.hangAt, !c.hangAt.IsZero()
+}
+
+// waitWords says how long Check waited for the target.
+func (c config) waitWords() string {
+	if c.reclaimWait > 0 {
+		return c.reclaimWait.String()
+	}
+	return "until shortly before the test's deadline"
+}
 
 // ShrinkRuns bounds how many times Check runs sequences while it shrinks a
 // failure: once that many have run, the shortest failing sequence found so
@@ -274,9 +300,11 @@ func ShrinkRuns(n int) Option {
 // ReclaimWait bounds how long Check waits for a target that removes
 // directories in the background: for Root to hold only the current
 // directory (property 4), and for a Reconcile or Delete to return once
-// Check has released every lease. The default, 10 seconds, detects a hang;
-// it is not a performance assertion. A d that is not positive keeps the
-// default.
+// Check has released every lease. By default Check waits until shortly
+// before the test's deadline (go test -timeout; with none, for as long as
+// it takes), so that only a hang fails, however slow the machine; a
+// bound detects a hang sooner, and fails a target slower than it. A d
+// that is not positive keeps the default.
 func ReclaimWait(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

@@ -65,7 +65,7 @@ func wantViolations(t *testing.T, check *Checker, kinds ...string) {
 }
 
 func TestCheckerPassesAnHonestPublisher(t *testing.T) {
-	pub, check := booted(t, time.Second)
+	pub, check := booted(t, time.Hour) // no stall of the machine is as long
 	g, h, release := leaseOld(t, pub, check)
 	h.Release(release)
 	if _, err := check.Sweep(time.Now()); err != nil {
@@ -129,21 +129,23 @@ func TestCheckerCatchesALingeringDirectory(t *testing.T) {
 	const grace = time.Second
 	pub, check := booted(t, grace)
 	g, h, release := leaseOld(t, pub, check)
+	// The release is between before and after, however slow the machine.
+	before := time.Now()
 	h.Release(release)
-	released := time.Now()
+	after := time.Now()
 	// No reclaim loop runs: generation 1's directory stays.
-	if _, err := check.Sweep(released.Add(grace / 2)); err != nil {
+	if _, err := check.Sweep(before.Add(grace / 2)); err != nil {
 		t.Fatal(err)
 	}
 	wantViolations(t, check)
-	idle, err := check.Sweep(released.Add(2 * grace))
+	idle, err := check.Sweep(after.Add(2 * grace))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if idle != 1 {
 		t.Errorf("Sweep found %d idle directories, want 1", idle)
 	}
-	check.Sweep(released.Add(3 * grace)) // reported once
+	check.Sweep(after.Add(3 * grace)) // reported once
 	wantViolations(t, check, ViolationReclaimLate)
 	if _, err := os.Stat(g.Dir); err != nil {
 		t.Fatal(err)
