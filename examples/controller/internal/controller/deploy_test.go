@@ -102,7 +102,7 @@ func testDeploy(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(everyRequest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := &envtest.Environment{}
+	env := patient(&envtest.Environment{})
 	env.ControlPlane.GetAPIServer().Configure().
 		// RBAC alone: no request of the ServiceAccount is allowed by any
 		// other authorizer. (envtest's default too; set so it stays.)

@@ -87,10 +87,10 @@ func runFailover(t *testing.T, scenario string, warm bool) failover {
 	t.Helper()
 	ctx := context.Background()
 	n := *failoverReleases
-	env := &envtest.Environment{
+	env := patient(&envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd")},
 		ErrorIfCRDPathMissing: true,
-	}
+	})
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("start the API server: %v", err)

@@ -60,10 +60,10 @@ type suite struct {
 func startSuite() (_ *suite, stop func() error, err error) {
 	t0 := time.Now()
 	s := &suite{
-		testEnv: &envtest.Environment{
+		testEnv: patient(&envtest.Environment{
 			CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd")},
 			ErrorIfCRDPathMissing: true,
-		},
+		}),
 		registry: prometheus.NewRegistry(),
 	}
 	s.cfg, err = s.testEnv.Start()
@@ -127,6 +127,16 @@ func newManager(cfg *rest.Config, dir string, reg *prometheus.Registry) (ctrl.Ma
 // only the time budget stops it.
 func suiteWorkers() *isolate.Workers {
 	return &isolate.Workers{Timeout: suiteBudget, Memory: 8 << 30}
+}
+
+// patient returns env waiting minutes, not envtest's seconds, for the
+// control plane to start and stop and for the CRDs to be served: on a
+// loaded machine only a failure ends those waits.
+func patient(env *envtest.Environment) *envtest.Environment {
+	env.ControlPlaneStartTimeout = 5 * time.Minute
+	env.ControlPlaneStopTimeout = 5 * time.Minute
+	env.CRDInstallOptions.MaxTime = 5 * time.Minute
+	return env
 }
 
 // newManagerWith is newManager evaluating with ws, closed when the manager
