@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,7 +113,7 @@ type Stats struct {
 	KilledTime   uint64 // workers killed past the time budget
 	KilledMemory uint64 // workers killed, or ended, past the memory budget
 	Cancelled    uint64 // workers killed because their call's ctx ended
-	Crashed      uint64 // workers that ended on their own before they answered
+	Crashed      uint64 // workers that ended on their own before they answered, or answered in frames the pool could not read
 	Recycled     uint64 // workers retired after Calls calls
 }
 
@@ -417,6 +418,13 @@ func (ws *Workers) call(ctx context.Context, op, dir string, req *workerRequest)
 		resp, err := readResponse(w.r, maxFrame(memory))
 		done <- result{resp, err}
 	}()
+	// ended reports whether err, the call's pipes' error, says that the
+	// worker closed them: it is ending. Any other error is a frame the
+	// pool could not write or read.
+	ended := func(err error) bool {
+		var pe *fs.PathError
+		return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &pe)
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var poll <-chan time.Time
@@ -438,6 +446,12 @@ func (ws *Workers) call(ctx context.Context, op, dir string, req *workerRequest)
 				w.calls++
 				ws.keep(w, calls)
 				return r.resp, nil
+			}
+			if !ended(r.err) {
+				// Not an end: the worker is killed at once.
+				ws.retire(w, false)
+				ws.stats.crashed.Add(1)
+				return nil, &WorkerError{Op: op, Dir: dir, Err: fmt.Errorf("the call's frames: %w", r.err)}
 			}
 			return nil, ws.lost(ctx, w, op, dir, memory, timer.C)
 		case <-ctx.Done():
@@ -471,8 +485,8 @@ func (ws *Workers) keep(w *worker, calls int) {
 	ws.retire(w, true)
 }
 
-// lost returns the error of a call whose worker ended before it
-// answered.
+// lost returns the error of a call whose worker closed its output before
+// it answered.
 func (ws *Workers) lost(ctx context.Context, w *worker, op, dir string, memory int64, timeout <-chan time.Time) error {
 	// The process has closed its output, and so is ending: wait for it,
 	// to tell why, as ctx and the time budget allow. Past the budget it is

@@ -21,6 +21,7 @@ import (
 // binary as one. KERNEL_TEST_NO_WORKER makes it a binary that does not.
 func TestMain(m *testing.M) {
 	if os.Getenv("KERNEL_TEST_NO_WORKER") == "" {
+		isolate.MainGarbage()
 		isolate.Main()
 	}
 	os.Exit(m.Run())
@@ -379,5 +380,22 @@ func TestWorkersCloseStopsCallsInFlight(t *testing.T) {
 	var we *isolate.WorkerError
 	if err := <-errc; !errors.As(err, &we) || !errors.Is(err, isolate.ErrClosed) {
 		t.Fatalf("%v, want a *isolate.WorkerError wrapping ErrClosed", err)
+	}
+}
+
+// TestWorkersUnreadableAnswer: a worker that answers with a frame the pool
+// cannot read, and stays alive, is killed at once and its call fails
+// naming the frame, counted as crashed; it does not hold its slot until
+// the time budget.
+func TestWorkersUnreadableAnswer(t *testing.T) {
+	t.Setenv(isolate.GarbageEnv, "1")
+	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 1 << 30})
+	_, err := ws.BuildPlatform(context.Background(), t.TempDir())
+	var we *isolate.WorkerError
+	if !errors.As(err, &we) || !strings.Contains(err.Error(), "the call's frames") {
+		t.Fatalf("%v, want a *WorkerError naming the call's frames", err)
+	}
+	if st := ws.Stats(); st.Crashed != 1 || st.KilledTime != 0 {
+		t.Errorf("Stats %+v, want one crashed and none killed past the time budget", st)
 	}
 }
