@@ -228,6 +228,30 @@ func TestCheckWaitsBounded(t *testing.T) {
 	}
 }
 
+// TestCheckWaitsUntilTheDeadline: by default Check waits for a target until
+// shortly before the test's deadline. A hang is reported once that bound
+// has passed, and named at the step that hung: a Reconcile slower than the
+// time Check lets leases be held (but finite) is never taken for one, in
+// the run that finds the hang or in any run after it, whose waits the
+// passed bound would cut at once.
+func TestCheckWaitsUntilTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		target *operator
+		want   string
+	}{
+		{"Reconcile hangs", &operator{hang: true}, "has not returned, waited until shortly before the test's deadline"},
+		{"Delete hangs beside a slow Reconcile", &operator{hangDelete: true, slow: 50 * time.Millisecond}, "platformtest: delete"},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			out := mustFail(t, operatorTarget(tc.target), platformtest.HangAt(time.Now().Add(3*time.Second)), platformtest.ReleaseHeldAfter(10*time.Millisecond))
+			if !strings.Contains(out, tc.want) || !strings.Contains(out, "the test's deadline is near") {
+				t.Errorf("Check's failure does not say %q, or that the deadline is near:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
 // TestCheckFailsBadTargets: a newTarget that fails, or makes a target
 // with no store, fails Check with a message naming it.
 func TestCheckFailsBadTargets(t *testing.T) {

@@ -153,6 +153,7 @@ func (m *machine) say(format string, args ...any) {
 // are the same each time the sequence runs, and, in detail, what may
 // differ between runs (a path outside Root).
 type problem struct {
+	cut               bool // see violation.cut
 	what, msg, detail string
 	kind              string // the property, or for a failure that is none (a hang, a panic) what kind it is
 }
@@ -170,6 +171,7 @@ func bad(what, format string, args ...any) *problem {
 // A violation is a failure of the sequence: what broke and the steps that
 // led there.
 type violation struct {
+	cut    bool   // a wait that the test's deadline ended (see config.hangAt)
 	kind   string // the property broken, the same in every sequence that breaks it
 	msg    string // the same each time its sequence runs
 	detail string // what was seen, which may differ between runs
@@ -195,7 +197,7 @@ func (m *machine) violation(p *problem) *violation {
 	if len(m.steps) > 0 {
 		seq = strings.Join(m.steps, "; ")
 	}
-	return &violation{kind: p.kind, msg: m.paths("platformtest: " + msg), detail: m.paths(p.detail), seq: m.paths(seq), steps: len(m.steps)}
+	return &violation{cut: p.cut, kind: p.kind, msg: m.paths("platformtest: " + msg), detail: m.paths(p.detail), seq: m.paths(seq), steps: len(m.steps)}
 }
 
 // fail fails the sequence at this step, naming what broke. It panics with
@@ -635,7 +637,9 @@ func (m *machine) waitRoot() {
 			return
 		}
 		if bounded && time.Now().After(deadline) {
-			m.fail(prop4, "waited %s after every lease was released and generation %d was reconciled: Root holds %q; the store holds %s", m.cfg.waitWords(), m.gen, got, describe(rec, held))
+			p := bad(prop4, "waited %s after every lease was released and generation %d was reconciled: Root holds %q; the store holds %s", m.cfg.waitWords(), m.gen, got, describe(rec, held))
+			p.cut = m.cfg.reclaimWait == 0
+			m.failWith(p)
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, 50*time.Millisecond)
@@ -837,8 +841,8 @@ type opResult struct {
 // readers r lease and read, and returns what f returned and what the
 // readers saw. When f runs longer than releaseAfter, every lease held
 // across steps is checked and released, and the render holding its lease
-// through f releases it too, once it has rendered; when f runs longer
-// than reclaimWait after that, the sequence fails.
+// through f releases it too, once it has rendered; when f runs past the
+// bound of config.waitUntil after that, the sequence fails.
 func (m *machine) op(words, during string, r readers, f func(context.Context) error) *opResult {
 	m.say("%s", words)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -911,7 +915,9 @@ func (m *machine) op(words, during string, r readers, f func(context.Context) er
 		case <-hang:
 			close(stop)
 			res.through.end()
-			m.fail("", "%s has not returned, waited %s after every lease was released", words, m.cfg.waitWords())
+			p := bad("", "%s has not returned, waited %s after every lease was released", words, m.cfg.waitWords())
+			p.cut = m.cfg.reclaimWait == 0
+			m.failWith(p)
 		}
 	}
 	close(stop)

@@ -102,8 +102,9 @@ func check(t rapid.TB, base string, newTarget func(root string) (Target, error),
 		if tb.Failed() && best != nil {
 			rt.SkipNow() // rapid's run to show its result: Check shows its own
 		}
+		rerun := failing
 		if failing {
-			if first != nil && reruns >= 1 || reruns >= cfg.shrinkRuns {
+			if first != nil && reruns >= 1 || reruns >= cfg.shrinkRuns || cfg.past() {
 				rt.SkipNow()
 			}
 			reruns++
@@ -126,7 +127,9 @@ func check(t rapid.TB, base string, newTarget func(root string) (Target, error),
 				first = m.failure.v
 			}
 			failing = true
-			if f := m.failure; f != nil && first != nil && f.v.kind == first.kind && (best == nil || f.smaller(best)) {
+			// A wait the deadline cut in a rerun says nothing of the
+			// sequence: the deadline had passed, or nearly, when it ran.
+			if f := m.failure; f != nil && first != nil && f.v.kind == first.kind && !(rerun && f.v.cut) && (best == nil || f.smaller(best)) {
 				best = f
 			}
 		}()
@@ -148,16 +151,30 @@ func check(t rapid.TB, base string, newTarget func(root string) (Target, error),
 		tb.forward()
 		t.FailNow()
 	case tb.Failed():
+		// Past the test's deadline bound no sequence runs again: its
+		// waits would be cut at once, and a cut wait shows nothing.
 		s := &shrinker{
-			run:    func(plan []step) outcome { return replay(cfg, base, newTarget, plan) },
+			run: func(plan []step) outcome {
+				if cfg.past() {
+					return outcome{}
+				}
+				o := replay(cfg, base, newTarget, plan)
+				if o.v != nil && o.v.cut {
+					return outcome{}
+				}
+				return o
+			},
 			best:   *best,
 			budget: cfg.shrinkRuns - reruns,
 		}
 		o := s.shrink()
 		v, note := o.v, ""
-		if shown := replay(cfg, base, newTarget, o.script); shown.v != nil && shown.v.kind == v.kind {
+		switch shown := s.run(o.script); {
+		case cfg.past():
+			note = "\n(not shrunk further, nor run again to show it: the test's deadline is near)"
+		case shown.v != nil && shown.v.kind == v.kind:
 			v = shown.v
-		} else {
+		default:
 			note = "\n(it failed so when it ran, but not when it ran once more to show it: what it breaks depends on the scheduler)"
 		}
 		t.Fatalf("%s\nthe failing sequence (%d steps): %s%s%s", v.text(), v.steps, v.seq, note, tb.reproduce())
@@ -264,6 +281,12 @@ type config struct {
 }
 
 var defaults = config{releaseAfter: 500 * time.Millisecond, shrinkRuns: 5000}
+
+// past reports whether the test's deadline bound has passed: a sequence
+// run now would find every wait for the target cut at once.
+func (c config) past() bool {
+	return c.reclaimWait == 0 && !c.hangAt.IsZero() && time.Now().After(c.hangAt)
+}
 
 // waitUntil returns when a wait for the target that starts now ends in a
 // failure, and false for a wait with no bound.

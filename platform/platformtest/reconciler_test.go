@@ -59,8 +59,10 @@ type operator struct {
 	clearOnFailure   bool // a failed build of a new generation leaves the store empty
 
 	// Mistakes of another kind.
-	noPrune bool // never removes a directory
-	hang    bool // Reconcile waits for its context to end
+	noPrune    bool          // never removes a directory
+	hang       bool          // Reconcile waits for its context to end
+	hangDelete bool          // Delete waits for its context to end
+	slow       time.Duration // each Reconcile sleeps this long first
 }
 
 // newOperator returns Check's newTarget for an operator with bug.
@@ -72,7 +74,8 @@ func newOperator(b bug) func(root string) (platformtest.Target, error) {
 func operatorTarget(like *operator) func(root string) (platformtest.Target, error) {
 	return func(root string) (platformtest.Target, error) {
 		o := &operator{layout: platform.Layout{Root: root, NoSync: true}, bug: like.bug, refuse: like.refuse,
-			rewriteIdentical: like.rewriteIdentical, clearOnFailure: like.clearOnFailure, noPrune: like.noPrune, hang: like.hang}
+			rewriteIdentical: like.rewriteIdentical, clearOnFailure: like.clearOnFailure, noPrune: like.noPrune, hang: like.hang,
+			hangDelete: like.hangDelete, slow: like.slow}
 		// The boot step, before any reader: the resource is the source of
 		// truth and the first reconcile regenerates.
 		if err := o.layout.Reset(); err != nil {
@@ -89,6 +92,7 @@ func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodul
 		<-ctx.Done()
 		return ctx.Err()
 	}
+	time.Sleep(o.slow) // noise: a slow Reconcile, which no verdict may take for a hang
 	cur, held := o.store.Generated()
 	switch {
 	case held && gen < cur.Generation && o.bug != acceptStale:
@@ -215,6 +219,10 @@ func (o *operator) prune() error {
 }
 
 func (o *operator) Delete(ctx context.Context) error {
+	if o.hangDelete {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	o.store.Clear()
 	o.files = nil
 	if o.bug == resetWithReaders {
