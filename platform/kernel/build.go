@@ -115,7 +115,7 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err != nil {
 		return nil, err
 	}
-	p, err := decodePlatform(ctx, schema, v)
+	p, err := decodePlatform(ctx, cc, schema, v)
 	if err != nil {
 		return nil, asError("build", abs, err, source{[]string{"#Platform"}, v})
 	}
@@ -153,9 +153,9 @@ type platformData struct {
 
 // decodePlatform gates v on the #Platform shape, checks its values and
 // decodes it.
-func decodePlatform(ctx context.Context, schema, v cue.Value) (*Platform, error) {
+func decodePlatform(ctx context.Context, cc *cue.Context, schema, v cue.Value) (*Platform, error) {
 	u := schema.LookupPath(cue.MakePath(cue.Def("#Platform"))).Unify(v)
-	if err := joinCUE(validate(u), checkPlatformValues(v, u)); err != nil {
+	if err := joinCUE(validate(u), checkPlatformValues(cc, v, u)); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {

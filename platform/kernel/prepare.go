@@ -103,7 +103,7 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 		return nil, err
 	}
 	r.ev = r.schema.LookupPath(cue.MakePath(cue.Def("#Instance"))).Unify(iv)
-	r.written = readInstance(iv, r.ev)
+	r.written = readInstance(r.cc, iv, r.ev)
 	if n := len(r.written.components); n > limits.MaxComponents {
 		return nil, &LimitError{Limit: "MaxComponents", Dir: dir, Value: int64(n), Max: int64(limits.MaxComponents)}
 	}

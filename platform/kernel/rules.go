@@ -15,8 +15,9 @@ import (
 // it: a default, or a disjunction the schema narrows, makes a value
 // concrete only there.
 type checker struct {
-	v    cue.Value // as written: positions
-	ev   cue.Value // under the schema: values
+	cc   *cue.Context // the values' own
+	v    cue.Value    // as written: positions
+	ev   cue.Value    // under the schema: values
 	errs error
 }
 
@@ -41,7 +42,7 @@ func (c *checker) strAt(path []string) (string, bool) {
 	if s, err := lookup(c.ev, path...).String(); err == nil {
 		return s, true
 	}
-	s, err := asString(lookup(c.v, path...))
+	s, err := asString(c.cc, lookup(c.v, path...))
 	return s, err == nil
 }
 
@@ -77,7 +78,7 @@ func (c *checker) kinds(path []string) {
 	l := lookup(c.ev, path...)
 	if _, err := l.List(); err != nil {
 		w := lookup(c.v, path...)
-		l = w.Unify(w.Context().CompileString("[...string]"))
+		l = w.Unify(c.cc.CompileString("[...string]"))
 	}
 	iter, err := l.List()
 	if err != nil {
@@ -99,8 +100,8 @@ func (c *checker) kinds(path []string) {
 
 // checkPlatformValues checks the value rules of a platform v as u, v
 // under #Platform, holds its values.
-func checkPlatformValues(v, u cue.Value) error {
-	c := &checker{v: v, ev: u}
+func checkPlatformValues(cc *cue.Context, v, u cue.Value) error {
+	c := &checker{cc: cc, v: v, ev: u}
 	c.str([]string{"name"}, rules.DNSLabel)
 	c.str([]string{"type"}, rules.DNSLabel)
 	c.labels([]string{"labels"})
@@ -122,7 +123,7 @@ func checkPlatformValues(v, u cue.Value) error {
 // checkInstanceValues checks the value rules of an instance as it
 // evaluates under #Instance (see checker).
 func checkInstanceValues(w writtenInstance) error {
-	c := &checker{v: w.v, ev: w.ev}
+	c := &checker{cc: w.cc, v: w.v, ev: w.ev}
 	c.str([]string{"name"}, rules.DNSLabel)
 	c.str([]string{"namespace"}, rules.DNSLabel)
 	c.labels([]string{"labels"})

@@ -13,6 +13,7 @@ import (
 // read as evaluated (a default, or a disjunction the schema narrows, makes
 // a value concrete only there); positions are the instance's as written.
 type writtenInstance struct {
+	cc         *cue.Context      // the values' own
 	v          cue.Value         // as written
 	ev         cue.Value         // under #Instance
 	requires   map[string]string // the catalog versions that are concrete strings
@@ -31,14 +32,14 @@ type writtenComponent struct {
 // readInstance reads the instance v as ev, v under #Instance, holds it.
 // Whatever is not as the schema wants it is read as missing, for the
 // schema to report.
-func readInstance(v, ev cue.Value) writtenInstance {
+func readInstance(cc *cue.Context, v, ev cue.Value) writtenInstance {
 	// What the schema refuses as a whole is read as written, so that
 	// every problem is told.
 	requires := structFields(lookup(ev, "requires"))
 	if requires == nil {
 		requires = structFields(lookup(v, "requires"))
 	}
-	w := writtenInstance{v: v, ev: ev, requires: stringFields(requires)}
+	w := writtenInstance{cc: cc, v: v, ev: ev, requires: stringFields(cc, requires)}
 	comps := structFields(lookup(ev, "components"))
 	if comps == nil {
 		comps = structFields(lookup(v, "components"))
@@ -50,8 +51,8 @@ func readInstance(v, ev cue.Value) writtenInstance {
 			labels: slices.Sorted(mapKeys(structFields(lookup(c, "labels")))),
 			spec:   slices.Sorted(mapKeys(structFields(lookup(c, "spec")))),
 		}
-		wc.catalog, _ = asString(lookup(c, "catalog"))
-		wc.kind, _ = asString(lookup(c, "kind"))
+		wc.catalog, _ = asString(cc, lookup(c, "catalog"))
+		wc.kind, _ = asString(cc, lookup(c, "kind"))
 		w.components = append(w.components, wc)
 	}
 	return w
@@ -72,23 +73,23 @@ func structFields(v cue.Value) map[string]cue.Value {
 }
 
 // stringFields returns the fields that are strings, read by asString.
-func stringFields(fields map[string]cue.Value) map[string]string {
+func stringFields(cc *cue.Context, fields map[string]cue.Value) map[string]string {
 	m := map[string]string{}
 	for label, f := range fields {
-		if s, err := asString(f); err == nil {
+		if s, err := asString(cc, f); err == nil {
 			m[label] = s
 		}
 	}
 	return m
 }
 
-// asString returns v as a string, narrowed to one as a schema field of
-// type string narrows it: *1 | "x" as written is "x". A value under the
-// schema is already narrowed; one as written may not be.
-func asString(v cue.Value) (string, error) {
+// asString returns v, a value of cc, as a string, narrowed to one as a
+// schema field of type string narrows it: *1 | "x" as written is "x". A
+// value under the schema is already narrowed; one as written may not be.
+func asString(cc *cue.Context, v cue.Value) (string, error) {
 	s, err := v.String()
 	if err != nil {
-		s, err = v.Unify(v.Context().CompileString("string")).String()
+		s, err = v.Unify(cc.CompileString("string")).String()
 	}
 	return s, err
 }
