@@ -47,8 +47,9 @@ func (e *BudgetError) Error() string {
 func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
 
 // A WorkerError reports a build or render whose worker could not be
-// started, or ended before it answered: killed from outside, crashed, or
-// stopped by Close. The worker is gone; the next call gets another.
+// started, ended before it answered (killed from outside, crashed, or
+// stopped by Close), or answered in a frame the pool could not read, and
+// was killed. The worker is gone; the next call gets another.
 type WorkerError struct {
 	Op  string // "build" or "render"
 	Dir string // the module, as for a BudgetError

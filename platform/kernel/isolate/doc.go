@@ -9,8 +9,9 @@
 // started again, whose main (or TestMain) calls [Main] first: when the
 // call's ctx ends the worker is killed and the call returns ctx.Err() at
 // once; past the time or memory budget it is killed and the call fails
-// with a [*BudgetError]; a worker that cannot start or ends before it
-// answers fails the call with a [*WorkerError]. The worker reads the
+// with a [*BudgetError]; a worker that cannot start, ends before it
+// answers, or answers in a frame the pool cannot read fails the call with
+// a [*WorkerError]. The worker reads the
 // platform's directory itself, under the Kernel's rules and Limits; the
 // instance is read in the caller's process and sent.
 //
