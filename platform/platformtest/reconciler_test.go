@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"leasekit.dev/platform"
@@ -62,7 +63,8 @@ type operator struct {
 	noPrune    bool          // never removes a directory
 	hang       bool          // Reconcile waits for its context to end
 	hangDelete bool          // Delete waits for its context to end
-	slow       time.Duration // each Reconcile sleeps this long first
+	slow       time.Duration // each Reconcile sleeps this long first, once hung is set
+	hung       *atomic.Bool  // set by the first Delete that hangs, shared by every target made like this one
 }
 
 // newOperator returns Check's newTarget for an operator with bug.
@@ -75,7 +77,7 @@ func operatorTarget(like *operator) func(root string) (platformtest.Target, erro
 	return func(root string) (platformtest.Target, error) {
 		o := &operator{layout: platform.Layout{Root: root, NoSync: true}, bug: like.bug, refuse: like.refuse,
 			rewriteIdentical: like.rewriteIdentical, clearOnFailure: like.clearOnFailure, noPrune: like.noPrune, hang: like.hang,
-			hangDelete: like.hangDelete, slow: like.slow}
+			hangDelete: like.hangDelete, slow: like.slow, hung: like.hung}
 		// The boot step, before any reader: the resource is the source of
 		// truth and the first reconcile regenerates.
 		if err := o.layout.Reset(); err != nil {
@@ -92,7 +94,9 @@ func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodul
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	time.Sleep(o.slow) // noise: a slow Reconcile, which no verdict may take for a hang
+	if o.hung != nil && o.hung.Load() {
+		time.Sleep(o.slow) // a slow Reconcile, which no verdict may take for a hang
+	}
 	cur, held := o.store.Generated()
 	switch {
 	case held && gen < cur.Generation && o.bug != acceptStale:
@@ -220,6 +224,9 @@ func (o *operator) prune() error {
 
 func (o *operator) Delete(ctx context.Context) error {
 	if o.hangDelete {
+		if o.hung != nil {
+			o.hung.Store(true)
+		}
 		<-ctx.Done()
 		return ctx.Err()
 	}
