@@ -399,3 +399,20 @@ func TestWorkersUnreadableAnswer(t *testing.T) {
 		t.Errorf("Stats %+v, want one crashed and none killed past the time budget", st)
 	}
 }
+
+// TestWorkersSlowExitPastMemory: a worker past its memory budget whose
+// exit comes long after it closed its output (a loaded machine) fails its
+// call with the memory budget, however long the exit took, not as a
+// crash.
+func TestWorkersSlowExitPastMemory(t *testing.T) {
+	t.Setenv(isolate.SlowMemoryExitEnv, "2s")
+	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 1 << 30})
+	_, err := ws.BuildPlatform(context.Background(), t.TempDir())
+	var be *isolate.BudgetError
+	if !errors.As(err, &be) || be.Budget != "memory" {
+		t.Fatalf("%v, want the memory budget", err)
+	}
+	if st := ws.Stats(); st.KilledMemory != 1 || st.Crashed != 0 {
+		t.Errorf("Stats %+v, want one past the memory budget and none crashed", st)
+	}
+}
