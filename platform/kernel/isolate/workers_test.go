@@ -416,3 +416,22 @@ func TestWorkersSlowExitPastMemory(t *testing.T) {
 		t.Errorf("Stats %+v, want one past the memory budget and none crashed", st)
 	}
 }
+
+// TestWorkersCtxEndsWaitForExit: a call waiting for a worker that closed
+// its output to exit returns ctx.Err() once ctx ends, and the worker is
+// killed.
+func TestWorkersCtxEndsWaitForExit(t *testing.T) {
+	t.Setenv(isolate.SlowMemoryExitEnv, "1h")
+	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 1 << 30})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := ws.BuildPlatform(ctx, t.TempDir()); err != context.DeadlineExceeded {
+		t.Fatalf("%v, want ctx.Err()", err)
+	}
+	if err := ws.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := ws.Stats(); st.Running != 0 {
+		t.Errorf("Stats %+v, want no worker running once closed", st)
+	}
+}
