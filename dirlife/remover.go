@@ -16,6 +16,11 @@ import (
 // RemovalDeadline is zero.
 const DefaultRemovalDeadline = 30 * time.Second
 
+// stepRemoveTree is the removal of a garbage entry on the pool, as the fault
+// seam names it, with the entry's name in Root (its aside name): a failure
+// the seam returns is the removal's, and leaves the entry whole.
+const stepRemoveTree = "remove-tree"
+
 // maxRemovers bounds the goroutines that remove garbage in this process,
 // for every root and call together: the workers that take removals in
 // turn and the helpers that the top of a tree takes for its entries (see
@@ -45,6 +50,7 @@ type removeBatch struct {
 	dev   uint64
 	devOf func(fs.FileInfo) uint64
 	hook  func(was string)
+	fault faultFunc
 	st    *rootState   // referenced until the last removal is over
 	left  atomic.Int64 // removals not over
 }
@@ -55,7 +61,13 @@ func (j removeJob) run() {
 	if b.hook != nil {
 		b.hook(j.rm.was)
 	}
-	err := removeTree(b.r, j.rm.name, j.rm.name, b.dev, b.devOf)
+	var err error
+	if b.fault != nil {
+		err = b.fault(stepRemoveTree, j.rm.name)
+	}
+	if err == nil {
+		err = removeTree(b.r, j.rm.name, j.rm.name, b.dev, b.devOf)
+	}
 	if err != nil {
 		err = removeErr(b.root, j.rm.name, err)
 	}
@@ -239,7 +251,7 @@ func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage,
 	if err != nil {
 		return nil, fmt.Errorf("dirlife: remove garbage in %s: %w", l.Root, err)
 	}
-	b := &removeBatch{root: l.Root, r: r, dev: dev, devOf: l.devOf(), hook: l.removing, st: st}
+	b := &removeBatch{root: l.Root, r: r, dev: dev, devOf: l.devOf(), hook: l.removing, fault: l.faults, st: st}
 	b.left.Store(int64(len(entries)))
 	st.retain() // the caller holds a reference: st is still registered
 	batch := make([]*removal, len(entries))
