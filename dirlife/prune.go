@@ -22,6 +22,11 @@ import (
 // of earlier removals no call waited for; a removal past
 // [Layout.RemovalDeadline] is a [*StalledError].
 func (l Layout[ID]) Prune(keep ...ID) error {
+	return l.prune(context.Background(), keep...)
+}
+
+// prune is Prune, whose waits for removals also end when ctx ends.
+func (l Layout[ID]) prune(ctx context.Context, keep ...ID) error {
 	// Under Root's exclusive lock, Prune unlinks every entry that is not a
 	// directory and renames every directory it removes to a fresh aside
 	// name, out of its path, so that a reader finds it complete or absent
@@ -59,7 +64,7 @@ func (l Layout[ID]) Prune(keep ...ID) error {
 	h.unlock()
 	err = errors.Join(err, rerr)
 	if !l.DeferRemoval {
-		err = errors.Join(err, l.wait(context.Background(), st, batch, collectOwn))
+		err = errors.Join(err, l.wait(ctx, st, batch, collectOwn))
 	}
 	return errors.Join(err, st.rm.takeErr(h.r))
 }
