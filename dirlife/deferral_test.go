@@ -142,10 +142,11 @@ func TestDeferredRemovalModel(t *testing.T) {
 
 // TestBlockedRemoval: a removal that never returns (blocked through the
 // seam) costs its caller at most RemovalDeadline, after which the call
-// returns a StalledError naming it; Writes, Prunes, Resets-free listing
-// and Settle go on meanwhile; no second attempt at it starts while it is
-// blocked; and once it returns, Settle reports nothing and Root holds
-// only IDs.
+// returns a StalledError naming it; Writes, IDs and deferring Prunes go
+// on meanwhile, with no time passing; a Prune that waits for its removals
+// finds it under way and waits for it too, with its own deadline, and no
+// second attempt at it starts while it is blocked; and once it returns,
+// Settle reports nothing and Root holds only IDs.
 func TestBlockedRemoval(t *testing.T) {
 	for _, deferred := range []bool{false, true} {
 		t.Run(fmt.Sprintf("defer=%v", deferred), func(t *testing.T) {
@@ -180,35 +181,52 @@ func TestBlockedRemoval(t *testing.T) {
 				if ids, err := l.IDs(); err != nil || !slices.Equal(ids, []int64{2, 3}) {
 					t.Fatalf("IDs() = %v, %v, want [2 3]", ids, err)
 				}
-				if err := l.Prune(2, 3); err != nil && !deferred {
-					t.Fatalf("a second Prune = %v, want nil: the blocked entry is left to the first", err)
+				second := make(chan error, 1)
+				go func() { second <- l.Prune(2, 3) }()
+				if deferred {
+					if err := <-second; err != nil {
+						t.Fatalf("a second deferring Prune = %v, want nil", err)
+					}
 				}
 				if time.Since(start) != 0 {
 					t.Fatalf("other calls took %v of fake time beside a blocked removal", time.Since(start))
 				}
-				var err error
+				// stalled checks that err is a StalledError naming gen-1
+				// under an aside name, and returns that name.
+				stalled := func(call string, err error) string {
+					t.Helper()
+					var se *StalledError
+					if !errors.As(err, &se) || !errors.Is(err, ErrRemovalStalled) || len(se.Entries) != 1 || se.Entries[0].Name != "gen-1" || !isPlainAside(se.Entries[0].Aside) {
+						t.Fatalf("%s past the deadline = %v, want a StalledError naming gen-1 under an aside name", call, err)
+					}
+					return se.Entries[0].Aside
+				}
+				var aside string
 				if deferred {
-					err = <-pruned
-					if err != nil {
+					if err := <-pruned; err != nil {
 						t.Fatalf("a deferring Prune = %v, want nil", err)
 					}
-					err = l.Settle(context.Background())
+					aside = stalled("Settle", l.Settle(context.Background()))
 				} else {
-					err = <-pruned
+					aside = stalled("the first Prune", <-pruned)
+					// The second found gen-1 under way, and waited for it
+					// from the same instant.
+					if stalled("the second Prune", <-second) != aside {
+						t.Fatal("the two Prunes name gen-1 under two aside names")
+					}
 				}
 				if time.Since(start) != deadline {
 					t.Fatalf("the wait returned after %v, want the deadline %v", time.Since(start), deadline)
 				}
-				var se *StalledError
-				if !errors.As(err, &se) || !errors.Is(err, ErrRemovalStalled) || len(se.Entries) != 1 || se.Entries[0].Name != "gen-1" || !isPlainAside(se.Entries[0].Aside) {
-					t.Fatalf("past the deadline, err = %v, want a StalledError naming gen-1 under an aside name", err)
-				}
-				if got := rootEntries(t, l.Root); !slices.Equal(got, []string{se.Entries[0].Aside, "gen-2", "gen-3"}) {
+				if got := rootEntries(t, l.Root); !slices.Equal(got, []string{aside, "gen-2", "gen-3"}) {
 					t.Fatalf("Root = %v, want gen-2, gen-3 and the blocked entry", got)
 				}
-				// A retry leaves it to the running attempt.
-				if err := l.Prune(2, 3); err != nil && !deferred {
-					t.Fatalf("a Prune while the removal is blocked = %v, want nil", err)
+				// A retry leaves it to the running attempt (waiting for
+				// it, unless deferring).
+				if err := l.Prune(2, 3); deferred && err != nil {
+					t.Fatalf("a deferring Prune while the removal is blocked = %v, want nil", err)
+				} else if !deferred {
+					stalled("a Prune while the removal is blocked", err)
 				}
 				mu.Lock()
 				n := attempts["gen-1"]

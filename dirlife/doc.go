@@ -33,8 +33,9 @@
 // still filling. The coordination is an advisory lock on the root, behind
 // an in-process reader/writer lock, so that at most one OS thread per root
 // and process waits in the kernel. Removal runs outside the lock, on at
-// most four goroutines per process; a removal that hangs costs its caller
-// at most [Layout.RemovalDeadline] and blocks no other call.
+// most four goroutines per process; a removal that hangs costs each call
+// that waits for it (its caller, and a Prune or Reset that finds it under
+// way) at most [Layout.RemovalDeadline], and blocks no other call.
 //
 // # Limits
 //

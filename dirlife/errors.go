@@ -142,13 +142,15 @@ var ErrRemovalStalled = errors.New("removal still running past its deadline")
 // one of the process's removal goroutines, when the call that waited for
 // them reached [Layout.RemovalDeadline]. Each entry is already out of
 // every ID's path, under an aside name of its own that no ID or staging
-// directory can take; its removal goes on, and a
-// failure of it is reported by a later Prune or [Layout.Settle]. No second
-// removal of it starts while this one runs.
+// directory can take; its removal goes on, and a failure of it is
+// returned by the calls still waiting for it (a Prune or Reset that found
+// it under way waits with a deadline of its own), or, when none is, by a
+// later Prune or [Layout.Settle]. No second removal of it starts while
+// this one runs.
 type StalledError struct {
 	Root     string         // the root as given
 	Deadline time.Duration  // the deadline that passed
-	Entries  []StalledEntry // what is left, in the order the call set it aside
+	Entries  []StalledEntry // what is left, in the order the call set it aside, then what it found under way
 }
 
 // A StalledEntry is one entry of Root whose removal is still running.

@@ -17,10 +17,13 @@ import (
 // its last published directory moved aside: Prune restores it. After power
 // loss a pruned ID may be listed again, complete: to roll back for good,
 // write a new ID. A missing Root is no error; [ErrUnsafeRoot] and
-// [ErrNotOwned] roots are refused, and mounts kept ([ErrMountPoint]). Prune
-// goes on past a failed entry and returns every error, with the failures
-// of earlier removals no call waited for; a removal past
-// [Layout.RemovalDeadline] is a [*StalledError].
+// [ErrNotOwned] roots are refused, and mounts kept ([ErrMountPoint]). An
+// entry that another call of this process is removing already, Prune
+// waits for as for its own (unless [Layout.DeferRemoval]), and that
+// removal's failure is its failure too. Prune goes on past a failed entry
+// and returns every error, with the failures of earlier removals no call
+// waited for; a removal still running at [Layout.RemovalDeadline] is a
+// [*StalledError], and goes on.
 func (l Layout[ID]) Prune(keep ...ID) error {
 	return l.prune(context.Background(), keep...)
 }
@@ -33,9 +36,9 @@ func (l Layout[ID]) prune(ctx context.Context, keep ...ID) error {
 	// and no ID or staging directory can take the name it is removed
 	// under. It removes those trees after it lets the lock go, so that
 	// writes do not wait for that; an entry another call of this process
-	// is removing is left to that call. Of several stranded copies of one
-	// ID, the one moved aside last, as the clock tells, is restored; the
-	// others are garbage.
+	// is removing is left to that call's removal, which Prune waits for as
+	// for its own. Of several stranded copies of one ID, the one moved
+	// aside last, as the clock tells, is restored; the others are garbage.
 	//
 	// Prune syncs nothing: garbage needs no sync. The rename that takes a
 	// directory out of its path precedes every removal in it, journaling
@@ -59,12 +62,15 @@ func (l Layout[ID]) prune(ctx context.Context, keep ...ID) error {
 	st := h.lock.st
 	st.retain()
 	defer putState(st)
-	doomed, _, err := l.setAside(h, "prune", keepNames)
+	doomed, busy, err := l.setAside(h, "prune", keepNames, !l.DeferRemoval)
 	batch, rerr := l.removeGarbage(st, h, doomed, l.DeferRemoval)
 	h.unlock()
 	err = errors.Join(err, rerr)
 	if !l.DeferRemoval {
-		err = errors.Join(err, l.wait(ctx, st, batch, collectOwn))
+		// One wait, one deadline, for its own and those of other calls:
+		// what another call was removing is gone only if that removal
+		// succeeded.
+		err = errors.Join(err, l.wait(ctx, st, append(batch, busy...), collectOwn))
 	}
 	return errors.Join(err, st.rm.takeErr(h.r))
 }
@@ -93,14 +99,14 @@ func (l Layout[ID]) reset(h *openRoot, op string, keep map[string]bool) error {
 	st := h.lock.st
 	st.retain()
 	defer putState(st)
-	doomed, busy, err := l.setAside(h, op, keep)
+	doomed, busy, err := l.setAside(h, op, keep, true)
 	batch, rerr := l.removeGarbage(st, h, doomed, false)
 	h.unlock()
 	err = errors.Join(err, rerr)
 	// One wait, one deadline, for its own and those of other calls. What
 	// another call was removing is gone only if that removal succeeded:
 	// its failure is Reset's too.
-	err = errors.Join(err, l.wait(context.Background(), st, append(batch, busy...), collectAll))
+	err = errors.Join(err, l.wait(context.Background(), st, append(batch, busy...), collectOwn))
 	if err == nil {
 		st.rm.takeErr(nil) // whatever failed before is gone now
 	}
@@ -110,13 +116,14 @@ func (l Layout[ID]) reset(h *openRoot, op string, keep map[string]bool) error {
 // setAside lists Root, under its exclusive lock, restores the moved-aside
 // copy of each ID in keep whose path is empty (see strandedCopies), and
 // sets aside the garbage: every entry but the layout's own, the kept IDs'
-// directories and those another call of this process is removing (busy,
-// returned as such). An entry that is not a directory is unlinked at once;
-// a directory is renamed to a fresh aside name of its own, unless it has
-// one already (a plain moved-aside entry, which no ID or staging directory
-// can take), and returned as garbage. Nothing is synced: garbage needs no
-// sync (see the comment in Prune).
-func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool) (doomed []garbage, busy []*removal, errs error) {
+// directories and those another call of this process is removing (busy:
+// when join is set, returned as such, with the caller counted as a waiter
+// of each, which it must then wait for with wait). An entry that is not a
+// directory is unlinked at once; a directory is renamed to a fresh aside
+// name of its own, unless it has one already (a plain moved-aside entry,
+// which no ID or staging directory can take), and returned as garbage.
+// Nothing is synced: garbage needs no sync (see the comment in Prune).
+func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join bool) (doomed []garbage, busy []*removal, errs error) {
 	d, err := h.r.Open(".")
 	if err != nil {
 		return nil, nil, fmt.Errorf("dirlife: %s: %w", op, err)
@@ -147,10 +154,13 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool) (doom
 		}
 		rm.mu.Lock()
 		inflight := rm.inflight[name]
+		if inflight != nil && join {
+			inflight.waiters++ // before it can end: its failure is the caller's too
+			busy = append(busy, inflight)
+		}
 		rm.mu.Unlock()
 		if inflight != nil {
-			busy = append(busy, inflight) // left to the call removing it
-			continue
+			continue // left to the call removing it
 		}
 		if !e.IsDir() {
 			// A file, a symbolic link: unlinked here, in one step, so its

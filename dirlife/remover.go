@@ -143,16 +143,20 @@ const maxErrs = 16
 
 // A removal is the removal of one garbage entry of a root, set aside under
 // a name of its own: at most one is in flight per entry in this process,
-// and it goes on, on its goroutine, whoever stops waiting for it.
+// and it goes on, on its goroutine, whoever stops waiting for it. Each
+// call that waits for it, the one that started it and those that found
+// it under way, is counted in waiters until it stops waiting; its failure
+// goes to every call counted when it ends, and to the root's report when
+// none is.
 type removal struct {
 	name string        // its aside name in Root, where it is removed
 	was  string        // its name when it was set aside: an ID's directory, a staging directory, …
 	done chan struct{} // closed when the attempt returns
 
 	// Guarded by the removals' mu.
-	err       error
-	finished  bool
-	abandoned bool // no caller waits for it: a failure goes to the root's report
+	err      error
+	finished bool
+	waiters  int // calls waiting for it
 }
 
 // removals are this process's removals of one root's garbage.
@@ -217,7 +221,7 @@ func (rm *removals) finish(r *removal, err error) {
 	rm.mu.Lock()
 	delete(rm.inflight, r.name)
 	r.err, r.finished = err, true
-	if err != nil && r.abandoned {
+	if err != nil && r.waiters == 0 { // no caller to tell
 		if len(rm.errs) < maxErrs {
 			rm.errs = append(rm.errs, failure{r.name, err})
 		} else {
@@ -238,7 +242,8 @@ type garbage struct{ name, was string }
 // no other call of this process removes them too. The removal runs on
 // the process's removal goroutines (see maxRemovers), with a handle of
 // the root of its own, so the caller may release h at once. Unless
-// deferred, the caller then waits for it with wait.
+// deferred, the caller is counted as their waiter, and must then wait for
+// them with wait.
 func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage, deferred bool) ([]*removal, error) {
 	if len(entries) == 0 {
 		return nil, nil
@@ -259,7 +264,10 @@ func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []garbage,
 	rm := &st.rm
 	rm.mu.Lock()
 	for i, g := range entries {
-		batch[i] = &removal{name: g.name, was: g.was, done: make(chan struct{}), abandoned: deferred}
+		batch[i] = &removal{name: g.name, was: g.was, done: make(chan struct{})}
+		if !deferred {
+			batch[i].waiters = 1
+		}
 		rm.inflight[g.name] = batch[i]
 		jobs[i] = removeJob{batch[i], b}
 	}
@@ -276,21 +284,23 @@ func (l Layout[ID]) deadline() time.Duration {
 	return DefaultRemovalDeadline
 }
 
-// Which failures wait returns.
+// How a call waits.
 type collect int
 
 const (
-	collectNone collect = iota // none: they go to the root's report
-	collectOwn                 // those of removals no one abandoned
-	collectAll                 // all, also those reported elsewhere
+	collectNone collect = iota // not counted as a waiter: the failures go to the root's report, or to the calls counted
+	collectOwn                 // counted as a waiter of each removal (see removal): the failures are its own
 )
 
 // wait waits until the removals in batch are over, the removal deadline
-// passes or ctx ends, and returns the failures that collect selects among
-// those it waited for. Those still running past the deadline are named
-// by a *StalledError; when ctx ends first, ctx's error is returned.
-// Either way they go on, and a failure of theirs goes to the root's
-// report, for a later Prune or Settle.
+// passes or ctx ends. Under collectOwn, the caller is counted as a waiter
+// of each removal in batch (removeGarbage and setAside count it), and
+// wait returns the failures of those that ended while it waited, and
+// stops counting it; under collectNone it returns none. Those still
+// running past the deadline are named by a *StalledError; when ctx ends
+// first, ctx's error is returned. Either way they go on, and a failure of
+// theirs goes to the calls still waiting for them, or, when none is, to
+// the root's report, for a later Prune or Settle.
 func (l Layout[ID]) wait(ctx context.Context, st *rootState, batch []*removal, c collect) error {
 	if len(batch) == 0 {
 		return nil
@@ -317,9 +327,11 @@ wait:
 	for _, r := range batch {
 		switch {
 		case !r.finished:
-			r.abandoned = true
+			if c == collectOwn {
+				r.waiters--
+			}
 			left = append(left, StalledEntry{Name: r.was, Aside: r.name})
-		case r.err != nil && (c == collectAll || c == collectOwn && !r.abandoned):
+		case r.err != nil && c == collectOwn:
 			errs = append(errs, r.err)
 		}
 	}
@@ -372,10 +384,10 @@ func removeErr(root, name string, err error) error {
 // yet while what they left is still in Root, and a [*StalledError] naming
 // those still running past the removal deadline. Afterwards every entry
 // this process set aside before Settle began is gone, named by the error,
-// or left by a failure reported already; the next Prune removes it,
-// unless its cause (a mount) stays.
-// Another process's removals and leftovers are not waited for. A missing
-// Root is not an error.
+// or left by a failure returned already (by an earlier report, or to a
+// call that waited for it); the next Prune removes it, unless its cause
+// (a mount) stays. Another process's removals and leftovers are not
+// waited for. A missing Root is not an error.
 func (l Layout[ID]) Settle(ctx context.Context) error {
 	// The failures of at most 16 roots that no call uses any more are
 	// kept, the oldest forgotten first; what their removals left is
