@@ -15,9 +15,9 @@ import (
 // refuses an ID whose name breaks these rules with a [NameError]. Parse
 // must return false for every name that Format does not produce, and
 // Parse(Format(id)) must return id. Format should also give distinct IDs
-// names that differ by more than case, as [StringCodec] and [IntCodec] do:
-// the layout cannot tell, and on a case-insensitive filesystem two such IDs
-// share one directory.
+// names that differ by more than case, as [IntCodec] does: the layout
+// cannot tell, and on a case-insensitive filesystem two such IDs share one
+// directory.
 type Codec[ID cmp.Ordered] interface {
 	Format(id ID) string
 	Parse(name string) (ID, bool)
@@ -89,102 +89,4 @@ func canonicalDecimal(s string) bool {
 		}
 	}
 	return true
-}
-
-// StringCodec names the directory of string ID s Prefix followed by s
-// escaped, so that any string, including an empty one or one holding
-// slashes, round-trips through one safe, portable path element:
-//
-//   - every byte outside [a-z0-9_.-] is written as %XX (upper-case hex),
-//     upper-case letters included, so that no two IDs have names that
-//     differ only by case and collide on a case-insensitive filesystem
-//     (macOS and Windows by default): "A" is "%41", "a" is "a";
-//   - a leading dot (with an empty Prefix) and a trailing dot are escaped,
-//     so that the name is not hidden or reserved by the layout and Windows
-//     drops nothing from it;
-//   - when the name would be a device name that Windows reserves ("con",
-//     "nul.txt", "com1"), the first byte of s is escaped ("%63on").
-//
-// The empty string is written as Prefix followed by "%". Only this
-// canonical form parses. An ID whose escaped name exceeds 255 bytes is
-// refused by the layout, and so is every ID when Prefix itself breaks the
-// layout's name rules (a Prefix holding a dot after a reserved device name,
-// such as "nul.", or a character Windows refuses).
-type StringCodec struct {
-	Prefix string
-}
-
-const upperHex = "0123456789ABCDEF"
-
-// plainByte reports whether b stands for itself in a StringCodec name.
-func plainByte(b byte) bool {
-	return 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '_' || b == '-' || b == '.'
-}
-
-// Format returns Prefix followed by the escaped form of id.
-func (c StringCodec) Format(id string) string {
-	if id == "" {
-		return c.Prefix + "%"
-	}
-	name := c.format(id, false)
-	if _, reserved := reservedDevice(name); reserved {
-		name = c.format(id, true)
-	}
-	return name
-}
-
-// format escapes id after Prefix; escapeFirst escapes its first byte
-// whatever it is.
-func (c StringCodec) format(id string, escapeFirst bool) string {
-	var b strings.Builder
-	b.Grow(len(c.Prefix) + len(id))
-	b.WriteString(c.Prefix)
-	for i := 0; i < len(id); i++ {
-		ch := id[i]
-		plain := plainByte(ch) &&
-			!(i == 0 && (escapeFirst || ch == '.' && c.Prefix == "")) &&
-			!(ch == '.' && i == len(id)-1)
-		if plain {
-			b.WriteByte(ch)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(upperHex[ch>>4])
-		b.WriteByte(upperHex[ch&0xf])
-	}
-	return b.String()
-}
-
-// Parse returns the string that Format turns into name, and whether there
-// is one. Only the canonical escaping parses.
-func (c StringCodec) Parse(name string) (string, bool) {
-	rest, ok := strings.CutPrefix(name, c.Prefix)
-	if !ok || rest == "" {
-		return "", false
-	}
-	if rest == "%" {
-		return "", true
-	}
-	var b strings.Builder
-	b.Grow(len(rest))
-	for i := 0; i < len(rest); i++ {
-		if rest[i] != '%' {
-			b.WriteByte(rest[i])
-			continue
-		}
-		if i+2 >= len(rest) {
-			return "", false
-		}
-		hi, lo := strings.IndexByte(upperHex, rest[i+1]), strings.IndexByte(upperHex, rest[i+2])
-		if hi < 0 || lo < 0 {
-			return "", false
-		}
-		b.WriteByte(byte(hi<<4 | lo))
-		i += 2
-	}
-	id := b.String()
-	if c.Format(id) != name { // a byte escaped that needed no escaping, or the reverse
-		return "", false
-	}
-	return id, true
 }

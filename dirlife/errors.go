@@ -58,8 +58,7 @@ var (
 // "readme", or the directories of "Pkg/a" and "pkg/b") are refused. An
 // ID's name is one element of at most 255 bytes that does not start with
 // a dot; a file's path is relative, clean of escapes, not a duplicate
-// after cleaning, and at most 4,095 bytes. [StringCodec] escapes whatever
-// would break these rules, upper case included, so every string is an ID.
+// after cleaning, and at most 4,095 bytes.
 //
 // A staged entry, however it was made, is refused unless it is a regular
 // file with no other hard link, a directory its owner can read, write and

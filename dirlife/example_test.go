@@ -75,19 +75,6 @@ func ExampleErrNotOwned() {
 	// Output: true true
 }
 
-func ExampleStringCodec() {
-	c := dirlife.StringCodec{Prefix: "tenant-"}
-	name := c.Format("acme/prod")
-	id, _ := c.Parse(name)
-	fmt.Println(name, id)
-	// Upper case is escaped: the two names differ by more than case, so
-	// they stay two directories on a case-insensitive filesystem.
-	fmt.Println(c.Format("Acme"), c.Format("acme"))
-	// Output:
-	// tenant-acme%2Fprod acme/prod
-	// tenant-%41cme tenant-acme
-}
-
 // A Files map that would not survive a copy to Windows or macOS is
 // refused before anything is written, with the name and the rule.
 func ExampleNameError_portable() {
@@ -158,7 +145,7 @@ func ExampleLayout_WriteStream() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(tmp)
-	bundles := dirlife.Layout[string]{Root: filepath.Join(tmp, "bundles"), Codec: dirlife.StringCodec{}}
+	bundles := dirlife.Layout[int64]{Root: filepath.Join(tmp, "bundles"), Codec: dirlife.IntCodec[int64]{Prefix: "v"}}
 
 	build := func(ctx context.Context, dir *os.Root) error {
 		if err := dir.Mkdir("bin", 0o755); err != nil {
@@ -169,14 +156,14 @@ func ExampleLayout_WriteStream() {
 		}
 		return dir.Symlink("bin/run", "start")
 	}
-	w, err := bundles.WriteStream(context.Background(), "v1", build, dirlife.StreamOptions{})
+	w, err := bundles.WriteStream(context.Background(), 1, build, dirlife.StreamOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fi, _ := os.Stat(filepath.Join(w.Dir, "start"))
 	fmt.Println("published:", w.Published, "executable:", fi.Mode()&0o100 != 0)
 
-	copied, err := bundles.CopyFS(context.Background(), "v1-copy", fstest.MapFS{
+	copied, err := bundles.CopyFS(context.Background(), 2, fstest.MapFS{
 		"bin/run": {Data: []byte("#!/bin/sh\necho run\n"), Mode: 0o755},
 		"start":   {Data: []byte("bin/run"), Mode: fs.ModeSymlink},
 	}, dirlife.StreamOptions{})
@@ -185,7 +172,7 @@ func ExampleLayout_WriteStream() {
 	}
 	fmt.Println("a copy has its digest:", copied.Digest == w.Digest)
 
-	again, err := bundles.WriteStream(context.Background(), "v1", build, dirlife.StreamOptions{Current: w.Digest})
+	again, err := bundles.WriteStream(context.Background(), 1, build, dirlife.StreamOptions{Current: w.Digest})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func TestPruneRestoresNewestMovedAsideCopy(t *testing.T) {
 // the moved-aside name is recorded by a digest, and restored all the same;
 // a different ID of the same length is not confused with it.
 func TestPruneRestoresLongName(t *testing.T) {
-	l := Layout[string]{Root: filepath.Join(t.TempDir(), "root"), Codec: StringCodec{}}
+	l := Layout[string]{Root: filepath.Join(t.TempDir(), "root"), Codec: rawCodec{}}
 	long, other := strings.Repeat("a", 250), strings.Repeat("a", 249)+"b"
 	files := Files{"f": []byte("long")}
 	for _, id := range []string{long, other} {
