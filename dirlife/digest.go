@@ -33,17 +33,14 @@ func (d Digest) String() string { return hex.EncodeToString(d[:]) }
 // IsZero reports whether d is the zero Digest.
 func (d Digest) IsZero() bool { return d == Digest{} }
 
-// DigestFiles returns the [Digest] that [Layout.Write] gives files under
-// the usual umask, 022: each file 0o644 and each directory 0o755 (under
-// another umask the modes on disk, and so the digest, differ). A
-// publisher keeps it to tell an identical re-publish without a copy of
-// the files. It reads no disk, and refuses what [CheckFiles] refuses.
-// It is the zero Layout's [Layout.DigestFiles].
-func DigestFiles(files Files) (Digest, error) { return Layout[string]{}.DigestFiles(files) }
-
 // DigestFiles returns the [Digest] that l.Write gives files under the
-// usual umask, as the function DigestFiles does, but with each file
-// 0o444 under [Layout.Link].
+// usual umask, 022: each file 0o644 (0o444 under [Layout.Link]) and each
+// directory 0o755 (under another umask the modes on disk, and so the
+// digest, differ). A publisher keeps it to tell an identical re-publish
+// without a copy of the files, and checks with it, before it gives
+// anything up, that Write would take them. It reads no disk, and refuses
+// what Write refuses ([*NameError], [ErrNoFiles]); it needs neither Root
+// nor Codec: the zero Layout serves.
 func (l Layout[ID]) DigestFiles(files Files) (Digest, error) {
 	filePerm := defaultFilePerm
 	if l.Link != nil {

@@ -118,3 +118,7 @@ func versionFiles(id int64, v int) Files {
 	files["MANIFEST"] = []byte(fmt.Sprintf("%d %d %s", id, v, strings.Join(names, ",")))
 	return files
 }
+
+// digestFiles is the Digest Write gives files under the usual umask, as the
+// zero Layout's DigestFiles tells it.
+func digestFiles(files Files) (Digest, error) { return Layout[string]{}.DigestFiles(files) }

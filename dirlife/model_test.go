@@ -116,7 +116,7 @@ func TestLayoutModel(t *testing.T) {
 				k := streamKinds[rapid.IntRange(1, len(streamKinds)-1).Draw(t, "kind")] // Write has its own action
 				var opts StreamOptions
 				if held && rapid.Bool().Draw(t, "current") {
-					opts.Current, _ = DigestFiles(cur)
+					opts.Current, _ = digestFiles(cur)
 				}
 				if rapid.Bool().Draw(t, "no exchange") {
 					l.faults = fallback(l.Codec.Format(id))
@@ -126,7 +126,7 @@ func TestLayoutModel(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s write(%d): %v", k.name, id, err)
 				}
-				want, _ := DigestFiles(files)
+				want, _ := digestFiles(files)
 				unchanged := !opts.Current.IsZero() && want == opts.Current
 				if w.Digest != want || w.Published == unchanged || w.Dir != l.Dir(id) {
 					t.Fatalf("%s write(%d) = %+v, want digest %v, published %v", k.name, id, w, want, !unchanged)

@@ -1,7 +1,6 @@
 package dirlife
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -100,19 +99,6 @@ type plan struct {
 	names []string // cleaned, sorted
 	from  []string // from[i]: the name as given for names[i]
 	dirs  []string // sorted, so parents come first
-}
-
-// CheckFiles reports whether [Layout.Write] would accept the names of
-// files: it returns an error wrapping [ErrNoFiles] for an empty set and a [*NameError] naming
-// the first refused name (in sorted order) and the rule it breaks, as Write
-// would, without touching any disk. A caller that must give something up
-// before it writes (a lock, a reader's access) checks first.
-func CheckFiles(files Files) error {
-	_, err := planFiles(files)
-	if errors.Is(err, ErrNoFiles) {
-		return fmt.Errorf("dirlife: check files: %w", err)
-	}
-	return err
 }
 
 // planFiles validates every name in files before anything is written.

@@ -76,12 +76,12 @@ func TestHostileNames(t *testing.T) {
 			mustWrite(t, l, 1, Files{"keep": []byte("old")})
 			before := rootEntries(t, l.Root)
 
-			// CheckFiles refuses what Write refuses, with the same error.
-			checked := CheckFiles(c.files)
+			// DigestFiles refuses what Write refuses, with the same error.
+			_, checked := l.DigestFiles(c.files)
 
 			_, err := l.Write(1, c.files)
 			if checked == nil || err == nil || checked.Error() != err.Error() {
-				t.Fatalf("CheckFiles = %v, Write = %v: want the same refusal", checked, err)
+				t.Fatalf("DigestFiles = %v, Write = %v: want the same refusal", checked, err)
 			}
 			var ne *NameError
 			if !errors.As(err, &ne) || !errors.Is(err, ErrInvalidName) {
@@ -117,8 +117,8 @@ func TestAcceptedNames(t *testing.T) {
 		"\xff":          []byte("12"), // not UTF-8: no case to fold
 		"\xfe":          []byte("13"),
 	}
-	if err := CheckFiles(files); err != nil {
-		t.Fatalf("CheckFiles of accepted names = %v", err)
+	if _, err := l.DigestFiles(files); err != nil {
+		t.Fatalf("DigestFiles of accepted names = %v", err)
 	}
 	mustWrite(t, l, 1, files)
 	want := Files{"b": []byte("1"), "c": []byte("2"), "d/e": []byte("3"), ".hidden": []byte("4"), "x/y/z/w.cue": []byte("5"), "sp ace/ü.json": []byte("6"),
@@ -134,8 +134,8 @@ func TestEmptyFilesRefused(t *testing.T) {
 		if _, err := l.Write(1, files); !errors.Is(err, ErrNoFiles) {
 			t.Fatalf("Write(%v) = %v, want ErrNoFiles", files, err)
 		}
-		if err := CheckFiles(files); !errors.Is(err, ErrNoFiles) {
-			t.Fatalf("CheckFiles(%v) = %v, want ErrNoFiles", files, err)
+		if _, err := l.DigestFiles(files); !errors.Is(err, ErrNoFiles) {
+			t.Fatalf("DigestFiles(%v) = %v, want ErrNoFiles", files, err)
 		}
 	}
 	if ids, _ := l.IDs(); ids != nil {
@@ -237,12 +237,12 @@ func TestDirWithoutCodecPanics(t *testing.T) {
 	Layout[int]{Root: t.TempDir()}.Dir(1)
 }
 
-// The errors of the package carry its prefix, also the one CheckFiles
+// The errors of the package carry its prefix, also the one DigestFiles
 // returns for an empty set.
-func TestCheckFilesErrorPrefix(t *testing.T) {
+func TestDigestFilesErrorPrefix(t *testing.T) {
 	for _, files := range []Files{nil, {"/abs": nil}} {
-		if err := CheckFiles(files); err == nil || !strings.HasPrefix(err.Error(), "dirlife: ") {
-			t.Errorf("CheckFiles(%v) = %v, want an error beginning \"dirlife: \"", files, err)
+		if _, err := (Layout[int]{}).DigestFiles(files); err == nil || !strings.HasPrefix(err.Error(), "dirlife: ") {
+			t.Errorf("DigestFiles(%v) = %v, want an error beginning \"dirlife: \"", files, err)
 		}
 	}
 }

@@ -224,7 +224,7 @@ var streamKinds = []streamKind{
 	{"write", true, func(l Layout[int64], id int64, tree Tree, _ StreamOptions) (Written, error) {
 		files, _ := filesOf(tree)
 		dir, err := l.Write(id, files)
-		d, _ := DigestFiles(files)
+		d, _ := digestFiles(files)
 		return Written{Dir: dir, Digest: d, Published: dir != ""}, err
 	}},
 	{"stream", false, func(l Layout[int64], id int64, tree Tree, opts StreamOptions) (Written, error) {

@@ -143,7 +143,7 @@ func TestDigestDifferential(t *testing.T) {
 		}
 		l := Layout[int64]{Root: base + "/root", Codec: IntCodec[int64]{}, NoSync: true}
 		if files, ok := filesOf(tree); ok {
-			if d, err := DigestFiles(files); err != nil || d != want {
+			if d, err := digestFiles(files); err != nil || d != want {
 				t.Fatalf("DigestFiles = %v, %v; the model's digest %v", d, err, want)
 			}
 		}
@@ -185,16 +185,16 @@ func TestDigestDifferential(t *testing.T) {
 		}
 	})
 	files := Files{"a": []byte("x"), "d/b": nil}
-	d1, _ := DigestFiles(files)
-	d2, _ := DigestFiles(Files{"a": []byte("x"), "./d//b": nil})
+	d1, _ := digestFiles(files)
+	d2, _ := digestFiles(Files{"a": []byte("x"), "./d//b": nil})
 	d3, _ := treeDigest(Tree{"a": {Data: []byte("x"), Mode: 0o644}, "./d//b": {}})
 	if d1 != d2 || d1 != d3 || d1.IsZero() {
 		t.Fatalf("DigestFiles %v and %v of one content, the model's %v", d1, d2, d3)
 	}
-	if _, err := DigestFiles(Files{"../out": nil}); !errors.Is(err, ErrInvalidName) {
+	if _, err := digestFiles(Files{"../out": nil}); !errors.Is(err, ErrInvalidName) {
 		t.Fatalf("DigestFiles of an escaping name = %v, want a NameError", err)
 	}
-	if _, err := DigestFiles(nil); !errors.Is(err, ErrNoFiles) {
+	if _, err := digestFiles(nil); !errors.Is(err, ErrNoFiles) {
 		t.Fatalf("DigestFiles(nil) = %v, want ErrNoFiles", err)
 	}
 }

@@ -106,7 +106,7 @@ func TestDigestFilesHashersAgree(t *testing.T) {
 		files[fmt.Sprintf("d%d/f%02d", i%3, i)] = bytes.Repeat([]byte{byte(i)}, 100<<10+i)
 	}
 	mustWrite(t, l, 1, files)
-	d, err := DigestFiles(files)
+	d, err := digestFiles(files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,19 +9,6 @@ import (
 	"leasekit.dev/dirlife"
 )
 
-// digestOf returns the digest of files as l.Write writes them under the
-// usual umask, 022 ([dirlife.Layout.DigestFiles]): the [dirlife.Digest]
-// that [dirlife.Layout.WriteStream] and [dirlife.Layout.CopyFS] report for
-// the same content. For files [dirlife.CheckFiles] refuses, which no
-// Publish writes, it returns the zero Digest.
-func digestOf(l dirlife.Layout[string], files dirlife.Files) dirlife.Digest {
-	d, err := l.DigestFiles(files)
-	if err != nil {
-		return dirlife.Digest{}
-	}
-	return d
-}
-
 // An Identity names one published content: the key it was published at
 // and the [dirlife.Digest] of its files. Two publishes share an identity exactly
 // when they publish the same files at the same key.

@@ -35,7 +35,7 @@ func TestDigestFilesIsTheLayoutsDigest(t *testing.T) {
 			files[name] = data
 			fsys[name] = &fstest.MapFile{Data: data, Mode: 0o644}
 		}
-		want, err := dirlife.DigestFiles(files)
+		want, err := dirlife.Layout[string]{}.DigestFiles(files)
 		if err != nil {
 			t.Skip(err) // a file where another needs a directory
 		}

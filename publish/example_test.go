@@ -116,7 +116,7 @@ func ExamplePublisher_PublishFS() {
 		fmt.Println(err)
 		return
 	}
-	want, _ := dirlife.DigestFiles(dirlife.Files{"bundle.json": []byte(`{"name": "web", "replicas": 2}`)})
+	want, _ := dirlife.Layout[int64]{}.DigestFiles(dirlife.Files{"bundle.json": []byte(`{"name": "web", "replicas": 2}`)})
 	again, _ := p.PublishFS(ctx, 1, os.DirFS(src), struct{}{})
 	fmt.Println(filepath.Base(rec.Dir), rec.Artifact.Replicas)
 	fmt.Println("the digest Publish gives the same files:", rec.Digest == want)

@@ -6,6 +6,16 @@ import (
 	"leasekit.dev/dirlife"
 )
 
+// digestOf is the digest l gives files, as a Publisher with l's options
+// computes it; the zero Digest for files a Publish refuses.
+func digestOf(l dirlife.Layout[string], files dirlife.Files) dirlife.Digest {
+	d, err := l.DigestFiles(files)
+	if err != nil {
+		return dirlife.Digest{}
+	}
+	return d
+}
+
 // DigestFiles is the digest a Publisher gives files.
 func DigestFiles(files dirlife.Files) dirlife.Digest {
 	return digestOf(dirlife.Layout[string]{}, files)

@@ -136,6 +136,7 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, valu
 	}
 	same := held && key == cur.Key && cur.Dir == p.curDir
 	var fp fingerprint // stays zero, which no file set has, for a tree
+	var digest dirlife.Digest
 	if !streamed {
 		fp = fingerprintOf(p.seedA, p.seedB, files)
 		if same && fp == p.curFP {
@@ -143,9 +144,11 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, valu
 			return p.keep(cur, value), Unchanged, nil
 		}
 		// Refuse what could never be written before anything is written.
-		if err := dirlife.CheckFiles(files); err != nil {
+		d, err := p.layout.DigestFiles(files)
+		if err != nil {
 			return rec, Failed, fmt.Errorf("publish: key %v: %w", key, err)
 		}
+		digest = d
 	}
 	if err := ctx.Err(); err != nil {
 		return rec, Failed, err
@@ -171,7 +174,7 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, valu
 			return p.keep(cur, value), Unchanged, nil
 		}
 	} else {
-		id = Identity[K]{Key: key, Digest: digestOf(p.layout, files)}
+		id = Identity[K]{Key: key, Digest: digest}
 		if same && cur.Identity() == id {
 			p.curFP = fp
 			*reclaims = p.reclaimOthers()

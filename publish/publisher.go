@@ -112,8 +112,8 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// attribute. Setuid, setgid and sticky bits are outside the digest;
 	// verification refuses them, as a write refuses them. A kept directory
 	// is claimed only when the files' digest under the usual umask,
-	// [dirlife.DigestFiles], is the one on disk: under another umask it is
-	// written afresh.
+	// [dirlife.Layout.DigestFiles], is the one on disk: under another umask
+	// it is written afresh.
 	Adopt bool
 
 	// LinkUnchanged hard-links, instead of writing, each file whose
