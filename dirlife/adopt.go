@@ -206,7 +206,7 @@ func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string, has
 		return Digest{}, err
 	}
 	if !fi.IsDir() {
-		return Digest{}, &NameError{name, "is not a directory"}
+		return Digest{}, &NameError{Name: name, Rule: "is not a directory"}
 	}
 	mode, setgid := passedOn(fi.Mode(), rfi.Mode()&fs.ModeSetgid != 0)
 	if err := checkMode(name, mode); err != nil {

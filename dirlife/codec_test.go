@@ -2,9 +2,7 @@ package dirlife
 
 import (
 	"math"
-	"strings"
 	"testing"
-	"unicode"
 )
 
 func TestIntCodecCanonical(t *testing.T) {
@@ -48,14 +46,4 @@ func FuzzCodecs(f *testing.F) {
 			t.Fatalf("IntCodec parsed %q to %d, which formats as %q", s, id, ints.Format(id))
 		}
 	})
-}
-
-// flipCase swaps the case of every letter of s.
-func flipCase(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsUpper(r) {
-			return unicode.ToLower(r)
-		}
-		return unicode.ToUpper(r)
-	}, s)
 }

@@ -12,6 +12,8 @@ import (
 	"path"
 	"strings"
 	"sync"
+
+	"leasekit.dev/dirlife/internal/names"
 )
 
 // CopyFS is [Layout.WriteStream] with a fill that copies fsys's tree, a
@@ -68,7 +70,7 @@ func (c *copier) walkDir(dir string) error {
 			if dir != "." {
 				given = dir + "/" + base
 			}
-			return &NameError{given, fmt.Sprintf("is an entry named %q in the fs.FS's directory %q: an entry's name must be one path element (not empty, \".\" or \"..\", and without a slash)", base, dir)}
+			return &NameError{Name: given, Rule: fmt.Sprintf("is an entry named %q in the fs.FS's directory %q: an entry's name must be one path element (not empty, \".\" or \"..\", and without a slash)", base, dir)}
 		}
 		name := pathJoin(dir, base)
 		if err := c.visit(name, e, nil); err != nil {
@@ -108,11 +110,11 @@ func (c *copier) visit(name string, d fs.DirEntry, err error) error {
 	}
 	if name == "." {
 		if !d.IsDir() {
-			return &NameError{name, "is not a directory: a copy needs a tree"}
+			return &NameError{Name: name, Rule: "is not a directory: a copy needs a tree"}
 		}
 		return nil
 	}
-	if _, err := cleanFile(name); err != nil {
+	if _, err := names.CleanFile(name); err != nil {
 		return err
 	}
 	full := path.Join(c.stage, name)
@@ -130,7 +132,7 @@ func (c *copier) visit(name string, d fs.DirEntry, err error) error {
 	if mode.IsDir() {
 		mode |= 0o700
 	}
-	if err := checkMode(name, mode); err != nil {
+	if err := names.CheckMode(name, mode); err != nil {
 		return err
 	}
 	switch {
@@ -157,7 +159,7 @@ func (c *copier) visit(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if err := checkLinkTarget(name, name, target); err != nil {
+		if err := names.CheckLinkTarget(name, name, target); err != nil {
 			return err
 		}
 		if err := c.l(stepCreate, full); err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"leasekit.dev/dirlife/internal/names"
 )
 
 // A hostileFS is a sane tree (a MapFS) whose directory at lists one more
@@ -156,8 +158,8 @@ func TestCopyFSEndlessTree(t *testing.T) {
 	before := rootEntries(t, l.Root)
 	_, err := l.CopyFS(context.Background(), 2, endlessFS{}, StreamOptions{})
 	var ne *NameError
-	if !errors.As(err, &ne) || len(ne.Name) <= maxPath {
-		t.Fatalf("CopyFS of an endless tree = %v, want a *NameError for a path past %d bytes", err, maxPath)
+	if !errors.As(err, &ne) || len(ne.Name) <= names.MaxPath {
+		t.Fatalf("CopyFS of an endless tree = %v, want a *NameError for a path past %d bytes", err, names.MaxPath)
 	}
 	settle(t, l)
 	if got := rootEntries(t, l.Root); !slices.Equal(got, before) {

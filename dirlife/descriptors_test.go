@@ -39,7 +39,7 @@ func treeDirs(files Files) int {
 	if err != nil {
 		panic(err)
 	}
-	return len(p.dirs)
+	return len(p.Dirs)
 }
 
 // openFDs counts this process's open descriptors.

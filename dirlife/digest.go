@@ -55,19 +55,19 @@ func (l Layout[ID]) DigestFiles(files Files) (Digest, error) {
 	}
 	type entry struct {
 		name string
-		file int // index in p.names; -1 for a directory
+		file int // index in p.Names; -1 for a directory
 	}
-	entries := make([]entry, 0, len(p.names)+len(p.dirs))
-	for _, d := range p.dirs {
+	entries := make([]entry, 0, len(p.Names)+len(p.Dirs))
+	for _, d := range p.Dirs {
 		entries = append(entries, entry{d, -1})
 	}
-	for i, name := range p.names {
+	for i, name := range p.Names {
 		entries = append(entries, entry{name, i})
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return comparePaths(a.name, b.name) })
-	data := make([][]byte, len(p.names))
-	for i := range p.names {
-		data[i] = files[p.from[i]]
+	data := make([][]byte, len(p.Names))
+	for i := range p.Names {
+		data[i] = files[p.From[i]]
 	}
 	sums := sumAll(data, min(runtime.GOMAXPROCS(0), maxHashers))
 	var dg digester

@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"leasekit.dev/dirlife/internal/names"
 )
 
 var (
 	// ErrInvalidName is wrapped by every [NameError].
-	ErrInvalidName = errors.New("invalid name")
+	ErrInvalidName = names.ErrInvalidName
 
 	// ErrNoCodec is returned by Write, IDs and Prune on a Layout whose
 	// Codec is nil. Reset and Settle need no Codec.
@@ -68,18 +70,10 @@ var (
 // not dropped, but for the setgid bit that a setgid Root passes on to
 // every directory made under it (a shared group directory, a volume
 // mounted with an fsGroup): that one is Root's, and stays.
-type NameError struct {
-	Name string // the name as given
-	Rule string // the rule it breaks, such as "escapes the directory"
-}
-
-// Error returns "dirlife: name <name>: <rule>".
-func (e *NameError) Error() string {
-	return fmt.Sprintf("dirlife: name %q: %s", e.Name, e.Rule)
-}
-
-// Unwrap returns [ErrInvalidName].
-func (e *NameError) Unwrap() error { return ErrInvalidName }
+//
+// Its Name and Rule fields say which name and which rule; its Error method
+// returns "dirlife: name <name>: <rule>", and it wraps [ErrInvalidName].
+type NameError = names.NameError
 
 // A RootError reports a root that the layout refuses to write to or remove
 // from.

@@ -8,11 +8,51 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"leasekit.dev/dirlife/internal/names"
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // Files maps slash-separated relative paths to file contents: the files of
 // one ID's directory. Directories are implied by the paths.
 type Files map[string][]byte
+
+// MarkerFile is the name of the file that records a layout's ownership of
+// its root where the root's filesystem holds no extended attribute (and on
+// systems other than Linux and macOS). It stays in the root at rest, beside
+// the ID directories; a checker of "Root holds only ID directories" skips
+// it.
+const MarkerFile = markerName
+
+// LockFile is the name of the file the layout locks on Windows, where a
+// directory cannot be locked. It stays in the root at rest there.
+const LockFile = lockName
+
+// The layout's own names in the root. Codecs never produce a leading dot, so
+// none of these can collide with an ID's directory.
+const (
+	markerName  = ".dirlife-root"
+	lockName    = sys.LockFile
+	stagePrefix = ".stage-"
+	asidePrefix = ".aside-"
+	markerTemp  = ".marker-"
+	linkPrefix  = ".link-" // a link in the staging tree, before it replaces a written file
+	markerText  = "This directory is managed by leasekit.dev/dirlife: Prune and Reset remove everything in it.\n"
+)
+
+// maxElement is the most bytes of one path element.
+const maxElement = names.MaxElement
+
+// checkMode refuses a mode the layout does not publish (see
+// [names.CheckMode]).
+func checkMode(name string, mode fs.FileMode) *NameError { return names.CheckMode(name, mode) }
+
+// The system calls that the removal and adoption code makes, under the
+// names it calls them by.
+func deviceOf(fi fs.FileInfo) uint64       { return sys.DeviceOf(fi) }
+func isMountRoot(d *os.File) (bool, error) { return sys.IsMountRoot(d) }
+func keyOf(dir *os.File) (rootKey, error)  { return sys.KeyOf(dir) }
+func attrUnsupported(err error) bool       { return sys.AttrUnsupported(err) }
 
 // A Layout keeps one directory per ID under Root, which it owns
 // exclusively: nothing but the layout should create or remove entries in
@@ -109,7 +149,7 @@ func (l Layout[ID]) name(id ID) (string, error) {
 		return "", ErrNoCodec
 	}
 	name := l.Codec.Format(id)
-	if err := checkElement(name); err != nil {
+	if err := names.CheckElement(name); err != nil {
 		return "", err
 	}
 	return name, nil
@@ -153,7 +193,7 @@ func (l Layout[ID]) IDs() ([]ID, error) {
 
 // parse returns the ID e is the directory of, if it is one.
 func (l Layout[ID]) parse(e fs.DirEntry) (ID, bool) {
-	if !e.IsDir() || checkElement(e.Name()) != nil {
+	if !e.IsDir() || names.CheckElement(e.Name()) != nil {
 		var zero ID
 		return zero, false
 	}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"slices"
 	"sync"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // A lockMode says how a method holds the root's lock.
@@ -14,9 +16,8 @@ const (
 	exclusive                 // Prune, Reset: alone
 )
 
-// A rootKey identifies a root directory within the machine: its device and
-// inode (on Windows, its volume serial number and file index).
-type rootKey struct{ dev, ino uint64 }
+// A rootKey identifies a root directory within the machine.
+type rootKey = sys.Key
 
 // A rootState is this process's state for one root directory, shared by
 // every Layout whose Root resolves to it: the in-process reader/writer lock
@@ -38,7 +39,7 @@ type rootState struct {
 	mu         sync.Mutex // guards the fields below; held while taking the shared system lock
 	sharedN    int        // shared holders in this process
 	sharedDir  *os.File   // the descriptor holding the shared system lock while sharedN > 0
-	sharedLock sysLock
+	sharedLock sys.Lock
 
 	rm removals
 }
@@ -114,7 +115,7 @@ type rootLock struct {
 	st   *rootState
 	mode lockMode
 	dir  *os.File // exclusive: the descriptor holding the system lock
-	sys  sysLock
+	held sys.Lock
 }
 
 // lockRoot takes the lock of the root r in mode, blocking until it can.
@@ -124,19 +125,19 @@ func lockRoot(r *os.Root, dir *os.File, key rootKey, mode lockMode) (*rootLock, 
 	st := getState(key)
 	if mode == exclusive {
 		st.rw.Lock()
-		sys, err := acquireSysLock(r, dir, exclusive)
+		held, err := sys.Acquire(r, dir, true)
 		if err != nil {
 			st.rw.Unlock()
 			dir.Close()
 			putState(st)
 			return nil, err
 		}
-		return &rootLock{st: st, mode: exclusive, dir: dir, sys: sys}, nil
+		return &rootLock{st: st, mode: exclusive, dir: dir, held: held}, nil
 	}
 	st.rw.RLock()
 	st.mu.Lock()
 	if st.sharedN == 0 {
-		sys, err := acquireSysLock(r, dir, shared)
+		held, err := sys.Acquire(r, dir, false)
 		if err != nil {
 			st.mu.Unlock()
 			st.rw.RUnlock()
@@ -144,7 +145,7 @@ func lockRoot(r *os.Root, dir *os.File, key rootKey, mode lockMode) (*rootLock, 
 			putState(st)
 			return nil, err
 		}
-		st.sharedDir, st.sharedLock = dir, sys
+		st.sharedDir, st.sharedLock = dir, held
 	} else {
 		dir.Close()
 	}
@@ -157,16 +158,16 @@ func lockRoot(r *os.Root, dir *os.File, key rootKey, mode lockMode) (*rootLock, 
 func (l *rootLock) release() {
 	st := l.st
 	if l.mode == exclusive {
-		l.sys.release()
+		l.held.Release()
 		l.dir.Close()
 		st.rw.Unlock()
 	} else {
 		st.mu.Lock()
 		st.sharedN--
 		if st.sharedN == 0 {
-			st.sharedLock.release()
+			st.sharedLock.Release()
 			st.sharedDir.Close()
-			st.sharedDir, st.sharedLock = nil, sysLock{}
+			st.sharedDir, st.sharedLock = nil, sys.Lock{}
 		}
 		st.mu.Unlock()
 		st.rw.RUnlock()

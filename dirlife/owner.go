@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // How a root records that a layout owns it.
@@ -37,14 +39,34 @@ func (l Layout[ID]) hasOwnerAttr(dir *os.File) (bool, error) {
 	if err := l.fault(stepOwnerAttr, "."); err != nil {
 		return false, err
 	}
-	return getOwnerAttr(dir)
+	buf := make([]byte, len(ownerValue)+1)
+	n, ok, err := sys.GetAttr(dir, ownerAttr, buf)
+	return ok && string(buf[:n]) == ownerValue, err
 }
 
 func (l Layout[ID]) setOwnerAttr(dir *os.File) error {
 	if err := l.fault(stepOwnerAttr, "."); err != nil {
 		return err
 	}
-	return setOwnerAttr(dir)
+	return sys.SetAttr(dir, ownerAttr, []byte(ownerValue))
+}
+
+// getDigestAttr returns the Digest recorded in digestAttr on f, and
+// whether f carries one that parses.
+func getDigestAttr(f *os.File) (Digest, bool, error) {
+	var d Digest
+	buf := make([]byte, 2*len(d)+1)
+	n, ok, err := sys.GetAttr(f, digestAttr, buf)
+	if !ok || err != nil {
+		return d, false, err
+	}
+	d, ok = parseDigest(buf[:n])
+	return d, ok, nil
+}
+
+// setDigestAttr records d in digestAttr on f.
+func setDigestAttr(f *os.File, d Digest) error {
+	return sys.SetAttr(f, digestAttr, []byte(d.String()))
 }
 
 // ownedBy tells how r records its owner, in O(1) system calls when it is
@@ -82,7 +104,7 @@ func (l Layout[ID]) recorded(op string, r *os.Root, dir *os.File) (ownership, er
 	switch {
 	case has:
 		return byAttr, nil
-	case err != nil && !attrUnsupported(err):
+	case err != nil && !sys.AttrUnsupported(err):
 		return 0, fmt.Errorf("dirlife: %s: read the %s attribute of %s: %w", op, ownerAttr, l.Root, err)
 	}
 	fi, serr := r.Lstat(markerName)
@@ -136,7 +158,7 @@ func (l Layout[ID]) claim(op string, r *os.Root, dir *os.File) (ownership, error
 	switch {
 	case err == nil:
 		if !l.NoSync {
-			if err := syncDirFile(dir); err != nil {
+			if err := sys.SyncDir(dir); err != nil {
 				return 0, fmt.Errorf("dirlife: %s: claim %s: %w", op, l.Root, err)
 			}
 		}
@@ -146,7 +168,7 @@ func (l Layout[ID]) claim(op string, r *os.Root, dir *os.File) (ownership, error
 			r.Remove(lockName)
 		}
 		return byAttr, nil
-	case !attrUnsupported(err):
+	case !sys.AttrUnsupported(err):
 		return 0, fmt.Errorf("dirlife: %s: set the %s attribute of %s: %w", op, ownerAttr, l.Root, err)
 	case own == legacy:
 		return byMarker, nil

@@ -80,7 +80,7 @@ func TestOwnershipByMarker(t *testing.T) {
 	}
 	d, _ := os.Open(l.Root)
 	defer d.Close()
-	if has, _ := getOwnerAttr(d); has {
+	if has, _ := (Layout[int64]{}).hasOwnerAttr(d); has {
 		t.Fatal("the attribute was set where the filesystem refuses it")
 	}
 
@@ -115,7 +115,7 @@ func TestLegacyMarkerRoot(t *testing.T) {
 	}
 	d, _ := os.Open(l.Root)
 	defer d.Close()
-	if has, err := getOwnerAttr(d); !has || err != nil {
+	if has, err := (Layout[int64]{}).hasOwnerAttr(d); !has || err != nil {
 		t.Fatalf("attribute after migration: %v, %v", has, err)
 	}
 	if err := l.Prune(4); err != nil {

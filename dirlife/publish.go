@@ -3,6 +3,8 @@ package dirlife
 import (
 	"fmt"
 	"os"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // publish renames the complete staging directory stage into place as name.
@@ -12,35 +14,35 @@ import (
 func (l Layout[ID]) publish(r *os.Root, dir *os.File, stage, name string) (old string, err error) {
 	err = l.fault(stepRename, name)
 	if err == nil {
-		err = renameNoReplace(dir, stage, name)
+		err = sys.RenameNoReplace(dir, stage, name)
 	}
 	switch {
 	case err == nil:
 		return "", nil
-	case unsupported(err):
+	case sys.Unsupported(err):
 		// No RENAME_NOREPLACE: look, then rename. A directory created by
 		// another writer between the two is replaced if it is empty (never
 		// the case for a layout's directories) and refused otherwise.
 		if _, serr := r.Lstat(name); os.IsNotExist(serr) {
 			if err := l.rename(r, stage, name); err == nil {
 				return "", nil
-			} else if !exists(err) {
+			} else if !sys.Exists(err) {
 				return "", err
 			}
 		}
-	case !exists(err):
+	case !sys.Exists(err):
 		return "", err
 	}
 
 	// name exists: swap it with the staging directory.
 	err = l.fault(stepExchange, name)
 	if err == nil {
-		err = exchange(dir, stage, name)
+		err = sys.Exchange(dir, stage, name)
 	}
 	switch {
 	case err == nil:
 		return stage, nil
-	case !unsupported(err):
+	case !sys.Unsupported(err):
 		return "", err
 	}
 	return l.moveAside(r, stage, name)

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // checkRoot refuses a Root that no layout may write to or remove from, and
@@ -68,7 +70,7 @@ func (h *openRoot) close() {
 // root, which Prune and Reset keep: the marker of a root owned by it, and
 // the lock file where the system lock needs one.
 func (h *openRoot) ownEntry(name string) bool {
-	return (h.own == byMarker && name == markerName) || (lockFileInRoot && name == lockName)
+	return (h.own == byMarker && name == markerName) || (sys.LockFileInRoot && name == lockName)
 }
 
 // openRoot checks l.Root, creates it when create is set and it is missing,
@@ -107,7 +109,7 @@ func (l Layout[ID]) openRoot(op string, create bool, mode lockMode) (*openRoot, 
 	if h.dir, err = r.Open("."); err != nil {
 		return fail(fmt.Errorf("dirlife: %s: %w", op, err))
 	}
-	if h.key, err = keyOf(h.dir); err != nil {
+	if h.key, err = sys.KeyOf(h.dir); err != nil {
 		return fail(fmt.Errorf("dirlife: %s: %w", op, err))
 	}
 	// Refuse a foreign root before locking it (on Windows, the lock
@@ -154,7 +156,7 @@ func (l Layout[ID]) createRoot() error {
 		if err != nil {
 			return err
 		}
-		err = syncDirFile(d)
+		err = sys.SyncDir(d)
 		d.Close()
 		if err != nil {
 			return err

@@ -117,7 +117,7 @@ func TestEmptyRootIsClaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if has, err := getOwnerAttr(d); !has || err != nil {
+	if has, err := (Layout[int64]{}).hasOwnerAttr(d); !has || err != nil {
 		t.Fatalf("the root's %s attribute: %v, %v", ownerAttr, has, err)
 	}
 }

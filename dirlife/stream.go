@@ -12,6 +12,10 @@ import (
 	"path"
 	"slices"
 	"sync"
+
+	"leasekit.dev/dirlife/internal/names"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // The steps of a streamed write beyond those of a Write, as named to the
@@ -209,7 +213,7 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 		return Digest{}, walked{}, err
 	}
 	mode, setgid := passedOn(fi.Mode(), inherited)
-	if err := checkMode(".", mode); err != nil {
+	if err := names.CheckMode(".", mode); err != nil {
 		return Digest{}, walked{}, err // the directory itself
 	}
 	sync := l.syncMode()
@@ -238,7 +242,7 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 		if err := l.fault(stepSync, stage); err != nil {
 			return Digest{}, walked{}, &os.PathError{Op: "syncfs", Path: stage, Err: err}
 		}
-		if err := syncfs(dir); err != nil {
+		if err := sys.Syncfs(dir); err != nil {
 			return Digest{}, walked{}, &os.PathError{Op: "syncfs", Path: stage, Err: err}
 		}
 		return sum, w.walked, nil
@@ -451,21 +455,21 @@ func (w *stagedWalk) walk(dir string, setgid bool) error {
 	if err != nil {
 		return err
 	}
-	names, err := readNames(h.dir())
+	list, err := readNames(h.dir())
 	h.release()
 	if err != nil {
 		return err
 	}
-	slices.Sort(names)
-	if err := checkSiblingCase(dir, names); err != nil {
+	slices.Sort(list)
+	if err := names.CheckSiblingCase(dir, list); err != nil {
 		return err
 	}
-	for _, base := range names {
+	for _, base := range list {
 		if err := w.ctx.Err(); err != nil {
 			return err
 		}
 		rel := pathJoin(dir, base)
-		if _, err := cleanFile(rel); err != nil {
+		if _, err := names.CleanFile(rel); err != nil {
 			return err
 		}
 		w.entries++
@@ -497,7 +501,7 @@ func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (i
 		return false, false, err
 	}
 	mode, setgid := passedOn(fi.Mode(), parentSetgid)
-	if err := checkMode(rel, mode); err != nil {
+	if err := names.CheckMode(rel, mode); err != nil {
 		return false, false, err
 	}
 	switch mode.Type() {
@@ -509,10 +513,10 @@ func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (i
 		if err != nil {
 			return false, false, err
 		}
-		if err := checkLinkTarget(rel, rel, target); err != nil {
+		if err := names.CheckLinkTarget(rel, rel, target); err != nil {
 			return false, false, err
 		}
-		if err := checkResolves(w.sr, rel); err != nil {
+		if err := names.CheckResolves(w.sr, rel); err != nil {
 			return false, false, err
 		}
 		return false, false, w.emit(queued{kind: 'l', rel: rel, target: target})
@@ -524,7 +528,7 @@ func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (i
 func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) error {
 	mode := fi.Mode()
 	if n, ok := linkCount(fi); ok && n > 1 && !(w.shared && mode&0o222 == 0) {
-		return &NameError{rel, fmt.Sprintf("has %d hard links: each file of the directory must be its own (or, under Layout.Link, read-only)", n)}
+		return &NameError{Name: rel, Rule: fmt.Sprintf("has %d hard links: each file of the directory must be its own (or, under Layout.Link, read-only)", n)}
 	}
 	if w.readOnly && mode&0o222 != 0 {
 		mode = readOnlyPerm(mode)
@@ -635,34 +639,6 @@ func readNames(d *os.Root) ([]string, error) {
 		err = cerr
 	}
 	return names, err
-}
-
-// checkSiblingCase refuses two names of one directory, names sorted, that
-// differ only by case. Only the names that case folding changes are
-// looked up: a directory of lower-case names costs no allocation.
-func checkSiblingCase(dir string, names []string) error {
-	var folded map[string]string
-	for _, n := range names {
-		key := foldKey(n)
-		if key == n {
-			continue
-		}
-		other, ok := folded[key]
-		if !ok {
-			if _, found := slices.BinarySearch(names, key); found {
-				other, ok = key, true
-			}
-		}
-		if ok {
-			a, b := min(other, n), max(other, n)
-			return &NameError{pathJoin(dir, b), fmt.Sprintf("%s: %q and %q", ruleCase, pathJoin(dir, a), pathJoin(dir, b))}
-		}
-		if folded == nil {
-			folded = map[string]string{}
-		}
-		folded[key] = n
-	}
-	return nil
 }
 
 // makeRemovable gives the owner read, write and search permission on

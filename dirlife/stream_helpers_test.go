@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing/fstest"
+
+	"leasekit.dev/dirlife/internal/names"
 )
 
 // A File is one entry of a test's Tree: a regular file with its content
@@ -63,19 +65,19 @@ func treeDigest(tree Tree) (Digest, error) {
 	for name := range tree {
 		given = append(given, name)
 	}
-	p, err := planNames(given)
+	p, err := names.PlanNames(given)
 	if err != nil {
 		return Digest{}, err
 	}
 	type entry struct {
 		name string
-		file int // index in p.names; -1 for a directory
+		file int // index in p.Names; -1 for a directory
 	}
 	var entries []entry
-	for _, d := range p.dirs {
+	for _, d := range p.Dirs {
 		entries = append(entries, entry{d, -1})
 	}
-	for i, name := range p.names {
+	for i, name := range p.Names {
 		entries = append(entries, entry{name, i})
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return comparePaths(a.name, b.name) })
@@ -86,7 +88,7 @@ func treeDigest(tree Tree) (Digest, error) {
 			dg.dir(e.name, defaultDirPerm)
 			continue
 		}
-		f := tree[p.from[e.file]]
+		f := tree[p.From[e.file]]
 		if f.Mode&fs.ModeSymlink != 0 {
 			dg.link(e.name, string(f.Data))
 			continue

@@ -19,6 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"pgregory.net/rapid"
+
+	"leasekit.dev/dirlife/internal/names"
 )
 
 func init() {
@@ -108,24 +110,24 @@ func TestDigestDifferential(t *testing.T) {
 				Mode: rapid.SampledFrom([]fs.FileMode{0, 0o644, 0o755, 0o600, 0o400}).Draw(t, "mode"),
 			}
 		}
-		var names []string
+		var list []string
 		for name := range tree {
-			names = append(names, name)
+			list = append(list, name)
 		}
-		slices.Sort(names)
-		if _, err := planNames(slices.Clone(names)); err != nil {
+		slices.Sort(list)
+		if _, err := names.PlanNames(slices.Clone(list)); err != nil {
 			t.Skip("conflicting paths")
 		}
 		// Some files become links to others, unless the tree is kept
 		// plain, as Files.
 		plain := rapid.Bool().Draw(t, "plain")
-		for _, name := range names {
+		for _, name := range list {
 			if plain {
 				tree[name] = File{Data: tree[name].Data}
 				continue
 			}
-			if len(names) > 1 && rapid.Bool().Draw(t, "link "+name) {
-				to := rapid.SampledFrom(names).Draw(t, "to")
+			if len(list) > 1 && rapid.Bool().Draw(t, "link "+name) {
+				to := rapid.SampledFrom(list).Draw(t, "to")
 				if to == name || tree[to].Mode&fs.ModeSymlink != 0 {
 					continue
 				}
@@ -165,7 +167,7 @@ func TestDigestDifferential(t *testing.T) {
 			t.Fatalf("CopyFS of the written tree: %v, %v; want digest %v", w.Digest, err, want)
 		}
 		// Every change shows.
-		name := rapid.SampledFrom(names).Draw(t, "change")
+		name := rapid.SampledFrom(list).Draw(t, "change")
 		changed := Tree{}
 		for n, f := range tree {
 			changed[n] = f
@@ -381,7 +383,7 @@ func TestStreamConfined(t *testing.T) {
 
 // TestCopyFSRefusals: the modes and link targets of an fs.FS's entries
 // are checked before they are copied, links that lead out through other
-// links once staged; each refusal names the entry, and leaves the old
+// links once staged; each refusal list the entry, and leaves the old
 // directory intact.
 func TestCopyFSRefusals(t *testing.T) {
 	for _, c := range []struct {

@@ -4,6 +4,8 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // A syncMode says how a durable Write makes its staging tree durable.
@@ -54,7 +56,7 @@ func (l Layout[ID]) newFilePool(stage string, perm fs.FileMode) *filePool {
 
 // syncMode returns how a durable write of l makes its staging tree durable.
 func (l Layout[ID]) syncMode() syncMode {
-	if l.PerFileSync || !haveSyncfs {
+	if l.PerFileSync || !sys.HaveSyncfs {
 		return syncFiles
 	}
 	return syncFS

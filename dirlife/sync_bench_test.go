@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // BenchmarkSyncMode compares the ways a durable Write can make a
@@ -13,7 +15,7 @@ import (
 // so none pays for the dirty data another left.
 // flushFilesystem syncs the filesystem holding dir, where the system can.
 func flushFilesystem(b *testing.B, dir string) {
-	if !haveSyncfs {
+	if !sys.HaveSyncfs {
 		return
 	}
 	d, err := os.Open(dir)
@@ -21,7 +23,7 @@ func flushFilesystem(b *testing.B, dir string) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	if err := syncfs(d); err != nil {
+	if err := sys.Syncfs(d); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -44,7 +46,7 @@ func BenchmarkSyncMode(b *testing.B) {
 		{"sync=files", true, false},
 		{"sync=fs", false, false},
 	} {
-		if !c.perFile && !c.noSync && !haveSyncfs {
+		if !c.perFile && !c.noSync && !sys.HaveSyncfs {
 			continue
 		}
 		for _, rewrite := range []bool{false, true} {

@@ -5,9 +5,21 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+
+	"leasekit.dev/dirlife/internal/names"
+
+	"leasekit.dev/dirlife/internal/sys"
+)
+
+// defaultFilePerm and defaultDirPerm are the modes Write gives a file and
+// a directory. Like [os.WriteFile], the process's umask applies to them.
+const (
+	defaultFilePerm fs.FileMode = 0o644
+	defaultDirPerm  fs.FileMode = 0o755
 )
 
 // Write materialises files as id's directory and returns its path,
@@ -35,6 +47,18 @@ func (l Layout[ID]) Write(id ID, files Files) (string, error) {
 	return w.Dir, err
 }
 
+// planFiles validates every name in files before anything is written.
+func planFiles(files Files) (*names.Plan, error) {
+	if len(files) == 0 {
+		return nil, ErrNoFiles
+	}
+	given := make([]string, 0, len(files))
+	for name := range files {
+		given = append(given, name)
+	}
+	return names.PlanNames(given)
+}
+
 // fillFiles returns the fill of a Write: the files of the validated plan
 // p, in sorted order, every directory made before what it holds. Each
 // directory is opened by a dirCursor from its nearest open ancestor while
@@ -42,9 +66,9 @@ func (l Layout[ID]) Write(id ID, files Files) (string, error) {
 // descriptors (see maxWriteFDs). It reports each file's size and SHA-256,
 // which spares the check reading them back, and, under syncFiles, that it
 // synced them, on the file pool's workers.
-func (l Layout[ID]) fillFiles(p *plan, files Files) filler {
+func (l Layout[ID]) fillFiles(p *names.Plan, files Files) filler {
 	return func(ctx context.Context, sr *os.Root, stage string, k *linker) (filled, error) {
-		out := filled{sums: make(map[string]fileSum, len(p.names)), counted: true}
+		out := filled{sums: make(map[string]fileSum, len(p.Names)), counted: true}
 		cur := newDirCursor(sr)
 		pool := l.newFilePool(stage, k.filePerm)
 		err := l.fill(ctx, cur, pool, k, p, files, &out)
@@ -60,15 +84,15 @@ func (l Layout[ID]) fillFiles(p *plan, files Files) filler {
 // fill creates the directories and files of p in the staging tree, in
 // sorted order, so that every directory is made before what it holds. A
 // file k links is not written.
-func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, k *linker, p *plan, files Files, out *filled) error {
+func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, k *linker, p *names.Plan, files Files, out *filled) error {
 	stage := k.stage
 	di, fi := 0, 0
-	for di < len(p.dirs) || fi < len(p.names) {
+	for di < len(p.Dirs) || fi < len(p.Names) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if di < len(p.dirs) && (fi == len(p.names) || p.dirs[di] < p.names[fi]) {
-			d := p.dirs[di]
+		if di < len(p.Dirs) && (fi == len(p.Names) || p.Dirs[di] < p.Names[fi]) {
+			d := p.Dirs[di]
 			di++
 			h, err := cur.at(path.Dir(d))
 			if err != nil {
@@ -81,8 +105,8 @@ func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, k 
 			}
 			continue
 		}
-		name := p.names[fi]
-		data := files[p.from[fi]]
+		name := p.Names[fi]
+		data := files[p.From[fi]]
 		fi++
 		s := fileSum{size: int64(len(data)), sum: sha256.Sum256(data)}
 		s.linked = k.link(name, s, k.filePerm, false)
@@ -248,7 +272,7 @@ func (l Layout[ID]) syncRoot(dir *os.File) error {
 	if err := l.fault(stepSyncRoot, "."); err != nil {
 		return &os.PathError{Op: "sync", Path: ".", Err: err}
 	}
-	return syncDirFile(dir)
+	return sys.SyncDir(dir)
 }
 
 func syncDir(r *os.Root, name string) error {
@@ -256,7 +280,7 @@ func syncDir(r *os.Root, name string) error {
 	if err != nil {
 		return err
 	}
-	err = syncDirFile(d)
+	err = sys.SyncDir(d)
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}

@@ -1,6 +1,11 @@
-package dirlife
+// Package names holds the rules a dirlife layout checks every name and
+// staged entry against before it publishes it, and the [NameError] that
+// reports a refusal: names that stay inside the directory and hold as
+// written on Linux, Windows and macOS, and entries a layout can remove.
+package names
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -8,37 +13,32 @@ import (
 )
 
 const (
-	maxElement = 255  // bytes in one path element (NAME_MAX)
-	maxPath    = 4095 // bytes in a file's relative path (PATH_MAX less the NUL)
+	MaxElement = 255  // bytes in one path element (NAME_MAX)
+	MaxPath    = 4095 // bytes in a file's relative path (PATH_MAX less the NUL)
 )
 
-// MarkerFile is the name of the file that records a layout's ownership of
-// its root where the root's filesystem holds no extended attribute (and on
-// systems other than Linux and macOS). It stays in the root at rest, beside
-// the ID directories; a checker of "Root holds only ID directories" skips
-// it.
-const MarkerFile = markerName
+// ErrInvalidName is wrapped by every [NameError].
+var ErrInvalidName = errors.New("invalid name")
 
-// LockFile is the name of the file the layout locks on Windows, where a
-// directory cannot be locked. It stays in the root at rest there.
-const LockFile = lockName
+// A NameError reports a name or an entry that the layout refuses, and the
+// rule it breaks; dirlife documents the rules where it names the type.
+type NameError struct {
+	Name string // the name as given
+	Rule string // the rule it breaks, such as "escapes the directory"
+}
 
-// The layout's own names in the root. Codecs never produce a leading dot, so
-// none of these can collide with an ID's directory.
-const (
-	markerName   = ".dirlife-root"
-	lockName     = ".dirlife-lock"
-	stagePrefix  = ".stage-"
-	asidePrefix  = ".aside-"
-	markerTemp   = ".marker-"
-	linkPrefix   = ".link-" // a link in the staging tree, before it replaces a written file
-	markerText   = "This directory is managed by leasekit.dev/dirlife: Prune and Reset remove everything in it.\n"
-	reservedLead = "."
-)
+// Error returns "dirlife: name <name>: <rule>".
+func (e *NameError) Error() string {
+	return fmt.Sprintf("dirlife: name %q: %s", e.Name, e.Rule)
+}
 
-// checkElement reports whether name is a single safe and portable path
-// element: what a Codec must produce for an ID's directory.
-func checkElement(name string) *NameError {
+// Unwrap returns [ErrInvalidName].
+func (e *NameError) Unwrap() error { return ErrInvalidName }
+
+// CheckElement reports whether name is a single safe and portable path
+// element that does not start with a dot: what a Codec must produce for
+// an ID's directory.
+func CheckElement(name string) *NameError {
 	switch {
 	case name == "":
 		return &NameError{name, "is empty"}
@@ -48,17 +48,17 @@ func checkElement(name string) *NameError {
 		return &NameError{name, "contains a NUL byte"}
 	case strings.ContainsAny(name, `/\`):
 		return &NameError{name, "is not a single path element (contains a slash or backslash)"}
-	case len(name) > maxElement:
-		return &NameError{name, fmt.Sprintf("is %d bytes long, over the %d-byte limit of a path element", len(name), maxElement)}
-	case strings.HasPrefix(name, reservedLead):
+	case len(name) > MaxElement:
+		return &NameError{name, fmt.Sprintf("is %d bytes long, over the %d-byte limit of a path element", len(name), MaxElement)}
+	case strings.HasPrefix(name, "."):
 		return &NameError{name, "starts with a dot, which the layout reserves for its own entries"}
 	}
 	return checkPortable(name)
 }
 
-// cleanFile validates one relative, slash-separated file name of a Files
-// map and returns its cleaned form.
-func cleanFile(name string) (string, *NameError) {
+// CleanFile validates one relative, slash-separated file name and returns
+// its cleaned form.
+func CleanFile(name string) (string, *NameError) {
 	switch {
 	case name == "":
 		return "", &NameError{name, "is empty"}
@@ -68,8 +68,8 @@ func cleanFile(name string) (string, *NameError) {
 		return "", &NameError{name, "contains a backslash (names are slash-separated)"}
 	case path.IsAbs(name):
 		return "", &NameError{name, "is absolute"}
-	case len(name) > maxPath:
-		return "", &NameError{name, fmt.Sprintf("is %d bytes long, over the %d-byte limit of a path", len(name), maxPath)}
+	case len(name) > MaxPath:
+		return "", &NameError{name, fmt.Sprintf("is %d bytes long, over the %d-byte limit of a path", len(name), MaxPath)}
 	}
 	clean := path.Clean(name)
 	switch {
@@ -79,8 +79,8 @@ func cleanFile(name string) (string, *NameError) {
 		return "", &NameError{name, "escapes the directory"}
 	}
 	for elem := range strings.SplitSeq(clean, "/") {
-		if len(elem) > maxElement {
-			return "", &NameError{name, fmt.Sprintf("has a %d-byte element, over the %d-byte limit", len(elem), maxElement)}
+		if len(elem) > MaxElement {
+			return "", &NameError{name, fmt.Sprintf("has a %d-byte element, over the %d-byte limit", len(elem), MaxElement)}
 		}
 		if err := checkPortable(elem); err != nil {
 			if elem != name {
@@ -93,35 +93,23 @@ func cleanFile(name string) (string, *NameError) {
 	return clean, nil
 }
 
-// plan is a validated Files map: cleaned names in a fixed order, and every
-// directory the files need, parents before children.
-type plan struct {
-	names []string // cleaned, sorted
-	from  []string // from[i]: the name as given for names[i]
-	dirs  []string // sorted, so parents come first
+// A Plan is a validated set of file names: cleaned names in a fixed order,
+// and every directory the files need, parents before children.
+type Plan struct {
+	Names []string // cleaned, sorted
+	From  []string // From[i]: the name as given for Names[i]
+	Dirs  []string // sorted, so parents come first
 }
 
-// planFiles validates every name in files before anything is written.
-func planFiles(files Files) (*plan, error) {
-	if len(files) == 0 {
-		return nil, ErrNoFiles
-	}
-	given := make([]string, 0, len(files))
-	for name := range files {
-		given = append(given, name)
-	}
-	return planNames(given)
-}
-
-// planNames validates the file names given, not empty, before anything is
+// PlanNames validates the file names given, not empty, before anything is
 // written. It sorts given.
-func planNames(given []string) (*plan, error) {
+func PlanNames(given []string) (*Plan, error) {
 	slices.Sort(given) // deterministic errors and write order
 
-	p := &plan{}
+	p := &Plan{}
 	seen := make(map[string]string, len(given)) // cleaned -> as given
 	for _, name := range given {
-		clean, err := cleanFile(name)
+		clean, err := CleanFile(name)
 		if err != nil {
 			return nil, err
 		}
@@ -129,11 +117,11 @@ func planNames(given []string) (*plan, error) {
 			return nil, &NameError{name, fmt.Sprintf("is the same file as %q after cleaning", other)}
 		}
 		seen[clean] = name
-		p.names = append(p.names, clean)
-		p.from = append(p.from, name)
+		p.Names = append(p.Names, clean)
+		p.From = append(p.From, name)
 	}
 	dirs := map[string]string{} // directory -> the first file (as given) in it
-	for _, clean := range p.names {
+	for _, clean := range p.Names {
 		for d := path.Dir(clean); d != "."; d = path.Dir(d) {
 			if other, isFile := seen[d]; isFile {
 				return nil, &NameError{other, fmt.Sprintf("is a file but also the directory of %q", seen[clean])}
@@ -145,23 +133,23 @@ func planNames(given []string) (*plan, error) {
 		}
 	}
 	for d := range dirs {
-		p.dirs = append(p.dirs, d)
+		p.Dirs = append(p.Dirs, d)
 	}
-	slices.Sort(p.dirs)
+	slices.Sort(p.Dirs)
 	if err := checkCase(p, seen, dirs); err != nil {
 		return nil, err
 	}
 	// Sort names too, keeping from aligned.
-	idx := make([]int, len(p.names))
+	idx := make([]int, len(p.Names))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(p.names[a], p.names[b]) })
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(p.Names[a], p.Names[b]) })
 	names, from := make([]string, len(idx)), make([]string, len(idx))
 	for i, j := range idx {
-		names[i], from[i] = p.names[j], p.from[j]
+		names[i], from[i] = p.Names[j], p.From[j]
 	}
-	p.names, p.from = names, from
+	p.Names, p.From = names, from
 	return p, nil
 }
 
@@ -171,19 +159,19 @@ func planNames(given []string) (*plan, error) {
 // NameError's Name. files maps a cleaned file name to the name as given,
 // dirs a directory to a file in it, as given.
 //
-// Two paths that foldKey leaves as they are cannot collide, so only the
+// Two paths that FoldKey leaves as they are cannot collide, so only the
 // others are looked up: a module of lower-case names costs no allocation.
-func checkCase(p *plan, files, dirs map[string]string) *NameError {
+func checkCase(p *Plan, files, dirs map[string]string) *NameError {
 	type entry struct{ path, given string }
-	var folded map[string]entry // the paths foldKey changes, by key
+	var folded map[string]entry // the paths FoldKey changes, by key
 	collide := func(a, b entry) *NameError {
 		if a.path > b.path {
 			a, b = b, a
 		}
-		return &NameError{b.given, fmt.Sprintf("%s: %s and %s", ruleCase, describe(a.path, a.given), describe(b.path, b.given))}
+		return &NameError{b.given, fmt.Sprintf("%s: %s and %s", RuleCase, describe(a.path, a.given), describe(b.path, b.given))}
 	}
 	check := func(e entry) *NameError {
-		key := foldKey(e.path)
+		key := FoldKey(e.path)
 		if key == e.path {
 			return nil // found from the other side, if it collides
 		}
@@ -202,12 +190,12 @@ func checkCase(p *plan, files, dirs map[string]string) *NameError {
 		folded[key] = e
 		return nil
 	}
-	for _, d := range p.dirs {
+	for _, d := range p.Dirs {
 		if err := check(entry{d, dirs[d]}); err != nil {
 			return err
 		}
 	}
-	for _, clean := range p.names {
+	for _, clean := range p.Names {
 		if err := check(entry{clean, files[clean]}); err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package dirlife
+package names
 
 import (
 	"errors"
@@ -6,20 +6,14 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 )
 
-// defaultFilePerm and defaultDirPerm are the modes Write gives a file and
-// a directory. Like [os.WriteFile], the process's umask applies to them.
-const (
-	defaultFilePerm fs.FileMode = 0o644
-	defaultDirPerm  fs.FileMode = 0o755
-)
-
-// checkMode refuses a mode the layout does not write: the setuid, setgid
+// CheckMode refuses a mode the layout does not write: the setuid, setgid
 // and sticky bits, any type but a regular file, a directory and a symbolic
 // link, and a directory its owner cannot read, write and search.
-func checkMode(name string, mode fs.FileMode) *NameError {
+func CheckMode(name string, mode fs.FileMode) *NameError {
 	if bits := mode & (fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky); bits != 0 {
 		return &NameError{name, fmt.Sprintf("has mode %v: the layout refuses the setuid, setgid and sticky bits", mode)}
 	}
@@ -36,12 +30,12 @@ func checkMode(name string, mode fs.FileMode) *NameError {
 	return nil
 }
 
-// checkLinkTarget refuses the target of link name (clean, its cleaned
+// CheckLinkTarget refuses the target of link name (clean, its cleaned
 // form) unless it is a relative, slash-separated path that stays inside
 // the directory, as written. Following links on the way may still lead
 // outside: the staged walk's check of where each link resolves has the
 // last word.
-func checkLinkTarget(name, clean, target string) *NameError {
+func CheckLinkTarget(name, clean, target string) *NameError {
 	rule := ""
 	switch {
 	case target == "":
@@ -52,8 +46,8 @@ func checkLinkTarget(name, clean, target string) *NameError {
 		rule = fmt.Sprintf("is a symbolic link to %q, which contains a backslash (targets are slash-separated)", target)
 	case path.IsAbs(target):
 		rule = fmt.Sprintf("is a symbolic link to %q, an absolute path: links must stay inside the directory", target)
-	case len(target) > maxPath:
-		rule = fmt.Sprintf("is a symbolic link whose target is %d bytes long, over the %d-byte limit of a path", len(target), maxPath)
+	case len(target) > MaxPath:
+		rule = fmt.Sprintf("is a symbolic link whose target is %d bytes long, over the %d-byte limit of a path", len(target), MaxPath)
 	default:
 		if to := path.Join(path.Dir(clean), target); to == ".." || strings.HasPrefix(to, "../") {
 			rule = fmt.Sprintf("is a symbolic link to %q, which leads outside the directory", target)
@@ -65,10 +59,10 @@ func checkLinkTarget(name, clean, target string) *NameError {
 	return nil
 }
 
-// checkResolves reports, as a NameError, a link name in sr that does not
+// CheckResolves reports, as a NameError, a link name in sr that does not
 // resolve to an entry of sr: os.Root follows links and refuses any that
 // leads outside it, even on the way.
-func checkResolves(sr *os.Root, name string) *NameError {
+func CheckResolves(sr *os.Root, name string) *NameError {
 	_, err := sr.Stat(name)
 	switch {
 	case err == nil:
@@ -88,4 +82,40 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// CheckSiblingCase refuses two names of one directory, names sorted, that
+// differ only by case. Only the names that case folding changes are
+// looked up: a directory of lower-case names costs no allocation.
+func CheckSiblingCase(dir string, names []string) error {
+	var folded map[string]string
+	for _, n := range names {
+		key := FoldKey(n)
+		if key == n {
+			continue
+		}
+		other, ok := folded[key]
+		if !ok {
+			if _, found := slices.BinarySearch(names, key); found {
+				other, ok = key, true
+			}
+		}
+		if ok {
+			a, b := min(other, n), max(other, n)
+			return &NameError{pathJoin(dir, b), fmt.Sprintf("%s: %q and %q", RuleCase, pathJoin(dir, a), pathJoin(dir, b))}
+		}
+		if folded == nil {
+			folded = map[string]string{}
+		}
+		folded[key] = n
+	}
+	return nil
+}
+
+// pathJoin joins a directory of a walk ("." for the top) and a name.
+func pathJoin(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return path.Join(dir, name)
 }

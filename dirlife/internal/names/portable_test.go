@@ -1,14 +1,15 @@
-package dirlife
+package names
 
 import (
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"pgregory.net/rapid"
 )
 
-// TestFoldKeyMatchesEqualFold: for UTF-8 names, foldKey gives two names
+// TestFoldKeyMatchesEqualFold: for UTF-8 names, FoldKey gives two names
 // one key exactly when strings.EqualFold takes them for equal.
 func TestFoldKeyMatchesEqualFold(t *testing.T) {
 	chars := rapid.SampledFrom([]rune("aAkKsSßẞſ\u212aÅåǅǄǆΣσςİıi.é"))
@@ -18,18 +19,18 @@ func TestFoldKeyMatchesEqualFold(t *testing.T) {
 		if !utf8.ValidString(a) || !utf8.ValidString(b) {
 			t.Skip("EqualFold reads invalid bytes as U+FFFD")
 		}
-		if same, fold := foldKey(a) == foldKey(b), strings.EqualFold(a, b); same != fold {
-			t.Fatalf("foldKey(%q) == foldKey(%q) is %v; EqualFold is %v", a, b, same, fold)
+		if same, fold := FoldKey(a) == FoldKey(b), strings.EqualFold(a, b); same != fold {
+			t.Fatalf("FoldKey(%q) == FoldKey(%q) is %v; EqualFold is %v", a, b, same, fold)
 		}
 	})
 }
 
 func TestFoldKeyKeepsInvalidBytes(t *testing.T) {
-	if foldKey("\xff") == foldKey("\xfe") {
-		t.Fatal(`foldKey folds "\xff" and "\xfe" together; they are distinct names`)
+	if FoldKey("\xff") == FoldKey("\xfe") {
+		t.Fatal(`FoldKey folds "\xff" and "\xfe" together; they are distinct names`)
 	}
-	if got := foldKey("plain-name.cue"); got != "plain-name.cue" {
-		t.Fatalf("foldKey changed a lower-case ASCII name: %q", got)
+	if got := FoldKey("plain-name.cue"); got != "plain-name.cue" {
+		t.Fatalf("FoldKey changed a lower-case ASCII name: %q", got)
 	}
 }
 
@@ -44,4 +45,14 @@ func TestReservedDevice(t *testing.T) {
 			t.Errorf("reservedDevice(%q) = %q, %v, want %q", name, dev, ok, want)
 		}
 	}
+}
+
+// flipCase swaps the case of every letter of s.
+func flipCase(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsUpper(r) {
+			return unicode.ToLower(r)
+		}
+		return unicode.ToUpper(r)
+	}, s)
 }

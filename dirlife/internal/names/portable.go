@@ -1,4 +1,4 @@
-package dirlife
+package names
 
 import (
 	"fmt"
@@ -12,11 +12,11 @@ import (
 // Linux all hold as written. They are checked on every platform, so a
 // layout written on Linux can be copied, archived or served to any of them.
 const (
-	ruleControl  = "contains a control character"
-	ruleWindows  = "contains a character that Windows does not allow in a name"
-	ruleTrailing = "ends with a dot or a space, which Windows drops"
-	ruleDevice   = "is a reserved device name on Windows"
-	ruleCase     = "differs only by case from another name, and the two collide on a case-insensitive filesystem"
+	RuleControl  = "contains a control character"
+	RuleWindows  = "contains a character that Windows does not allow in a name"
+	RuleTrailing = "ends with a dot or a space, which Windows drops"
+	RuleDevice   = "is a reserved device name on Windows"
+	RuleCase     = "differs only by case from another name, and the two collide on a case-insensitive filesystem"
 )
 
 // windowsForbidden are the printable characters Windows refuses in a name.
@@ -27,17 +27,17 @@ const windowsForbidden = `:<>"\|?*`
 func checkPortable(elem string) *NameError {
 	for i := 0; i < len(elem); i++ {
 		if c := elem[i]; c < 0x20 {
-			return &NameError{elem, fmt.Sprintf("%s (0x%02X)", ruleControl, c)}
+			return &NameError{elem, fmt.Sprintf("%s (0x%02X)", RuleControl, c)}
 		}
 	}
 	if i := strings.IndexAny(elem, windowsForbidden); i >= 0 {
-		return &NameError{elem, fmt.Sprintf("%s (%q)", ruleWindows, elem[i])}
+		return &NameError{elem, fmt.Sprintf("%s (%q)", RuleWindows, elem[i])}
 	}
 	if last := elem[len(elem)-1]; last == '.' || last == ' ' {
-		return &NameError{elem, ruleTrailing}
+		return &NameError{elem, RuleTrailing}
 	}
 	if dev, ok := reservedDevice(elem); ok {
-		return &NameError{elem, fmt.Sprintf("%s (%s)", ruleDevice, dev)}
+		return &NameError{elem, fmt.Sprintf("%s (%s)", RuleDevice, dev)}
 	}
 	return nil
 }
@@ -73,13 +73,13 @@ func reservedDevice(elem string) (string, bool) {
 	return "", false
 }
 
-// foldKey returns a key under which two names are equal exactly when a
+// FoldKey returns a key under which two names are equal exactly when a
 // case-insensitive filesystem takes them for one: each letter is replaced
 // by one representative of its Unicode simple case folding (lower case for
 // ASCII), as [strings.EqualFold] compares them. Bytes that are not UTF-8
 // are kept as they are. A name with nothing to fold is returned as is,
 // without allocating.
-func foldKey(s string) string {
+func FoldKey(s string) string {
 	i := 0
 	for ; i < len(s); i++ {
 		if c := s[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
