@@ -23,19 +23,13 @@ type Codec[ID cmp.Ordered] interface {
 	Parse(name string) (ID, bool)
 }
 
-// Integer is the set of integer types an [IntCodec] encodes.
-type Integer interface {
-	~int | ~int8 | ~int16 | ~int32 | ~int64 |
-		~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr
-}
-
-// IntCodec names the directory of integer ID n Prefix followed by n in
-// canonical decimal: with Prefix "gen-", ID 10 is "gen-10". Only the
+// IntCodec names the directory of integer ID n (of any integer type)
+// Prefix followed by n in canonical decimal: with Prefix "gen-", ID 10 is "gen-10". Only the
 // canonical form parses, so "gen-010" and "gen-+10" are not IDs. Prefix
 // must not start with a dot or contain a slash, and must make names the
 // layout accepts: with Prefix "com" or "lpt", the IDs 0 to 9 are Windows
 // device names, which the layout refuses.
-type IntCodec[ID Integer] struct {
+type IntCodec[ID ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr] struct {
 	Prefix string
 }
 
