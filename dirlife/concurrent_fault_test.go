@@ -61,9 +61,9 @@ func TestFailedSyncKeepsLaterPublication(t *testing.T) {
 			if secondErr != nil {
 				t.Fatalf("the later Write = %v", secondErr)
 			}
-			var nd *NotDurableError
+			var nd *notDurableError
 			if !errors.Is(firstErr, ErrNotDurable) || !errors.As(firstErr, &nd) || nd.Dir != l.Dir(7) {
-				t.Fatalf("the Write whose sync failed = %v, want a NotDurableError for %s", firstErr, l.Dir(7))
+				t.Fatalf("the Write whose sync failed = %v, want a notDurableError for %s", firstErr, l.Dir(7))
 			}
 			settle(t, l)
 			if got := readTree(t, l.Dir(7)); !sameFiles(got, versionFiles(7, 2)) {

@@ -21,10 +21,13 @@ var (
 	// ErrNoFiles is returned by Write for an empty [Files].
 	ErrNoFiles = errors.New("no files to write")
 
-	// ErrNotDurable is wrapped by the [NotDurableError] of a Write whose
-	// directory is published, but whose sync of Root after the publication
-	// failed: the directory is in place and readers see it, but whether it
-	// survives power loss is unknown.
+	// ErrNotDurable is wrapped, with the sync's own error, by the error of
+	// a Write whose directory is published, but whose sync of Root after
+	// the publication failed: the directory is in place, complete, and
+	// stays (a publication is never undone: another Write of the same ID
+	// may have published since, and the state after a failed sync is
+	// unknown anyway), but whether it survives power loss is unknown.
+	// Write again to make it durable.
 	ErrNotDurable = errors.New("published, durability unknown")
 
 	// ErrMountPoint is wrapped by the [MountError] of a Prune or Reset that
@@ -32,13 +35,13 @@ var (
 	// descended into.
 	ErrMountPoint = errors.New("another filesystem is mounted there")
 
-	// ErrNotOwned is wrapped by the [RootError] of a Write, Prune or Reset
+	// ErrNotOwned is wrapped by the error of a Write, Prune or Reset
 	// whose root is a non-empty directory that no layout ever claimed (it
 	// has neither the layout's extended attribute nor its marker file).
 	// Nothing in it is touched.
 	ErrNotOwned = errors.New("root is not a dirlife layout root")
 
-	// ErrUnsafeRoot is wrapped by the [RootError] of a Write, Prune or Reset
+	// ErrUnsafeRoot is wrapped by the error of a Write, Prune, Reset or IDs
 	// whose root is empty, the filesystem root, a symbolic link or not a
 	// directory. Nothing is touched.
 	ErrUnsafeRoot = errors.New("unsafe root")
@@ -75,9 +78,9 @@ var (
 // returns "dirlife: name <name>: <rule>", and it wraps [ErrInvalidName].
 type NameError = names.NameError
 
-// A RootError reports a root that the layout refuses to write to or remove
-// from.
-type RootError struct {
+// A rootError reports a root that the layout refuses to write to or remove
+// from: it wraps ErrUnsafeRoot or ErrNotOwned.
+type rootError struct {
 	Op   string // "write", "prune", "reset", "ids" or "settle"
 	Root string // the root as given
 	Rule string // why it is refused
@@ -85,31 +88,27 @@ type RootError struct {
 }
 
 // Error returns the operation, the root and the rule it breaks.
-func (e *RootError) Error() string {
+func (e *rootError) Error() string {
 	return fmt.Sprintf("dirlife: %s %q: refusing root: %s", e.Op, e.Root, e.Rule)
 }
 
 // Unwrap returns e.Err.
-func (e *RootError) Unwrap() error { return e.Err }
+func (e *rootError) Unwrap() error { return e.Err }
 
-// A NotDurableError reports a Write that published its directory but could
-// not make the publication durable: the sync of Root after the rename
-// failed. The directory is in place, complete, and stays (a publication is
-// never undone: another Write of the same ID may have published since,
-// and the state after a failed sync is unknown anyway); whether it
-// survives power loss is unknown. Write again to make it durable.
-type NotDurableError struct {
+// A notDurableError reports a Write that published its directory but could
+// not make the publication durable (see ErrNotDurable).
+type notDurableError struct {
 	Dir string // the published directory
 	Err error  // the failed sync
 }
 
 // Error says that Dir is published and its durability unknown.
-func (e *NotDurableError) Error() string {
+func (e *notDurableError) Error() string {
 	return fmt.Sprintf("dirlife: write %s: published, but durability is unknown: %v", e.Dir, e.Err)
 }
 
-// Unwrap returns [ErrNotDurable] and the failed sync's error.
-func (e *NotDurableError) Unwrap() []error { return []error{ErrNotDurable, e.Err} }
+// Unwrap returns ErrNotDurable and the failed sync's error.
+func (e *notDurableError) Unwrap() []error { return []error{ErrNotDurable, e.Err} }
 
 // A MountError reports a directory under Root that is on another device
 // than Root: a mount point, which Prune and Reset neither remove nor

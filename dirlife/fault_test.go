@@ -171,9 +171,9 @@ func TestWriteFaults(t *testing.T) {
 						l := s.layout(t, rec)
 						_, err := l.Write(7, newFiles)
 						if step == stepSyncRoot {
-							var nd *NotDurableError
+							var nd *notDurableError
 							if !errors.Is(err, ErrNotDurable) || !errors.Is(err, errInjected) || !errors.As(err, &nd) || nd.Dir != l.Dir(7) {
-								t.Fatalf("Write with a failed root sync = %v, want a NotDurableError for %s", err, l.Dir(7))
+								t.Fatalf("Write with a failed root sync = %v, want a notDurableError for %s", err, l.Dir(7))
 							}
 							checkState(t, l, newFiles)
 							return

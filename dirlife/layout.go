@@ -161,7 +161,7 @@ func (l Layout[ID]) name(id ID) (string, error) {
 // included), and the layout's own staging and moved-aside entries are
 // ignored. A missing Root holds no IDs and is not an error; a Root that
 // Write refuses as unsafe (a symbolic link, a file, a filesystem root) is
-// refused here too, with a *RootError.
+// refused here too ([ErrUnsafeRoot]).
 func (l Layout[ID]) IDs() ([]ID, error) {
 	if l.Codec == nil {
 		return nil, ErrNoCodec

@@ -72,7 +72,7 @@ func setDigestAttr(f *os.File, d Digest) error {
 // ownedBy tells how r records its owner, in O(1) system calls when it is
 // owned: one attribute read (a marker look-up on filesystems without
 // them). For a root that is not, it reads Root's entries only until it
-// finds one that is not the layout's own, and returns a RootError wrapping
+// finds one that is not the layout's own, and returns a rootError wrapping
 // ErrNotOwned naming it.
 //
 // A claimant sets the attribute (or writes the marker) before it creates
@@ -93,7 +93,7 @@ func (l Layout[ID]) ownedBy(op string, r *os.Root, dir *os.File) (ownership, err
 	if own, err = l.recorded(op, r, dir); err != nil || own != unclaimed {
 		return own, err
 	}
-	return 0, &RootError{Op: op, Root: l.Root,
+	return 0, &rootError{Op: op, Root: l.Root,
 		Rule: fmt.Sprintf("it is not empty and was never claimed by a layout (it holds %q and has neither the %s attribute nor a %s marker)", foreign, ownerAttr, markerName),
 		Err:  ErrNotOwned}
 }

@@ -14,7 +14,7 @@ import (
 // reports whether it exists.
 func checkRoot(op, root string) (exists bool, err error) {
 	refuse := func(rule string) (bool, error) {
-		return false, &RootError{Op: op, Root: root, Rule: rule, Err: ErrUnsafeRoot}
+		return false, &rootError{Op: op, Root: root, Rule: rule, Err: ErrUnsafeRoot}
 	}
 	if root == "" {
 		return refuse("it is the empty string")

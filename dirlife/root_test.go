@@ -51,9 +51,9 @@ func TestRootGuard(t *testing.T) {
 		}
 		for op, call := range ops {
 			err := call()
-			var re *RootError
+			var re *rootError
 			if !errors.Is(err, c.want) || !errors.As(err, &re) || re.Root != c.root || re.Op != op || re.Rule == "" {
-				t.Fatalf("%s(%q) = %v, want a RootError wrapping %v", op, c.root, err, c.want)
+				t.Fatalf("%s(%q) = %v, want a rootError wrapping %v", op, c.root, err, c.want)
 			}
 		}
 	}

@@ -65,8 +65,9 @@ type Written struct {
 // it holds bounded descriptors, and memory that does not grow with the bytes.
 //
 // On failure id's directory is as it was and the staging directory is
-// removed (a panic in fill is raised again then), but for the errors of
-// [*NotDurableError] and [*StalledError], returned with the Written.
+// removed (a panic in fill is raised again then), but for the errors of a
+// published directory, [ErrNotDurable] and [*StalledError], which come
+// with the Written.
 func (l Layout[ID]) WriteStream(ctx context.Context, id ID, fill func(ctx context.Context, dir *os.Root) error, opts StreamOptions) (Written, error) {
 	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, _ string, _ *linker) (filled, error) {
 		return filled{}, fill(ctx, sr)

@@ -47,9 +47,9 @@ func TestStreamFaults(t *testing.T) {
 							w, err := k.write(l, 7, tree, StreamOptions{})
 							switch step {
 							case stepSyncRoot:
-								var nd *NotDurableError
+								var nd *notDurableError
 								if !errors.As(err, &nd) || !errors.Is(err, errInjected) || nd.Dir != l.Dir(7) || !w.Published {
-									t.Fatalf("write with a failed root sync = %+v, %v, want a published NotDurableError", w, err)
+									t.Fatalf("write with a failed root sync = %+v, %v, want a published notDurableError", w, err)
 								}
 								checkState(t, l, newFiles)
 								return

@@ -137,7 +137,7 @@ func (e *publishedError) Unwrap() error { return e.err }
 
 func (l Layout[ID]) writeErr(id ID, err error) error {
 	var ne *NameError
-	var nd *NotDurableError
+	var nd *notDurableError
 	if errors.As(err, &ne) || errors.As(err, &nd) {
 		return err // names the file or directory already
 	}
@@ -202,7 +202,7 @@ func (l Layout[ID]) write(name string, fill stager, onPublish func()) (published
 		// Never undone on failure: another Write of name may have published
 		// since, and the state after a failed sync is unknown anyway.
 		if serr := l.syncRoot(dir); serr != nil {
-			return true, &publishedError{&NotDurableError{Dir: filepath.Join(l.Root, name), Err: serr}}
+			return true, &publishedError{&notDurableError{Dir: filepath.Join(l.Root, name), Err: serr}}
 		}
 	}
 	return true, nil
