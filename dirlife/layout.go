@@ -63,7 +63,7 @@ func attrUnsupported(err error) bool       { return sys.AttrUnsupported(err) }
 // concurrent use by multiple goroutines.
 //
 // How a rewrite, the lock and a durable write differ between systems is
-// in the package documentation's platform differences.
+// in the package documentation's limits.
 type Layout[ID cmp.Ordered] struct {
 	// Root is the directory the layout owns. Write and Reset create it,
 	// with its parents, when it is missing.
