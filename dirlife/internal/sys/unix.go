@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LockFileInRoot reports whether Lock needs a file in the root. On Unix it
+// LockFileInRoot reports whether Acquire needs a file in the root. On Unix it
 // is flock(2) on the root's own descriptor: no entry.
 const LockFileInRoot = false
 

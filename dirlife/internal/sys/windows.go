@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// LockFileInRoot reports whether Lock needs a file in the root. On Windows
+// LockFileInRoot reports whether Acquire needs a file in the root. On Windows
 // it does: LockFileEx locks byte ranges of files, not directories, so the
 // lock is on the file LockFile in the root.
 const LockFileInRoot = true
