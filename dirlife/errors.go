@@ -3,11 +3,9 @@ package dirlife
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
-	"time"
 
 	"leasekit.dev/dirlife/internal/names"
+	"leasekit.dev/dirlife/internal/removal"
 )
 
 var (
@@ -33,7 +31,7 @@ var (
 	// ErrMountPoint is wrapped by the [MountError] of a Prune or Reset that
 	// found another filesystem mounted under Root: it is never removed or
 	// descended into.
-	ErrMountPoint = errors.New("another filesystem is mounted there")
+	ErrMountPoint = removal.ErrMountPoint
 
 	// ErrNotOwned is wrapped by the error of a Write, Prune or Reset
 	// whose root is a non-empty directory that no layout ever claimed (it
@@ -112,23 +110,14 @@ func (e *notDurableError) Unwrap() []error { return []error{ErrNotDurable, e.Err
 
 // A MountError reports a directory under Root that is on another device
 // than Root: a mount point, which Prune and Reset neither remove nor
-// descend into. Its ancestors under Root stay too.
-type MountError struct {
-	Root string // the root as given
-	Path string // the directory's path relative to Root, as it was when found
-}
-
-// Error names the directory and the rule.
-func (e *MountError) Error() string {
-	return fmt.Sprintf("dirlife: refusing to remove %s: it is on another filesystem than the root (a mount point)", filepath.Join(e.Root, filepath.FromSlash(e.Path)))
-}
-
-// Unwrap returns [ErrMountPoint].
-func (e *MountError) Unwrap() error { return ErrMountPoint }
+// descend into. Its ancestors under Root stay too. Its Root and Path
+// fields name the root as given and the directory's path relative to it,
+// as it was when found; it wraps [ErrMountPoint].
+type MountError = removal.MountError
 
 // ErrRemovalStalled is wrapped by the [StalledError] of a call whose
 // removals were still running when the removal deadline passed.
-var ErrRemovalStalled = errors.New("removal still running past its deadline")
+var ErrRemovalStalled = removal.ErrRemovalStalled
 
 // A StalledError reports removals still running, or still waiting for
 // one of the process's removal goroutines, when the call that waited for
@@ -139,34 +128,13 @@ var ErrRemovalStalled = errors.New("removal still running past its deadline")
 // it under way waits with a deadline of its own), or, when none is, by a
 // later Prune or [Layout.Settle]. No second removal of it starts while
 // this one runs.
-type StalledError struct {
-	Root     string         // the root as given
-	Deadline time.Duration  // the deadline that passed
-	Entries  []StalledEntry // what is left, in the order the call set it aside, then what it found under way
-}
+//
+// Its Root, Deadline and Entries fields say where, after how long and
+// what; its Error method names them all, and it wraps [ErrRemovalStalled].
+type StalledError = removal.StalledError
 
-// A StalledEntry is one entry of Root whose removal is still running.
-type StalledEntry struct {
-	Name  string // its name when it was set aside: an ID's directory ("gen-4"), a staging directory, a moved-aside copy
-	Aside string // its name in Root now, where it is being removed
-}
-
-// Error names the root, the deadline and every entry left.
-func (e *StalledError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "dirlife: removal in %s still running after %v:", e.Root, e.Deadline)
-	for i, en := range e.Entries {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, " %s", en.Name)
-		if en.Aside != en.Name {
-			fmt.Fprintf(&b, " (now %s)", en.Aside)
-		}
-	}
-	b.WriteString("; it goes on in the background")
-	return b.String()
-}
-
-// Unwrap returns [ErrRemovalStalled].
-func (e *StalledError) Unwrap() error { return ErrRemovalStalled }
+// A StalledEntry is one entry of Root whose removal is still running: Name
+// is its name when it was set aside (an ID's directory such as "gen-4", a
+// staging directory, a moved-aside copy), and Aside its name in Root now,
+// where it is being removed.
+type StalledEntry = removal.StalledEntry

@@ -40,19 +40,13 @@ const (
 	markerText  = "This directory is managed by leasekit.dev/dirlife: Prune and Reset remove everything in it.\n"
 )
 
-// maxElement is the most bytes of one path element.
-const maxElement = names.MaxElement
-
 // checkMode refuses a mode the layout does not publish (see
 // [names.CheckMode]).
 func checkMode(name string, mode fs.FileMode) *NameError { return names.CheckMode(name, mode) }
 
-// The system calls that the removal and adoption code makes, under the
-// names it calls them by.
-func deviceOf(fi fs.FileInfo) uint64       { return sys.DeviceOf(fi) }
-func isMountRoot(d *os.File) (bool, error) { return sys.IsMountRoot(d) }
-func keyOf(dir *os.File) (rootKey, error)  { return sys.KeyOf(dir) }
-func attrUnsupported(err error) bool       { return sys.AttrUnsupported(err) }
+// attrUnsupported reports whether err says Root's filesystem holds no
+// extended attributes (see [sys.AttrUnsupported]).
+func attrUnsupported(err error) bool { return sys.AttrUnsupported(err) }
 
 // A Layout keeps one directory per ID under Root, which it owns
 // exclusively: nothing but the layout should create or remove entries in

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"leasekit.dev/dirlife/internal/sys"
+
+	"leasekit.dev/dirlife/internal/removal"
 )
 
 // A lockMode says how a method holds the root's lock.
@@ -41,7 +43,7 @@ type rootState struct {
 	sharedDir  *os.File   // the descriptor holding the shared system lock while sharedN > 0
 	sharedLock sys.Lock
 
-	rm removals
+	rm removal.Removals
 }
 
 // registry maps root keys to this process's states.
@@ -66,7 +68,6 @@ func getState(key rootKey) *rootState {
 	st := registry.roots[key]
 	if st == nil {
 		st = &rootState{key: key}
-		st.rm.init()
 		registry.roots[key] = st
 	}
 	st.refs++
@@ -96,7 +97,7 @@ func putState(st *rootState) {
 		return
 	}
 	registry.unreported = slices.DeleteFunc(registry.unreported, func(k rootKey) bool { return k == st.key })
-	if !st.rm.hasErr() {
+	if !st.rm.HasErr() {
 		delete(registry.roots, st.key)
 		return
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // TestRealMount: a tmpfs mounted under Root, inside an ID's directory and
@@ -71,7 +73,7 @@ func TestBindMount(t *testing.T) {
 		t.Cleanup(func() { unmountUnder(l.Root) })
 		sources = append(sources, src)
 	}
-	if deviceOf(statOf(t, sources[0])) != deviceOf(statOf(t, l.Root)) {
+	if sys.DeviceOf(statOf(t, sources[0])) != sys.DeviceOf(statOf(t, l.Root)) {
 		t.Skip("the temporary directory and Root are on different filesystems")
 	}
 

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // fakeMounts is a device seam: directories named in mounts are on device
@@ -18,7 +20,7 @@ func fakeMounts(mounts ...string) func(fs.FileInfo) uint64 {
 		if slices.Contains(mounts, fi.Name()) {
 			return 1 << 60
 		}
-		return deviceOf(fi)
+		return sys.DeviceOf(fi)
 	}
 }
 

@@ -7,6 +7,9 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+
+	"leasekit.dev/dirlife/internal/removal"
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // Prune removes every entry under Root except the directories of the IDs in
@@ -70,9 +73,9 @@ func (l Layout[ID]) prune(ctx context.Context, keep ...ID) error {
 		// One wait, one deadline, for its own and those of other calls:
 		// what another call was removing is gone only if that removal
 		// succeeded.
-		err = errors.Join(err, l.wait(ctx, st, append(batch, busy...), collectOwn))
+		err = errors.Join(err, l.wait(ctx, st, append(batch, busy...), removal.CollectOwn))
 	}
-	return errors.Join(err, st.rm.takeErr(h.r))
+	return errors.Join(err, st.rm.TakeErr(h.r))
 }
 
 // Reset empties Root and makes sure it exists afterwards: the boot path,
@@ -106,9 +109,9 @@ func (l Layout[ID]) reset(h *openRoot, op string, keep map[string]bool) error {
 	// One wait, one deadline, for its own and those of other calls. What
 	// another call was removing is gone only if that removal succeeded:
 	// its failure is Reset's too.
-	err = errors.Join(err, l.wait(context.Background(), st, append(batch, busy...), collectOwn))
+	err = errors.Join(err, l.wait(context.Background(), st, append(batch, busy...), removal.CollectOwn))
 	if err == nil {
-		st.rm.takeErr(nil) // whatever failed before is gone now
+		st.rm.TakeErr(nil) // whatever failed before is gone now
 	}
 	return err
 }
@@ -123,7 +126,7 @@ func (l Layout[ID]) reset(h *openRoot, op string, keep map[string]bool) error {
 // name of its own, unless it has one already (a plain moved-aside entry,
 // which no ID or staging directory can take), and returned as garbage.
 // Nothing is synced: garbage needs no sync (see the comment in Prune).
-func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join bool) (doomed []garbage, busy []*removal, errs error) {
+func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join bool) (doomed []removal.Garbage, busy []*removal.Removal, errs error) {
 	d, err := h.r.Open(".")
 	if err != nil {
 		return nil, nil, fmt.Errorf("dirlife: %s: %w", op, err)
@@ -152,21 +155,17 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join 
 		if _, ok := restore.from[name]; ok {
 			continue // restored below
 		}
-		rm.mu.Lock()
-		inflight := rm.inflight[name]
-		if inflight != nil && join {
-			inflight.waiters++ // before it can end: its failure is the caller's too
-			busy = append(busy, inflight)
-		}
-		rm.mu.Unlock()
-		if inflight != nil {
+		if inflight, ok := rm.InFlight(name, join); ok {
+			if join {
+				busy = append(busy, inflight) // its failure is the caller's too
+			}
 			continue // left to the call removing it
 		}
 		if !e.IsDir() {
 			// A file, a symbolic link: unlinked here, in one step, so its
 			// name is free when the lock is let go.
 			if err := h.r.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = errors.Join(errs, removeErr(l.Root, name, err))
+				errs = errors.Join(errs, removal.Err(l.Root, name, err))
 			}
 			l.dropLinked(name)
 			continue
@@ -187,11 +186,11 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join 
 			err = h.r.Rename(name, aside)
 		}
 		if err != nil {
-			errs = errors.Join(errs, removeErr(l.Root, name, err))
+			errs = errors.Join(errs, removal.Err(l.Root, name, err))
 			continue
 		}
 		l.dropLinked(name) // before its files go
-		doomed = append(doomed, garbage{name: aside, was: name})
+		doomed = append(doomed, removal.Garbage{Name: aside, Was: name})
 	}
 	for from, to := range restore.from {
 		// The last published copy of a kept ID whose path is empty: back
@@ -215,5 +214,5 @@ func (l Layout[ID]) devOf() func(fs.FileInfo) uint64 {
 	if l.devices != nil {
 		return l.devices
 	}
-	return deviceOf
+	return sys.DeviceOf
 }

@@ -9,21 +9,23 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"leasekit.dev/dirlife/internal/removal"
 )
 
 const envPruneFDChild = "DIRLIFE_TEST_PRUNE_FD_CHILD" // root; prunes wideDeepTree copies under a low RLIMIT_NOFILE
 
 // pruneFDLimit is the child's descriptor limit: above what one removal of
-// wideDeepTree holds on its removeWorkers goroutines, well below what
-// removeWorkers removals of it at once hold.
+// wideDeepTree holds on its removal.RemoveWorkers goroutines, well below what
+// removal.RemoveWorkers removals of it at once hold.
 const pruneFDLimit = 160
 
-// wideDeepTree has removeWorkers chains 300 deep at its top, so that the
-// removal of its top entries runs on removeWorkers goroutines, each
+// wideDeepTree has removal.RemoveWorkers chains 300 deep at its top, so that the
+// removal of its top entries runs on removal.RemoveWorkers goroutines, each
 // descending as deep as the chains.
 func wideDeepTree() Files {
 	files := Files{}
-	for c := range removeWorkers {
+	for c := range removal.RemoveWorkers {
 		p := fmt.Sprintf("c%d/", c)
 		for range 300 {
 			p += "d/"
@@ -44,7 +46,7 @@ func TestPruneFDLimitChild(t *testing.T) {
 	}
 	l := Layout[int64]{Root: root, Codec: IntCodec[int64]{Prefix: "gen-"}, NoSync: true}
 	if err := l.Prune(); err != nil {
-		t.Fatalf("Prune of %d deep trees under RLIMIT_NOFILE %d: %v", maxRemovers, pruneFDLimit, err)
+		t.Fatalf("Prune of %d deep trees under RLIMIT_NOFILE %d: %v", removal.MaxRemovers, pruneFDLimit, err)
 	}
 	if got := rootEntries(t, root); len(got) != 0 {
 		t.Fatalf("Root after Prune = %v, want nothing", got)
@@ -53,7 +55,7 @@ func TestPruneFDLimitChild(t *testing.T) {
 
 // TestPruneOfManyTreesBoundsDescriptors: a Prune of several deep, wide
 // trees holds no more descriptors than the removal of one: its removals
-// run on at most removeWorkers goroutines in all, not on removeWorkers
+// run on at most removal.RemoveWorkers goroutines in all, not on removal.RemoveWorkers
 // for each tree.
 func TestPruneOfManyTreesBoundsDescriptors(t *testing.T) {
 	if os.Getenv(envPruneFDChild) != "" {
@@ -61,7 +63,7 @@ func TestPruneOfManyTreesBoundsDescriptors(t *testing.T) {
 	}
 	l := genLayout(t)
 	l.NoSync = true
-	for id := range int64(maxRemovers) {
+	for id := range int64(removal.MaxRemovers) {
 		mustWrite(t, l, id+1, wideDeepTree())
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPruneFDLimitChild$", "-test.v")

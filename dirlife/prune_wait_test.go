@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"leasekit.dev/dirlife/internal/removal"
 )
 
 // errRemovalFault is the cause of the removal failures the tests inject.
@@ -28,7 +30,7 @@ var errRemovalFault = errors.New("injected removal failure")
 // counts the attempts in attempts.
 func failingRemovals(gate <-chan struct{}, fail *atomic.Bool, attempts *atomic.Int32) faultFunc {
 	return func(step, name string) error {
-		if step != stepRemoveTree {
+		if step != removal.StepRemoveTree {
 			return nil
 		}
 		attempts.Add(1)
@@ -306,7 +308,7 @@ func TestConcurrentPrunesReportEveryFailure(tt *testing.T) {
 		failing := map[int]bool{} // versions whose removals fail in this step
 		var gate chan struct{}    // non-nil: removals wait for it to close
 		l.faults = func(step, name string) error {
-			if step != stepRemoveTree {
+			if step != removal.StepRemoveTree {
 				return nil
 			}
 			v, ok := manifestVersion(filepath.Join(l.Root, name))

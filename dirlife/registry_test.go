@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/synctest"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // registered returns how many roots this process keeps state for.
@@ -26,7 +28,7 @@ func rootKeyOf(t *testing.T, dir string) rootKey {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	key, err := keyOf(d)
+	key, err := sys.KeyOf(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +40,8 @@ func rootKeyOf(t *testing.T, dir string) rootKey {
 func awaitRemovals(t *testing.T, root string) {
 	t.Helper()
 	if st := lookupState(rootKeyOf(t, root)); st != nil {
-		for _, r := range st.rm.pending() {
-			<-r.done
+		for _, r := range st.rm.Pending() {
+			<-r.Done()
 		}
 		putState(st)
 	}

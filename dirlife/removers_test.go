@@ -13,11 +13,13 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"leasekit.dev/dirlife/internal/removal"
 )
 
 // removalFrame matches a frame of the code that removes garbage, as a
 // goroutine's stack shows it.
-var removalFrame = regexp.MustCompile(`(?m)^leasekit\.dev/dirlife\.(removeLoop|removeHelper|removeJob\.run|Layout\[[^\]]*\]\.removeGarbage\.func|treeRemoval\.)`)
+var removalFrame = regexp.MustCompile(`(?m)^leasekit\.dev/dirlife/internal/removal\.(removeLoop|removeHelper|job\.run|treeRemoval\.)`)
 
 // removalGoroutines counts the goroutines of the process that are
 // removing garbage: those with a frame of the removal code on their
@@ -47,10 +49,7 @@ func removalGoroutines() int {
 func waitRemoversIdle(t *testing.T) {
 	t.Helper()
 	for {
-		removers.mu.Lock()
-		idle := removers.running == 0 && len(removers.queue) == 0
-		removers.mu.Unlock()
-		if idle {
+		if running, queued, _ := removal.Load(); running == 0 && queued == 0 {
 			return
 		}
 		time.Sleep(time.Millisecond) // an earlier test's removal finishing
@@ -60,7 +59,7 @@ func waitRemoversIdle(t *testing.T) {
 // TestRemovalGoroutinesBoundedPerProcess: 300 Writes and Prunes at once,
 // on 30 roots, each with garbage to remove, all of whose removals hang:
 // the goroutines removing, counted from the process's stacks once
-// everything is blocked, never exceed maxRemovers; every other removal
+// everything is blocked, never exceed removal.MaxRemovers; every other removal
 // waits for a slot. The slots stay held by the stuck removals; every
 // caller gets its *StalledError, naming its own entry first (a Prune
 // also names those of others it found under way), at its deadline
@@ -112,16 +111,14 @@ func TestRemovalGoroutinesBoundedPerProcess(t *testing.T) {
 			}
 		}
 		synctest.Wait() // every call waits for its removal; every removal is stuck or waits for a slot
-		if n := removalGoroutines(); n > maxRemovers {
-			t.Fatalf("%d goroutines removing for %d calls, over the process's bound of %d", n, roots*2*perRoot, maxRemovers)
-		} else if n != maxRemovers {
-			t.Fatalf("%d goroutines removing, want every one of the %d slots held", n, maxRemovers)
+		if n := removalGoroutines(); n > removal.MaxRemovers {
+			t.Fatalf("%d goroutines removing for %d calls, over the process's bound of %d", n, roots*2*perRoot, removal.MaxRemovers)
+		} else if n != removal.MaxRemovers {
+			t.Fatalf("%d goroutines removing, want every one of the %d slots held", n, removal.MaxRemovers)
 		}
-		removers.mu.Lock()
-		peak := removers.peak
-		removers.mu.Unlock()
-		if peak > maxRemovers {
-			t.Fatalf("the pool ran %d goroutines at once, over %d", peak, maxRemovers)
+		_, _, peak := removal.Load()
+		if peak > removal.MaxRemovers {
+			t.Fatalf("the pool ran %d goroutines at once, over %d", peak, removal.MaxRemovers)
 		}
 
 		// Every slot is held past the deadline: each call returns at its
@@ -141,8 +138,8 @@ func TestRemovalGoroutinesBoundedPerProcess(t *testing.T) {
 				t.Fatalf("%s returned after %v, want the deadline %v", res.call, res.took, deadline)
 			}
 		}
-		if n := removalGoroutines(); n > maxRemovers {
-			t.Fatalf("%d goroutines removing past the deadline, over %d", n, maxRemovers)
+		if n := removalGoroutines(); n > removal.MaxRemovers {
+			t.Fatalf("%d goroutines removing past the deadline, over %d", n, removal.MaxRemovers)
 		}
 
 		open()
@@ -174,11 +171,11 @@ func TestRemovalSlotsHeldStallOthers(t *testing.T) {
 		stuck := genLayout(t)
 		stuck.NoSync = true
 		stuck.DeferRemoval = true
-		for id := range int64(maxRemovers) {
+		for id := range int64(removal.MaxRemovers) {
 			mustWrite(t, stuck, id+1, versionFiles(id+1, 1))
 		}
 		stuck.removing = func(string) { <-gate }
-		if err := stuck.Prune(); err != nil { // maxRemovers removals, each stuck
+		if err := stuck.Prune(); err != nil { // removal.MaxRemovers removals, each stuck
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -215,8 +212,8 @@ func TestRemovalSlotsHeldStallOthers(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("%d removals started on the other root while every slot was held", n)
 		}
-		if n := removalGoroutines(); n != maxRemovers {
-			t.Fatalf("%d goroutines removing, want the %d stuck ones", n, maxRemovers)
+		if n := removalGoroutines(); n != removal.MaxRemovers {
+			t.Fatalf("%d goroutines removing, want the %d stuck ones", n, removal.MaxRemovers)
 		}
 
 		open()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"leasekit.dev/dirlife/internal/names"
 )
 
 // A rewrite without an atomic exchange moves the ID's directory aside under
@@ -54,7 +56,7 @@ func nextHeldStamp() uint64 {
 
 // heldTagOf returns the tag that a moved-aside entry of name carries.
 func heldTagOf(name string) string {
-	if len(asidePrefix)+heldStamp+heldRand+1+len(name) <= maxElement {
+	if len(asidePrefix)+heldStamp+heldRand+1+len(name) <= names.MaxElement {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"leasekit.dev/dirlife/internal/names"
 )
 
 // interruptRewrite leaves id as a rewrite without an atomic exchange leaves
@@ -121,8 +123,8 @@ func TestPruneRestoresLongName(t *testing.T) {
 			t.Fatal(err)
 		}
 		held := heldName(l.Codec.Format(id))
-		if len(held) > maxElement {
-			t.Fatalf("moved-aside name is %d bytes, over %d", len(held), maxElement)
+		if len(held) > names.MaxElement {
+			t.Fatalf("moved-aside name is %d bytes, over %d", len(held), names.MaxElement)
 		}
 		if err := os.Rename(l.Dir(id), filepath.Join(l.Root, held)); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"leasekit.dev/dirlife/internal/names"
+	"leasekit.dev/dirlife/internal/removal"
 
 	"leasekit.dev/dirlife/internal/sys"
 )
@@ -225,12 +226,12 @@ func (l Layout[ID]) discard(h *openRoot, name, was string) error {
 	st := h.lock.st
 	st.retain()
 	defer putState(st)
-	batch, err := l.removeGarbage(st, h, []garbage{{name: aside, was: was}}, l.DeferRemoval)
+	batch, err := l.removeGarbage(st, h, []removal.Garbage{{Name: aside, Was: was}}, l.DeferRemoval)
 	h.unlock()
 	if err != nil || l.DeferRemoval {
 		return err
 	}
-	return l.wait(context.Background(), st, batch, collectOwn)
+	return l.wait(context.Background(), st, batch, removal.CollectOwn)
 }
 
 // syncStaged syncs directory d of the staging tree.

@@ -1,4 +1,4 @@
-package dirlife
+package removal
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"path"
 	"strings"
 	"sync"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // A removal holds a handle of each directory it descends into, so that
@@ -15,11 +17,11 @@ import (
 // further handle only every removeLevels levels. So the descriptors a
 // removal holds are bounded by removeHandles plus its depth divided by
 // removeLevels (at most 32 more for any tree a Write makes, whose paths
-// hold at most maxPath bytes), plus one directory being listed, for each
+// hold at most 4,095 bytes), plus one directory being listed, for each
 // goroutine that removes the top of the tree's entries; and no operation
 // resolves a path of more than removeLevels elements. Every removal of the
-// process, its trees' tops included, runs on the process's maxRemovers
-// goroutines, so the process holds that bound maxRemovers times at most,
+// process, its trees' tops included, runs on the process's MaxRemovers
+// goroutines, so the process holds that bound MaxRemovers times at most,
 // however many trees and calls remove at once.
 const (
 	removeHandles = 16
@@ -85,7 +87,7 @@ func (rm treeRemoval) remove(base *os.Root, p, rel string, held int) error {
 	}
 	var first error
 	if held == 1 && len(entries) > 1 {
-		// The top of the tree: its entries on up to removeWorkers
+		// The top of the tree: its entries on up to RemoveWorkers
 		// goroutines, so that the waits of their removals (for the
 		// disk, for the journal) overlap.
 		first = rm.removeEach(sub, entries, rel)
@@ -130,7 +132,7 @@ func (rm treeRemoval) list(r *os.Root, p, rel string) ([]fs.DirEntry, error) {
 	}
 	// A bind mount of Root's own filesystem has Root's device: the
 	// system tells its root apart where it can.
-	if mounted, err := isMountRoot(d); err != nil || mounted {
+	if mounted, err := sys.IsMountRoot(d); err != nil || mounted {
 		if err != nil {
 			return nil, err
 		}
@@ -140,12 +142,12 @@ func (rm treeRemoval) list(r *os.Root, p, rel string) ([]fs.DirEntry, error) {
 	return entries, err
 }
 
-// removeWorkers bounds the goroutines that remove the entries of the top
+// RemoveWorkers bounds the goroutines that remove the entries of the top
 // of one tree.
-const removeWorkers = 4
+const RemoveWorkers = 4
 
 // removeEach removes the entries of sub, the top of a tree, on the
-// calling goroutine and on up to removeWorkers-1 helpers, as many as the
+// calling goroutine and on up to RemoveWorkers-1 helpers, as many as the
 // process's pool has free (see takeHelper), and returns the first
 // failure. A helper done with its share goes on with the removals that
 // wait for a goroutine, as a worker of the pool.
@@ -174,7 +176,7 @@ func (rm treeRemoval) removeEach(sub *os.Root, entries []fs.DirEntry, rel string
 		}
 	}
 	var wg sync.WaitGroup
-	for range min(len(entries), removeWorkers) - 1 {
+	for range min(len(entries), RemoveWorkers) - 1 {
 		if !takeHelper() {
 			break // the process's other removals hold the rest
 		}
