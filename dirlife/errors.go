@@ -28,9 +28,10 @@ var (
 	// Write again to make it durable.
 	ErrNotDurable = errors.New("published, durability unknown")
 
-	// ErrMountPoint is wrapped by the [MountError] of a Prune or Reset that
-	// found another filesystem mounted under Root: it is never removed or
-	// descended into.
+	// ErrMountPoint is wrapped by the error of a Prune or Reset that found
+	// a directory under Root on another device than Root (a mount point),
+	// which the error names: it is never removed or descended into, and
+	// its ancestors under Root stay too.
 	ErrMountPoint = removal.ErrMountPoint
 
 	// ErrNotOwned is wrapped by the error of a Write, Prune or Reset
@@ -107,13 +108,6 @@ func (e *notDurableError) Error() string {
 
 // Unwrap returns ErrNotDurable and the failed sync's error.
 func (e *notDurableError) Unwrap() []error { return []error{ErrNotDurable, e.Err} }
-
-// A MountError reports a directory under Root that is on another device
-// than Root: a mount point, which Prune and Reset neither remove nor
-// descend into. Its ancestors under Root stay too. Its Root and Path
-// fields name the root as given and the directory's path relative to it,
-// as it was when found; it wraps [ErrMountPoint].
-type MountError = removal.MountError
 
 // ErrRemovalStalled is wrapped by the [StalledError] of a call whose
 // removals were still running when the removal deadline passed.

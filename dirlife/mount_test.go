@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"leasekit.dev/dirlife/internal/removal"
 	"leasekit.dev/dirlife/internal/sys"
 )
 
@@ -40,7 +41,7 @@ func checkMountError(t *testing.T, err error, path string) {
 }
 
 func hasMountError(err error, path string) bool {
-	if me, ok := err.(*MountError); ok {
+	if me, ok := err.(*removal.MountError); ok {
 		return strings.HasSuffix(me.Path, path) && strings.Contains(me.Error(), path) && errors.Is(me, ErrMountPoint)
 	}
 	switch u := err.(type) {

@@ -178,7 +178,7 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join 
 			continue
 		}
 		if err == nil && l.devOf()(fi) != dev {
-			err = &MountError{Root: l.Root, Path: name}
+			err = &removal.MountError{Root: l.Root, Path: name}
 		}
 		aside := name
 		if err == nil && !isPlainAside(name) {
