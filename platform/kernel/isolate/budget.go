@@ -47,9 +47,10 @@ func (e *BudgetError) Error() string {
 func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
 
 // A WorkerError reports a build or render whose worker could not be
-// started, ended before it answered (killed from outside, crashed, or
-// stopped by Close), or answered in a frame the pool could not read, and
-// was killed. The worker is gone; the next call gets another.
+// started, ended after it acknowledged the request but before it answered
+// (killed from outside, crashed, or stopped by Close), or answered in a
+// frame the pool could not read, and was killed; or whose Workers were
+// closed. The worker is gone; the next call gets another.
 type WorkerError struct {
 	Op  string // "build" or "render"
 	Dir string // the module, as for a BudgetError

@@ -14,8 +14,14 @@ import (
 
 // The worker protocol: after the hello line, each request and each
 // response is one frame, a 4-byte big-endian length and that many bytes of
-// JSON. A worker answers each request before it reads the next.
-const workerHello = "leasekit.dev/platform/kernel worker v1\n"
+// JSON. A worker that has read a request whole acknowledges it with the
+// byte workerAck, before it decodes or evaluates anything, and then
+// answers it; it answers each request before it reads the next. A worker
+// that ends before its acknowledgement never started the call.
+const (
+	workerHello      = "leasekit.dev/platform/kernel worker v2\n"
+	workerAck   byte = 0x06
+)
 
 // A workerRequest is one build or render for a worker.
 type workerRequest struct {
@@ -58,13 +64,16 @@ func writePayload(w *bufio.Writer, data []byte) error {
 	return w.Flush()
 }
 
-// readFrame reads one frame of at most max bytes, in JSON, into v.
-func readFrame(r *bufio.Reader, max int64, v any) error {
-	data, err := readPayload(r, max)
+// readAck reads a worker's acknowledgement of a request.
+func readAck(r *bufio.Reader) error {
+	b, err := r.ReadByte()
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(data, v)
+	if b != workerAck {
+		return fmt.Errorf("a byte %#x where the request's acknowledgement was due", b)
+	}
+	return nil
 }
 
 // readPayload reads one frame of at most max bytes.

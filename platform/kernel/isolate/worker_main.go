@@ -35,7 +35,8 @@ const exitMemory = 86
 //	}
 //
 // A worker reads requests on its standard input and answers on its
-// standard output, one at a time, until its input ends.
+// standard output, one at a time, until its input ends; it acknowledges
+// each request once it has read it whole, before it evaluates anything.
 func Main() {
 	v, ok := os.LookupEnv(workerEnv)
 	if !ok {
@@ -74,11 +75,24 @@ func serveWorker(in io.Reader, out io.Writer, budget int64) int {
 		return 1
 	}
 	for {
-		var req workerRequest
-		if err := readFrame(r, maxFrame(budget), &req); err != nil {
+		data, err := readPayload(r, maxFrame(budget))
+		if err != nil {
 			if err == io.EOF {
 				return 0
 			}
+			fmt.Fprintf(os.Stderr, "kernel worker: reading a request: %v\n", err)
+			return 1
+		}
+		// The request is read whole and nothing of it is evaluated yet:
+		// from here on, an end of this process is the call's.
+		if err := w.WriteByte(workerAck); err != nil {
+			return 1
+		}
+		if err := w.Flush(); err != nil {
+			return 1
+		}
+		var req workerRequest
+		if err := json.Unmarshal(data, &req); err != nil {
 			fmt.Fprintf(os.Stderr, "kernel worker: reading a request: %v\n", err)
 			return 1
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,11 +36,21 @@ const (
 // a [kernel.Kernel]'s builds and renders, so that the evaluation can be
 // stopped: CUE's evaluator cannot be cancelled, but a process can be
 // killed. Workers offer the Kernel's three verbs, BuildPlatform,
-// ReadInstance and Render, with its results and errors. A call gets a worker of its own for its duration; when ctx
-// ends, or the call is past a budget, the worker is killed and the call
-// returns at once, ctx.Err() or a [*BudgetError]; the next call gets
-// another worker. A worker otherwise stays warm for further calls, up to
-// Calls of them.
+// ReadInstance and Render, with its results and errors. A call gets a
+// worker of its own for its duration; when ctx ends, or the call is past a
+// budget, the worker is killed and the call returns at once, ctx.Err() or
+// a [*BudgetError]; the next call gets another worker. A worker otherwise
+// stays warm for further calls, up to Calls of them.
+//
+// A worker acknowledges a call's request once it has read it whole,
+// before it evaluates anything. A worker that ends after its
+// acknowledgement is the call's own failure: a [*BudgetError] if it ended
+// past its memory budget, a [*WorkerError] otherwise. One that ends
+// before, however soon before the call (killed while idle, as the OOM
+// killer does, whether or not its end is known yet), never started the
+// call: it is replaced, and the call goes to another worker, warm or
+// fresh, as long as ctx allows; only when a third fresh worker ends before
+// its acknowledgement too does the call fail, as if it had ended after.
 //
 // A worker is the running executable started again, whose main function
 // (or TestMain) calls [Main] first. It reads the platform's
@@ -69,8 +80,9 @@ type Workers struct {
 	// Zero means runtime.GOMAXPROCS(0).
 	Size int
 
-	// Timeout is the time budget of one call, from when a worker has it
-	// until the worker answers. Zero means DefaultTimeout.
+	// Timeout is the time budget of one call, from when a worker has its
+	// request until the worker answers (a call that goes to another
+	// worker has it anew). Zero means DefaultTimeout.
 	Timeout time.Duration
 
 	// Memory is the memory budget of one worker, in bytes: the most
@@ -104,7 +116,7 @@ type workerCounters struct {
 type Stats struct {
 	Size    int // the most workers at once
 	Running int // worker processes running, idle or busy
-	Busy    int // workers evaluating a call
+	Busy    int // workers evaluating a call: from their acknowledgement of its request until it returns
 
 	Started  uint64 // worker processes started
 	Restarts uint64 // of those, started in place of one that ended: killed, crashed or recycled
@@ -113,7 +125,7 @@ type Stats struct {
 	KilledTime   uint64 // workers killed past the time budget
 	KilledMemory uint64 // workers killed, or ended, past the memory budget
 	Cancelled    uint64 // workers killed because their call's ctx ended
-	Crashed      uint64 // workers that ended on their own before they answered, or answered in frames the pool could not read
+	Crashed      uint64 // workers that ended on their own (idle, or before they answered), or answered in frames the pool could not read
 	Recycled     uint64 // workers retired after Calls calls
 }
 
@@ -186,8 +198,11 @@ type worker struct {
 	stderr *headBuffer
 	calls  int
 	killed atomic.Bool
-	exited chan struct{}    // closed once the process is reaped and its pipes closed
-	state  *os.ProcessState // set before exited is closed
+	// evaluating is set from the worker's acknowledgement of a call's
+	// request until the call returns: while Stats.Busy counts it.
+	evaluating atomic.Bool
+	exited     chan struct{}    // closed once the process is reaped and its pipes closed
+	state      *os.ProcessState // set before exited is closed
 }
 
 func (w *worker) kill() {
@@ -338,9 +353,9 @@ func (w *worker) describeExit() string {
 	return s
 }
 
-// acquire returns a worker for one call, waiting as long as ctx allows
-// for one to be free, and a function that gives back its slot.
-func (ws *Workers) acquire(ctx context.Context, size int, memory int64, timeout time.Duration) (*worker, func(), error) {
+// slot waits as long as ctx allows for one of the size slots, and returns
+// a function that gives it back.
+func (ws *Workers) slot(ctx context.Context, size int) (func(), error) {
 	ws.mu.Lock()
 	if ws.slots == nil {
 		ws.slots = make(chan struct{}, size)
@@ -348,19 +363,23 @@ func (ws *Workers) acquire(ctx context.Context, size int, memory int64, timeout 
 	slots, closed := ws.slots, ws.closed
 	ws.mu.Unlock()
 	if closed {
-		return nil, nil, ErrClosed
+		return nil, ErrClosed
 	}
 	select {
 	case slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return nil, ctx.Err()
 	}
-	release := func() { <-slots }
+	return func() { <-slots }, nil
+}
+
+// worker returns a warm worker, or a fresh one (and reports so) when none
+// is idle, for a call that holds a slot.
+func (ws *Workers) worker(ctx context.Context, memory int64, timeout time.Duration) (w *worker, fresh bool, err error) {
 	ws.mu.Lock()
 	if ws.closed {
 		ws.mu.Unlock()
-		release()
-		return nil, nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	for n := len(ws.idle); n > 0; n-- {
 		w := ws.idle[n-1]
@@ -373,19 +392,22 @@ func (ws *Workers) acquire(ctx context.Context, size int, memory int64, timeout 
 		default:
 		}
 		ws.mu.Unlock()
-		return w, release, nil
+		return w, false, nil
 	}
 	ws.mu.Unlock()
-	w, err := ws.start(ctx, memory, timeout)
-	if err != nil {
-		release()
-		return nil, nil, err
-	}
-	return w, release, nil
+	w, err = ws.start(ctx, memory, timeout)
+	return w, true, err
 }
 
+// freshRetries is how many times a call whose fresh worker ended before it
+// acknowledged the request is sent to another. A warm worker that did is
+// replaced without counting: there are at most Size of them.
+const freshRetries = 2
+
 // call sends req to a worker and returns its response, keeping the
-// budgets: op and dir name the call in its errors.
+// budgets: op and dir name the call in its errors. A worker that ends
+// before it acknowledges the request never started it, and the call goes
+// to another.
 func (ws *Workers) call(ctx context.Context, op, dir string, req *workerRequest) (*workerResponse, error) {
 	size, timeout, memory, calls, err := ws.resolved()
 	if err != nil {
@@ -394,30 +416,81 @@ func (ws *Workers) call(ctx context.Context, op, dir string, req *workerRequest)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w, release, err := ws.acquire(ctx, size, memory, timeout)
+	data, err := json.Marshal(req)
 	if err != nil {
+		return nil, &WorkerError{Op: op, Dir: dir, Err: fmt.Errorf("the call's frames: %w", err)}
+	}
+	failed := func(err error) error {
 		if ctx.Err() != nil && err == ctx.Err() {
-			return nil, err
+			return err
 		}
-		return nil, &WorkerError{Op: op, Dir: dir, Err: err}
+		return &WorkerError{Op: op, Dir: dir, Err: err}
+	}
+	release, err := ws.slot(ctx, size)
+	if err != nil {
+		return nil, failed(err)
 	}
 	defer release()
-	ws.stats.busy.Add(1)
-	defer ws.stats.busy.Add(-1)
+	for retries := 0; ; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		w, fresh, err := ws.worker(ctx, memory, timeout)
+		if err != nil {
+			return nil, failed(err)
+		}
+		last := fresh && retries == freshRetries
+		resp, unread, err := ws.send(ctx, w, op, dir, data, timeout, memory, calls, last)
+		if !unread {
+			return resp, err
+		}
+		if fresh {
+			retries++
+		}
+	}
+}
 
+// send sends data, a request, to w and returns its response, keeping the
+// budgets. When w ends before it acknowledges the request, send replaces
+// it and reports the request unread, unless w is the last the call may
+// try, or the Workers are closed.
+func (ws *Workers) send(ctx context.Context, w *worker, op, dir string, data []byte, timeout time.Duration, memory int64, calls int, last bool) (_ *workerResponse, unread bool, _ error) {
 	type result struct {
-		resp *workerResponse
-		err  error
+		resp  *workerResponse
+		err   error
+		acked bool
 	}
 	done := make(chan result, 1)
+	acked := make(chan struct{}, 1)
 	go func() {
-		if err := writeFrame(w.w, req); err != nil {
+		if err := writePayload(w.w, data); err != nil {
 			done <- result{err: err}
 			return
 		}
+		if err := readAck(w.r); err != nil {
+			done <- result{err: err}
+			return
+		}
+		acked <- struct{}{}
 		resp, err := readResponse(w.r, maxFrame(memory))
-		done <- result{resp, err}
+		done <- result{resp, err, true}
 	}()
+	// The worker evaluates the call from its acknowledgement until the
+	// call returns, or w goes back among the idle workers.
+	evaluating := false
+	evaluate := func(on bool) {
+		if evaluating == on {
+			return
+		}
+		evaluating = on
+		w.evaluating.Store(on)
+		if on {
+			ws.stats.busy.Add(1)
+		} else {
+			ws.stats.busy.Add(-1)
+		}
+	}
+	defer evaluate(false)
 	// ended reports whether err, the call's pipes' error, says that the
 	// worker closed them: it is ending. Any other error is a frame the
 	// pool could not write or read.
@@ -440,29 +513,46 @@ func (ws *Workers) call(ctx context.Context, op, dir string, req *workerRequest)
 	}
 	for {
 		select {
+		case <-acked:
+			acked = nil
+			evaluate(true)
 		case r := <-done:
 			if r.err == nil {
+				evaluate(false)
 				ws.stats.calls.Add(1)
 				w.calls++
 				ws.keep(w, calls)
-				return r.resp, nil
+				return r.resp, false, nil
 			}
 			if !ended(r.err) {
 				// Not an end: the worker is killed at once.
 				ws.retire(w, false)
 				ws.stats.crashed.Add(1)
-				return nil, &WorkerError{Op: op, Dir: dir, Err: fmt.Errorf("the call's frames: %w", r.err)}
+				return nil, false, &WorkerError{Op: op, Dir: dir, Err: fmt.Errorf("the call's frames: %w", r.err)}
 			}
-			return nil, ws.lost(ctx, w, op, dir, memory, timer.C)
+			if !r.acked && !last {
+				// Ended before it read the request: killed from outside
+				// while idle, or while it read. The call was never its.
+				ws.retire(w, false)
+				ws.mu.Lock()
+				closed := ws.closed
+				ws.mu.Unlock()
+				if closed {
+					return nil, false, &WorkerError{Op: op, Dir: dir, Err: ErrClosed}
+				}
+				ws.stats.crashed.Add(1)
+				return nil, true, nil
+			}
+			return nil, false, ws.lost(ctx, w, op, dir, memory, timer.C)
 		case <-ctx.Done():
 			ws.stats.cancelled.Add(1)
 			ws.retire(w, false)
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		case <-timer.C:
-			return nil, budget("time", int64(timeout), &ws.stats.killedTime)
+			return nil, false, budget("time", int64(timeout), &ws.stats.killedTime)
 		case <-poll:
 			if rss, ok := residentMemory(w.cmd.Process.Pid); ok && rss > memory {
-				return nil, budget("memory", memory, &ws.stats.killedMemory)
+				return nil, false, budget("memory", memory, &ws.stats.killedMemory)
 			}
 		}
 	}
@@ -577,7 +667,8 @@ func (ws *Workers) Bounds() kernel.Limits { return ws.Kernel.Bounds() }
 // for a free worker as long as ctx allows. When ctx ends the worker is
 // killed and BuildPlatform returns ctx.Err() at once; past a budget it
 // fails with a [*BudgetError], and when its worker cannot start or ends
-// before it answers, with a [*WorkerError].
+// after it acknowledged the request but before it answers, with a
+// [*WorkerError]; a worker that ends before is replaced (see [Workers]).
 func (ws *Workers) BuildPlatform(ctx context.Context, dir string) (*kernel.Platform, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {

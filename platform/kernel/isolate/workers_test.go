@@ -3,6 +3,8 @@ package isolate_test
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -23,6 +25,18 @@ func TestMain(m *testing.M) {
 	if os.Getenv("KERNEL_TEST_NO_WORKER") == "" {
 		isolate.MainGarbage()
 		isolate.Main()
+	}
+	// Each sequence of the property tests starts worker processes, a
+	// good part of a second each under the race detector: fewer run
+	// unless -rapid.checks says otherwise.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
+	if !set && flag.Lookup("rapid.checks") != nil {
+		if err := flag.Set("rapid.checks", "10"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
 	}
 	os.Exit(m.Run())
 }
@@ -397,6 +411,23 @@ func TestWorkersUnreadableAnswer(t *testing.T) {
 	}
 	if st := ws.Stats(); st.Crashed != 1 || st.KilledTime != 0 {
 		t.Errorf("Stats %+v, want one crashed and none killed past the time budget", st)
+	}
+}
+
+// TestWorkersEndBeforeAcknowledgement: a call whose workers each end
+// before they acknowledge its request goes to a fresh worker, three in
+// all, and then fails as a call whose worker ended does, with a
+// *WorkerError saying how the last one ended.
+func TestWorkersEndBeforeAcknowledgement(t *testing.T) {
+	t.Setenv(isolate.NoAckEnv, "1")
+	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 1 << 30})
+	_, err := ws.BuildPlatform(context.Background(), t.TempDir())
+	var we *isolate.WorkerError
+	if !errors.As(err, &we) || !strings.Contains(err.Error(), "ended before it answered: exit status 3") {
+		t.Fatalf("%v, want a *WorkerError saying the worker exited with status 3", err)
+	}
+	if st := ws.Stats(); st.Started != 3 || st.Restarts != 2 || st.Crashed != 3 || st.Running > 1 {
+		t.Errorf("Stats %+v, want three workers started and crashed", st)
 	}
 }
 
