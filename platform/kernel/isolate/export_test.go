@@ -78,7 +78,7 @@ func (ws *Workers) Evaluating() []Proc {
 	defer ws.mu.Unlock()
 	var ps []Proc
 	for w := range ws.all {
-		if w.evaluating.Load() {
+		if w.phase.Load() == phaseEvaluating {
 			ps = append(ps, Proc{w})
 		}
 	}

@@ -198,12 +198,18 @@ type worker struct {
 	stderr *headBuffer
 	calls  int
 	killed atomic.Bool
-	// evaluating is set from the worker's acknowledgement of a call's
-	// request until the call returns: while Stats.Busy counts it.
-	evaluating atomic.Bool
-	exited     chan struct{}    // closed once the process is reaped and its pipes closed
-	state      *os.ProcessState // set before exited is closed
+	phase  atomic.Int32     // of its call: phaseSent, phaseEvaluating or phaseOver
+	exited chan struct{}    // closed once the process is reaped and its pipes closed
+	state  *os.ProcessState // set before exited is closed
 }
+
+// The phases of a worker's call, in worker.phase. Stats.Busy counts the
+// workers evaluating.
+const (
+	phaseSent       int32 = iota // the request is sent, or being sent
+	phaseEvaluating              // the worker acknowledged it, and evaluates
+	phaseOver                    // the call has returned
+)
 
 func (w *worker) kill() {
 	w.killed.Store(true)
@@ -460,8 +466,17 @@ func (ws *Workers) send(ctx context.Context, w *worker, op, dir string, data []b
 		err   error
 		acked bool
 	}
+	// The worker evaluates the call from its acknowledgement until the
+	// call returns, or w goes back among the idle workers; the goroutine
+	// that reads the acknowledgement may outlive the call.
+	w.phase.Store(phaseSent)
+	over := func() {
+		if w.phase.Swap(phaseOver) == phaseEvaluating {
+			ws.stats.busy.Add(-1)
+		}
+	}
+	defer over()
 	done := make(chan result, 1)
-	acked := make(chan struct{}, 1)
 	go func() {
 		if err := writePayload(w.w, data); err != nil {
 			done <- result{err: err}
@@ -471,26 +486,12 @@ func (ws *Workers) send(ctx context.Context, w *worker, op, dir string, data []b
 			done <- result{err: err}
 			return
 		}
-		acked <- struct{}{}
+		if w.phase.CompareAndSwap(phaseSent, phaseEvaluating) {
+			ws.stats.busy.Add(1)
+		}
 		resp, err := readResponse(w.r, maxFrame(memory))
 		done <- result{resp, err, true}
 	}()
-	// The worker evaluates the call from its acknowledgement until the
-	// call returns, or w goes back among the idle workers.
-	evaluating := false
-	evaluate := func(on bool) {
-		if evaluating == on {
-			return
-		}
-		evaluating = on
-		w.evaluating.Store(on)
-		if on {
-			ws.stats.busy.Add(1)
-		} else {
-			ws.stats.busy.Add(-1)
-		}
-	}
-	defer evaluate(false)
 	// ended reports whether err, the call's pipes' error, says that the
 	// worker closed them: it is ending. Any other error is a frame the
 	// pool could not write or read.
@@ -513,12 +514,9 @@ func (ws *Workers) send(ctx context.Context, w *worker, op, dir string, data []b
 	}
 	for {
 		select {
-		case <-acked:
-			acked = nil
-			evaluate(true)
 		case r := <-done:
 			if r.err == nil {
-				evaluate(false)
+				over()
 				ws.stats.calls.Add(1)
 				w.calls++
 				ws.keep(w, calls)
