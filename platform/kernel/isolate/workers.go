@@ -49,8 +49,9 @@ const (
 // before, however soon before the call (killed while idle, as the OOM
 // killer does, whether or not its end is known yet), never started the
 // call: it is replaced, and the call goes to another worker, warm or
-// fresh, as long as ctx allows; only when a third fresh worker ends before
-// its acknowledgement too does the call fail, as if it had ended after.
+// fresh, as long as ctx allows. A call tries at most three fresh workers,
+// and Size+3 in all: when the last it may try ends before its
+// acknowledgement too, the call fails as if it had ended after.
 //
 // A worker is the running executable started again, whose main function
 // (or TestMain) calls [Main] first. It reads the platform's
@@ -407,7 +408,8 @@ func (ws *Workers) worker(ctx context.Context, memory int64, timeout time.Durati
 
 // freshRetries is how many times a call whose fresh worker ended before it
 // acknowledged the request is sent to another. A warm worker that did is
-// replaced without counting: there are at most Size of them.
+// replaced without counting, as long as the call has tried fewer than
+// Size+freshRetries workers: there are at most Size warm ones at a time.
 const freshRetries = 2
 
 // call sends req to a worker and returns its response, keeping the
@@ -437,7 +439,7 @@ func (ws *Workers) call(ctx context.Context, op, dir string, req *workerRequest)
 		return nil, failed(err)
 	}
 	defer release()
-	for retries := 0; ; {
+	for tries, freshTries := 0, 0; ; tries++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -445,13 +447,13 @@ func (ws *Workers) call(ctx context.Context, op, dir string, req *workerRequest)
 		if err != nil {
 			return nil, failed(err)
 		}
-		last := fresh && retries == freshRetries
+		last := (fresh && freshTries == freshRetries) || tries == size+freshRetries
 		resp, unread, err := ws.send(ctx, w, op, dir, data, timeout, memory, calls, last)
 		if !unread {
 			return resp, err
 		}
 		if fresh {
-			retries++
+			freshTries++
 		}
 	}
 }
