@@ -1,8 +1,11 @@
 package dirlife
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -24,9 +27,31 @@ const linkBufSize = 1 << 20
 // unchanged file instead of writing it again. A directory enters the index
 // when a write of it is published or [Layout.Verify] finds it intact, and
 // leaves it when Prune, Reset or Adopt set it aside, a rewrite replaces
-// it, or Verify finds it otherwise. The zero LinkIndex is empty and ready
-// for use; it must not be copied after first use. It is safe for
-// concurrent use by multiple goroutines.
+// it, or Verify finds it otherwise.
+//
+// With each file the index keeps its stamp: inode, size, modification
+// time, change time and permission bits, as the write or Verify that
+// indexed it found them. The change time is the one no call sets back:
+// the system moves it to its clock on every write, truncation, chmod,
+// utimes, link or unlink of the inode, however the modification time is
+// kept (cp -p, rsync -t, a coarse clock). A write links a file without
+// reading it only when all of these hold: its stamp is still the one
+// indexed; the index knew the file's bytes when it took that stamp (its
+// own write wrote them, or Verify read them after it), and did not link
+// the file (its own link moved the change time, and a change in the same
+// tick of the clock would keep it); and the filesystem's clock, read
+// before the stamp was taken (the directory's times set again to what
+// they are), was past the file's change time (racy git's rule: a change in the tick
+// the stamp was taken in would leave the stamp as it was). Any other
+// file (one whose stamp moved, one indexed in its change time's tick, one
+// this index linked, any file where the system tells no change time) is
+// read and compared byte for byte with the new file before it is linked,
+// and written instead if they differ. A change that lands between that
+// check and the link reaches the new directory, as one a moment later
+// would; the next write reads the file again.
+//
+// The zero LinkIndex is empty and ready for use; it must not be copied
+// after first use. It is safe for concurrent use by multiple goroutines.
 type LinkIndex struct {
 	mu    sync.Mutex
 	root  string                 // the Root it serves, once used
@@ -46,14 +71,25 @@ type linkKey struct {
 type linkRef struct {
 	dir, rel string
 	at       fileStamp
+	known    bool // its bytes are known while its stamp stays at (see linkEntry)
 }
 
-// A fileStamp tells a file from one put in its place since, and from
-// itself changed in place since (by accident: a published file is
-// read-only): its inode and its modification time.
+// A fileStamp is what the system tells of a regular file: its inode
+// (zero where the system tells none), size, modification and change
+// times, and permission bits.
 type fileStamp struct {
 	ino   uint64
+	size  int64
 	mtime int64 // in nanoseconds since the Unix epoch
+	ctime int64 // in nanoseconds since the Unix epoch; zero where the system tells none
+	perm  fs.FileMode
+}
+
+// sameInode reports whether s and t are one inode of one size, mode and
+// modification time: a link of the file s stamps, its change time moved
+// by that link.
+func (s fileStamp) sameInode(t fileStamp) bool {
+	return s.ino != 0 && s.ino == t.ino && s.size == t.size && s.mtime == t.mtime && s.perm == t.perm
 }
 
 // A linkEntry is a file a walk found, for the index.
@@ -62,6 +98,11 @@ type linkEntry struct {
 	rel    string
 	at     fileStamp
 	linked bool // its write linked it from another directory instead of writing it
+	// known: the walk knew the file's bytes (its write wrote them, or the
+	// walk read them after it took at), it did not link it, and the
+	// filesystem's clock had passed at.ctime before at was taken. A change
+	// since then moves the change time.
+	known bool
 }
 
 // bind reports whether x serves root or, without claim, none yet; with
@@ -99,7 +140,7 @@ func (x *LinkIndex) set(dir string, entries []linkEntry) {
 		x.files, x.dirs = map[linkKey][]linkRef{}, map[string][]linkEntry{}
 	}
 	for _, e := range entries {
-		x.files[e.key] = append(x.files[e.key], linkRef{dir, e.rel, e.at})
+		x.files[e.key] = append(x.files[e.key], linkRef{dir, e.rel, e.at, e.known})
 	}
 	x.dirs[dir] = entries
 }
@@ -177,8 +218,11 @@ func (l Layout[ID]) dropLinked(name string) {
 
 // A linker hard-links the unchanged files of one staging directory. It
 // keeps the last source and staged directories it linked in open, each
-// opened through Root, so that a link costs link(2) and one fstatat(2).
+// opened through Root, so that a link from a file whose bytes the index
+// knows costs fstatat(2), link(2) and fstatat(2), and one from any other
+// indexed file a read of it and a comparison beside.
 type linker struct {
+	ctx      context.Context
 	x        *LinkIndex // nil: link nothing
 	root     *os.Root   // Root
 	stage    string     // the staging directory's name in Root
@@ -233,11 +277,15 @@ func (k *linker) perm(perm fs.FileMode) fs.FileMode {
 
 // link makes the file rel of the staging tree a hard link to an indexed
 // file with sum s and permission bits perm, and reports whether it did.
-// With replace, rel exists (written already) and is replaced atomically;
-// without, rel is absent. On any failure (none indexed, EMLINK, EXDEV, a
-// source changed since it was indexed) rel is left as it was and link
-// reports false: the caller writes it.
-func (k *linker) link(rel string, s fileSum, perm fs.FileMode, replace bool) bool {
+// With replace, rel exists (written already, its bytes those hashed to s)
+// and is replaced atomically; without, rel is absent and data holds its
+// bytes. A source is linked without reading only when its stamp is the
+// one indexed and the index knew its bytes then (see [LinkIndex]); any
+// other is read and compared with data, or with the written rel, first.
+// On any failure (none indexed, a source whose bytes differ, EMLINK,
+// EXDEV) rel is left as it was and link reports false: the caller writes
+// it.
+func (k *linker) link(rel string, s fileSum, perm fs.FileMode, data []byte, replace bool) bool {
 	if k == nil || k.x == nil {
 		return false
 	}
@@ -253,17 +301,90 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, replace bool) boo
 	if err != nil {
 		return false
 	}
-	base := path.Base(rel)
+	srcBase, base := path.Base(ref.rel), path.Base(rel)
+	// at: the source as it stood when its bytes were last known to be
+	// those of rel; its link must be that inode still.
+	at, ok := statAt(src, srcBase)
+	if !ok || at.ino != ref.at.ino {
+		return false // not the file indexed (a rename over it): not even read
+	}
+	if !ref.known || at != ref.at {
+		if at, ok = k.sameBytes(src, srcBase, ref.at, dst, base, data, replace); !ok {
+			return false
+		}
+	}
 	tmp := base
 	if replace {
 		tmp = tempName(linkPrefix)
 	}
-	if linkAt(src, path.Base(ref.rel), dst, tmp) != nil {
+	if linkAt(src, srcBase, dst, tmp) != nil {
 		return false
 	}
-	if !isFile(dst, tmp, ref.at, s.size, perm) || (replace && renameAt(dst, tmp, base) != nil) {
-		unlinkAt(dst, tmp) // not the file indexed: the caller writes it
+	if got, ok := statAt(dst, tmp); !ok || !got.sameInode(at) || (replace && renameAt(dst, tmp, base) != nil) {
+		unlinkAt(dst, tmp) // not the file compared: the caller writes it
 		return false
 	}
 	return true
+}
+
+// sameBytes reports whether srcBase in directory src is the inode
+// indexed stamped was, holding the bytes of data or, with replace, of the
+// written file base in directory dst, and returns its stamp as it was
+// before it was read.
+func (k *linker) sameBytes(src *os.File, srcBase string, indexed fileStamp, dst *os.File, base string, data []byte, replace bool) (fileStamp, bool) {
+	f, err := openAt(src, srcBase)
+	if err != nil {
+		return fileStamp{}, false
+	}
+	defer f.Close()
+	at, ok := fstamp(f)
+	if !ok || at.ino != indexed.ino || at.size != indexed.size || at.perm != indexed.perm {
+		return fileStamp{}, false
+	}
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	if !replace {
+		return at, k.readsAs(f, *buf, func(b []byte, off int64) bool {
+			return int64(len(b)) <= int64(len(data))-off && bytes.Equal(b, data[off:off+int64(len(b))])
+		}) == int64(len(data))
+	}
+	g, err := openAt(dst, base)
+	if err != nil {
+		return fileStamp{}, false
+	}
+	defer g.Close()
+	other := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(other)
+	n := k.readsAs(f, *buf, func(b []byte, _ int64) bool {
+		m, err := io.ReadFull(g, (*other)[:len(b)])
+		return err == nil && bytes.Equal(b, (*other)[:m])
+	})
+	if n != at.size {
+		return fileStamp{}, false
+	}
+	m, err := g.Read((*other)[:1])
+	return at, m == 0 && err == io.EOF
+}
+
+// readsAs reads f to its end through buf, handing each read to same with
+// its offset, and returns how many bytes it read, or -1 once same reports
+// false, a read fails or k's ctx ends.
+func (k *linker) readsAs(f *os.File, buf []byte, same func(b []byte, off int64) bool) int64 {
+	var off int64
+	for {
+		if k.ctx.Err() != nil {
+			return -1
+		}
+		n, err := f.Read(buf)
+		if n > 0 && !same(buf[:n], off) {
+			return -1
+		}
+		off += int64(n)
+		if err == io.EOF {
+			return off
+		}
+		if err != nil {
+			return -1
+		}
+	}
 }

@@ -4,7 +4,6 @@ package dirlife
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 )
 
@@ -20,4 +19,11 @@ func renameAt(*os.File, string, string) error { return errNoLinks }
 
 func unlinkAt(*os.File, string) error { return errNoLinks }
 
-func isFile(*os.File, string, fileStamp, int64, fs.FileMode) bool { return false }
+func statAt(*os.File, string) (fileStamp, bool) { return fileStamp{}, false }
+
+func fstamp(*os.File) (fileStamp, bool) { return fileStamp{}, false }
+
+func openAt(*os.File, string) (*os.File, error) { return nil, errNoLinks }
+
+// fsClock reports false: a walk here trusts no stamp (see [LinkIndex]).
+func fsClock(*os.File) (int64, bool) { return 0, false }
