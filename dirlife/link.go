@@ -13,8 +13,15 @@ import (
 	"sync"
 )
 
-// stepLink names a hard link of an unchanged file to the fault seam.
-const stepLink = "link"
+// The steps of a link, to the fault seam: a hard link of an unchanged file,
+// the read that compares an indexed file with the new one before it is
+// linked, and a walk's reading of the filesystem's clock (failed: the
+// clock is unknown, so the walk knows no file's bytes by its stamp).
+const (
+	stepLink    = "link"
+	stepCompare = "compare"
+	stepClock   = "clock"
+)
 
 // linkBufSize bounds the file a copy under [Layout.Link] hashes in memory
 // before it decides to link or write it; a larger one is written as it is
@@ -309,6 +316,9 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, data []byte, repl
 		return false // not the file indexed (a rename over it): not even read
 	}
 	if !ref.known || at != ref.at {
+		if k.fault(stepCompare, path.Join(k.stage, rel)) != nil {
+			return false
+		}
 		if at, ok = k.sameBytes(src, srcBase, ref.at, dst, base, data, replace); !ok {
 			return false
 		}

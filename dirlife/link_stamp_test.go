@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ type linkGen struct {
 
 // TestLinkStampModel drives a Layout under Link through generations
 // written by Write or CopyFS, each of which changes some files and keeps
-// others, between edits of published files as a careless reader or tool
+// others (with the filesystem's clock read, or unknown), between edits of published files as a careless reader or tool
 // makes them: a rewrite in place of the same or another size, with the
 // modification time moved on or put back as it was, a chmod (kept, or put
 // back), a touch, and a rename over the file of another file (new inode)
@@ -319,6 +320,17 @@ func TestLinkStampModel(t *testing.T) {
 
 		steps := rapid.IntRange(2, 16).Draw(t, "steps")
 		for range steps {
+			// The clock unknown, as where a walk cannot read it: it then
+			// knows no file's bytes by its stamp.
+			l.faults = nil
+			if rapid.IntRange(0, 3).Draw(t, "no clock") == 0 {
+				l.faults = func(step, _ string) error {
+					if step == stepClock {
+						return errors.New("no clock")
+					}
+					return nil
+				}
+			}
 			switch rapid.IntRange(0, 9).Draw(t, "step") {
 			case 0, 1, 2, 3:
 				publishGen(t)
@@ -332,6 +344,84 @@ func TestLinkStampModel(t *testing.T) {
 			check(t)
 		}
 	})
+}
+
+// A write links unread only a file whose bytes the index knew when it
+// took its stamp, in a later tick of the filesystem's clock: one its own
+// write wrote, or Verify read. It reads and compares first a file it
+// linked (its link moved the change time), and every file indexed while
+// the clock was unknown.
+func TestLinkReadsWhatTheIndexDoesNotKnow(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(LinkIndex)
+	files := Files{"a": []byte("one"), "d/b": []byte("two"), "d/c": bytes.Repeat([]byte("3"), 3*hashBufSize)}
+	noClock := false
+	var compared []string
+	l.faults = func(step, name string) error {
+		switch {
+		case step == stepClock && noClock:
+			return errors.New("no clock")
+		case step == stepCompare:
+			compared = append(compared, name)
+		}
+		return nil
+	}
+	// write writes files as id, checks it linked every file but in a
+	// first write, and returns the files it read before it linked them.
+	write := func(id int64, clock, first bool) []string {
+		t.Helper()
+		compared, noClock = nil, !clock
+		dir := l.Dir(id)
+		mustWrite(t, l, id, files)
+		if got := readTree(t, dir); !equalFiles(got, files) {
+			t.Fatalf("gen-%d holds %q", id, got)
+		}
+		if n, _, _ := l.Link.Linked(filepath.Base(dir)); n != len(files) && !first || n != 0 && first {
+			t.Fatalf("gen-%d linked %d files of %d", id, n, len(files))
+		}
+		var names []string
+		for _, c := range compared {
+			names = append(names, c[strings.Index(c, "/")+1:])
+		}
+		slices.Sort(names)
+		return names
+	}
+	all := slices.Sorted(maps.Keys(files))
+	for _, step := range []struct {
+		id    int64
+		clock bool
+		want  []string
+	}{
+		{1, false, nil}, // written, with the clock unknown
+		{2, true, all},  // linked from gen-1, unknown: read
+		{3, true, all},  // linked from gen-2, which linked them: read
+	} {
+		if got := write(step.id, step.clock, step.id == 1); !slices.Equal(got, step.want) {
+			t.Fatalf("gen-%d read %q before it linked them, want %q", step.id, got, step.want)
+		}
+	}
+	// Verify reads gen-3: its stamps are known again.
+	want, err := l.DigestFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Verify(context.Background(), 3, want); err != nil {
+		t.Fatal(err)
+	}
+	if got := write(4, true, false); len(got) != 0 {
+		t.Fatalf("gen-4 read %q, linked from a directory Verify read", got)
+	}
+	// A write's own files, with the clock read, are known too.
+	files = Files{"a": []byte("new one"), "e": []byte("new")}
+	all = slices.Sorted(maps.Keys(files))
+	for _, step := range []struct {
+		id   int64
+		want []string
+	}{{5, nil}, {6, nil}, {7, all}} {
+		if got := write(step.id, true, step.id == 5); !slices.Equal(got, step.want) {
+			t.Fatalf("gen-%d read %q before it linked them, want %q", step.id, got, step.want)
+		}
+	}
 }
 
 // trimmed returns data, or its start when long.

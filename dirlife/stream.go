@@ -371,6 +371,9 @@ func (w *stagedWalk) run(setgid bool) error {
 // readClock returns the clock of the walked directory's filesystem (see
 // fsClock), or zero.
 func (w *stagedWalk) readClock() int64 {
+	if w.fault(stepClock, w.stage) != nil {
+		return 0
+	}
 	d, err := w.sr.Open(".")
 	if err != nil {
 		return 0
