@@ -15,10 +15,6 @@ const syncOpenFlag = os.O_RDWR
 // where the system tells it: a FileInfo here does not.
 func linkCount(fs.FileInfo) (uint64, bool) { return 0, false }
 
-// inodeOf reports false: a FileInfo here carries no inode, so a layout
-// links no file (see [Layout.Link]).
-func inodeOf(fs.FileInfo) (uint64, bool) { return 0, false }
-
 // fileStampOf returns the stamp of the regular file fi describes: no inode
 // nor change time, which a FileInfo here does not tell.
 func fileStampOf(fi fs.FileInfo) fileStamp {

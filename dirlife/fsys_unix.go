@@ -30,12 +30,3 @@ func fileStampOf(fi fs.FileInfo) fileStamp {
 	}
 	return fileStamp{ino: uint64(st.Ino), size: fi.Size(), mtime: fi.ModTime().UnixNano(), ctime: ctimeOf(st), perm: fs.FileMode(st.Mode & 0o7777)}
 }
-
-// inodeOf returns the inode number of the file fi describes, where the
-// system tells it.
-func inodeOf(fi fs.FileInfo) (uint64, bool) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Ino), true
-	}
-	return 0, false
-}
