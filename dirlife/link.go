@@ -311,9 +311,11 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, data []byte, repl
 	srcBase, base := path.Base(ref.rel), path.Base(rel)
 	// at: the source as it stood when its bytes were last known to be
 	// those of rel; its link must be that inode still.
-	at, ok := statAt(src, srcBase)
-	if !ok || at.ino != ref.at.ino {
-		return false // not the file indexed (a rename over it): not even read
+	var at fileStamp
+	if ref.known {
+		if at, ok = statAt(src, srcBase); !ok || at.ino != ref.at.ino {
+			return false // not the file indexed (a rename over it): not even read
+		}
 	}
 	if !ref.known || at != ref.at {
 		if k.fault(stepCompare, path.Join(k.stage, rel)) != nil {
@@ -340,61 +342,52 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, data []byte, repl
 // sameBytes reports whether srcBase in directory src is the inode
 // indexed stamped was, holding the bytes of data or, with replace, of the
 // written file base in directory dst, and returns its stamp as it was
-// before it was read.
+// before it was read. It reads the size that stamp tells: the stat after
+// the link tells a file grown or shrunk since.
 func (k *linker) sameBytes(src *os.File, srcBase string, indexed fileStamp, dst *os.File, base string, data []byte, replace bool) (fileStamp, bool) {
 	f, err := openAt(src, srcBase)
 	if err != nil {
 		return fileStamp{}, false
 	}
 	defer f.Close()
-	at, ok := fstamp(f)
-	if !ok || at.ino != indexed.ino || at.size != indexed.size || at.perm != indexed.perm {
+	at, ok := f.stamp()
+	if !ok || at.ino != indexed.ino || at.size != indexed.size || at.perm != indexed.perm || !replace && int64(len(data)) != at.size {
 		return fileStamp{}, false
 	}
 	buf := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(buf)
-	if !replace {
-		return at, k.readsAs(f, *buf, func(b []byte, off int64) bool {
-			return int64(len(b)) <= int64(len(data))-off && bytes.Equal(b, data[off:off+int64(len(b))])
-		}) == int64(len(data))
+	var staged rawFile
+	var other []byte
+	if replace {
+		if staged, err = openAt(dst, base); err != nil {
+			return fileStamp{}, false
+		}
+		defer staged.Close()
+		o := copyBufs.Get().(*[]byte)
+		defer copyBufs.Put(o)
+		other = *o
 	}
-	g, err := openAt(dst, base)
-	if err != nil {
-		return fileStamp{}, false
-	}
-	defer g.Close()
-	other := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(other)
-	n := k.readsAs(f, *buf, func(b []byte, _ int64) bool {
-		m, err := io.ReadFull(g, (*other)[:len(b)])
-		return err == nil && bytes.Equal(b, (*other)[:m])
-	})
-	if n != at.size {
-		return fileStamp{}, false
-	}
-	m, err := g.Read((*other)[:1])
-	return at, m == 0 && err == io.EOF
-}
-
-// readsAs reads f to its end through buf, handing each read to same with
-// its offset, and returns how many bytes it read, or -1 once same reports
-// false, a read fails or k's ctx ends.
-func (k *linker) readsAs(f *os.File, buf []byte, same func(b []byte, off int64) bool) int64 {
-	var off int64
-	for {
+	for off := int64(0); off < at.size; {
 		if k.ctx.Err() != nil {
-			return -1
+			return fileStamp{}, false
 		}
-		n, err := f.Read(buf)
-		if n > 0 && !same(buf[:n], off) {
-			return -1
+		b := (*buf)[:min(int64(len(*buf)), at.size-off)]
+		if _, err := io.ReadFull(f, b); err != nil {
+			return fileStamp{}, false
 		}
-		off += int64(n)
-		if err == io.EOF {
-			return off
+		var want []byte
+		if replace {
+			want = other[:len(b)]
+			if _, err := io.ReadFull(staged, want); err != nil {
+				return fileStamp{}, false
+			}
+		} else {
+			want = data[off : off+int64(len(b))]
 		}
-		if err != nil {
-			return -1
+		if !bytes.Equal(b, want) {
+			return fileStamp{}, false
 		}
+		off += int64(len(b))
 	}
+	return at, true
 }

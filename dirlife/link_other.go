@@ -21,9 +21,15 @@ func unlinkAt(*os.File, string) error { return errNoLinks }
 
 func statAt(*os.File, string) (fileStamp, bool) { return fileStamp{}, false }
 
-func fstamp(*os.File) (fileStamp, bool) { return fileStamp{}, false }
+type rawFile int
 
-func openAt(*os.File, string) (*os.File, error) { return nil, errNoLinks }
+func openAt(*os.File, string) (rawFile, error) { return -1, errNoLinks }
+
+func (rawFile) Read([]byte) (int, error) { return 0, errNoLinks }
+
+func (rawFile) Close() error { return errNoLinks }
+
+func (rawFile) stamp() (fileStamp, bool) { return fileStamp{}, false }
 
 // fsClock reports false: a walk here trusts no stamp (see [LinkIndex]).
 func fsClock(*os.File) (int64, bool) { return 0, false }

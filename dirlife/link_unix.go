@@ -3,6 +3,7 @@
 package dirlife
 
 import (
+	"io"
 	"io/fs"
 	"os"
 
@@ -42,29 +43,54 @@ func statAt(dir *os.File, base string) (fileStamp, bool) {
 	return unixStamp(&st)
 }
 
-// fstamp returns the stamp of the open file f, and whether it is a
-// regular file.
-func fstamp(f *os.File) (fileStamp, bool) {
-	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil {
-		return fileStamp{}, false
-	}
-	return unixStamp(&st)
-}
-
 func unixStamp(st *unix.Stat_t) (fileStamp, bool) {
 	return fileStamp{ino: uint64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), perm: fs.FileMode(st.Mode & 0o7777)},
 		st.Mode&unix.S_IFMT == unix.S_IFREG
 }
 
+// A rawFile is a file open for reading by its descriptor alone, without
+// the poller an os.File registers it with.
+type rawFile int
+
 // openAt opens base in directory dir for reading, refusing a symbolic
 // link and, without waiting for a writer, a FIFO put in its place.
-func openAt(dir *os.File, base string) (*os.File, error) {
-	fd, err := unix.Openat(int(dir.Fd()), base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "openat", Path: base, Err: err}
+func openAt(dir *os.File, base string) (rawFile, error) {
+	for {
+		fd, err := unix.Openat(int(dir.Fd()), base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &os.PathError{Op: "openat", Path: base, Err: err}
+		}
+		return rawFile(fd), nil
 	}
-	return os.NewFile(uintptr(fd), base), nil
+}
+
+func (f rawFile) Read(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(int(f), p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+func (f rawFile) Close() error { return unix.Close(int(f)) }
+
+// stamp returns the stamp of f, and whether it is a regular file.
+func (f rawFile) stamp() (fileStamp, bool) {
+	var st unix.Stat_t
+	if unix.Fstat(int(f), &st) != nil {
+		return fileStamp{}, false
+	}
+	return unixStamp(&st)
 }
 
 // fsClock returns the clock of the filesystem of directory dir (the
