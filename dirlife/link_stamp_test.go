@@ -158,12 +158,16 @@ func TestLinkStampModel(t *testing.T) {
 			return id, rapid.SampledFrom(slices.Sorted(maps.Keys(gens[id].want))).Draw(t, "name")
 		}
 		// sharing returns every published file that is the inode p is.
-		sharing := func(t *rapid.T, p string) [][2]string {
+		type genFile struct {
+			id   int64
+			name string
+		}
+		sharing := func(t *rapid.T, p string) []genFile {
 			fi, err := os.Lstat(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out [][2]string
+			var out []genFile
 			for id, g := range gens {
 				for name := range g.want {
 					gi, err := os.Lstat(filepath.Join(g.dir, filepath.FromSlash(name)))
@@ -171,19 +175,17 @@ func TestLinkStampModel(t *testing.T) {
 						t.Fatal(err)
 					}
 					if os.SameFile(fi, gi) {
-						out = append(out, [2]string{fmt.Sprint(id), name})
+						out = append(out, genFile{id, name})
 					}
 				}
 			}
 			return out
 		}
-		setWant := func(files [][2]string, set func(*linkWant)) {
+		setWant := func(files []genFile, set func(*linkWant)) {
 			for _, f := range files {
-				var id int64
-				fmt.Sscan(f[0], &id)
-				w := gens[id].want[f[1]]
+				w := gens[f.id].want[f.name]
 				set(&w)
-				gens[id].want[f[1]] = w
+				gens[f.id].want[f.name] = w
 			}
 		}
 
