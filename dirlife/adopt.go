@@ -154,7 +154,9 @@ func (l Layout[ID]) readDigest(r *os.Root, name string, dev uint64) (Digest, boo
 // reads up to GOMAXPROCS files (at most 4) at once, with bounded memory
 // and descriptors, and returns ctx.Err() once ctx ends and every read has
 // stopped. It changes nothing but Link: a match enters the directory, any
-// other outcome but the end of ctx takes it out.
+// other outcome but the end of ctx takes it out (under Link it also reads
+// the filesystem's clock by setting the directory's times again to what
+// they are, see [LinkIndex]).
 func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 	name, err := l.name(id)
 	if err != nil {

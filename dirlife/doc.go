@@ -18,7 +18,8 @@
 // still holds the tree of its digest. Under [Layout.Link] writes publish
 // files read-only and hard-link each one unchanged from a directory a
 // [LinkIndex] holds (one this process published or verified) instead of
-// writing it.
+// writing it: unread only while its stamp, change time included, is the
+// one taken when its bytes were known, else read and compared first.
 // Every name and entry is checked before it is published ([NameError]);
 // every write and removal goes through an [os.Root]; removal never crosses
 // into another filesystem mounted under the root ([ErrMountPoint]); and

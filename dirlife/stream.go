@@ -140,7 +140,7 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		// Write's files are 0o444 under Link: their mode under the umask,
 		// the one the staging directory was made under, is known before
 		// they are.
-		k := &linker{x: x, root: r, stage: stage, fault: l.fault, readOnly: l.Link != nil, filePerm: defaultFilePerm}
+		k := &linker{ctx: ctx, x: x, root: r, stage: stage, fault: l.fault, readOnly: l.Link != nil, filePerm: defaultFilePerm}
 		if k.readOnly {
 			k.filePerm = readOnlyPerm(defaultFilePerm) & fi.Mode().Perm()
 		}
@@ -274,9 +274,10 @@ type stagedWalk struct {
 	stage     string
 	sums      map[string]fileSum // files whose digest the fill knows
 	fault     faultFunc
-	syncFiles bool // fsync each file as it is visited
-	shared    bool // under Link: read-only files may have other hard links, and files are collected
-	readOnly  bool // a write's check under Link: clear the files' write bits
+	syncFiles bool  // fsync each file as it is visited
+	shared    bool  // under Link: read-only files may have other hard links, and files are collected
+	readOnly  bool  // a write's check under Link: clear the files' write bits
+	clock     int64 // under Link: the filesystem's clock before any file was stamped; zero if unknown
 
 	walked
 	dg      digester
@@ -357,11 +358,31 @@ func passedOn(mode fs.FileMode, parent bool) (fs.FileMode, bool) {
 // run walks the whole tree (see walk) and has every entry digested. An
 // error is the first in walk order.
 func (w *stagedWalk) run(setgid bool) error {
+	if w.shared {
+		w.clock = w.readClock()
+	}
 	err := w.walk(".", setgid)
 	if ferr := w.flush(true); ferr != nil {
 		return ferr // an entry before the one walk failed at
 	}
 	return err
+}
+
+// readClock returns the clock of the walked directory's filesystem (see
+// fsClock), or zero.
+func (w *stagedWalk) readClock() int64 {
+	if w.fault(stepClock, w.stage) != nil {
+		return 0
+	}
+	d, err := w.sr.Open(".")
+	if err != nil {
+		return 0
+	}
+	defer d.Close()
+	if now, ok := fsClock(d); ok {
+		return now
+	}
+	return 0
 }
 
 // emit has q digested: at once without hashers, else after the entries
@@ -531,6 +552,10 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 		if err := h.dir().Chmod(base, mode); err != nil {
 			return err
 		}
+		var err error
+		if fi, err = h.dir().Lstat(base); err != nil { // its stamp, changed by the chmod
+			return err
+		}
 	}
 	sum, known := w.sums[rel]
 	if known && sum.size != fi.Size() {
@@ -562,7 +587,10 @@ func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at fi
 		w.linked++
 	}
 	if w.shared {
-		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, perm}, rel, at, sum.linked})
+		// Bytes this write wrote or the walk read after it took at, in a
+		// later tick than at.ctime, are known while at stays.
+		known := !sum.linked && at.ctime != 0 && w.clock != 0 && at.ctime < w.clock
+		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, perm}, rel, at, sum.linked, known})
 	}
 }
 

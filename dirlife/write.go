@@ -85,7 +85,7 @@ func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, k 
 		data := files[p.from[fi]]
 		fi++
 		s := fileSum{size: int64(len(data)), sum: sha256.Sum256(data)}
-		s.linked = k.link(name, s, k.filePerm, false)
+		s.linked = k.link(name, s, k.filePerm, data, false)
 		out.sums[name] = s
 		if s.linked {
 			continue

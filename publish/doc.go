@@ -29,8 +29,10 @@
 // the Publish of their content to verify and claim), and
 // [Publisher.Run] removes a replaced directory as soon as its last lease
 // is released. Under [Options.LinkUnchanged] a file unchanged from a
-// directory the Publisher wrote or verified is hard-linked, not written,
-// and every file is published read-only.
+// directory the Publisher wrote or verified is hard-linked, not written
+// (read and compared first unless its stamp, change time included, is the
+// one taken when its bytes were known), and every file is published
+// read-only.
 //
 // The promise: a directory a reader leased (from the [Publisher.Slot]) is
 // never removed and never changes while leased, and the slot never names

@@ -119,9 +119,15 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// LinkUnchanged hard-links, instead of writing, each file whose
 	// content and mode equal those of a file in a directory the Publisher
 	// has on disk and verified in this process (wrote, or claimed under
-	// Adopt), hashing it first ([dirlife.Layout.Link]); a link that fails
-	// falls back to writing; it needs Unix's hard links, and elsewhere
-	// every publish under it fails. Every published file has its write bits
+	// Adopt), hashing it first ([dirlife.Layout.Link]). A file on disk is
+	// linked without reading it only while its inode, size, modification
+	// time, change time and mode are those taken when the Publisher wrote
+	// or verified its bytes, in a later tick of the filesystem's clock;
+	// any other (one linked since, whose change time the link moved, or
+	// one changed since, even with its modification time put back) is read
+	// and compared byte for byte first ([dirlife.LinkIndex]). A link that
+	// fails or a file that differs falls back to writing; it needs Unix's
+	// hard links, and elsewhere every publish under it fails. Every published file has its write bits
 	// cleared, and the digest is of what is on disk, so the option changes
 	// every Identity (Publish's files are 0o444 under the usual umask).
 	// [PublishEvent] and [Stats] count the bytes written against the bytes
