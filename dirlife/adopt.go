@@ -160,15 +160,33 @@ func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(l.Root, name)
 	h, err := l.openRoot("verify", false, shared)
 	if err != nil {
 		return err
 	}
 	if h == nil {
-		return &os.PathError{Op: "verify", Path: dir, Err: fs.ErrNotExist}
+		return &os.PathError{Op: "verify", Path: filepath.Join(l.Root, name), Err: fs.ErrNotExist}
 	}
 	defer h.release()
+	return l.verifyDir(ctx, h, name, want)
+}
+
+// verifyName is Verify of the directory name of h, which the caller holds,
+// refusing a name that is not an ID's directory name.
+func (l Layout[ID]) verifyName(ctx context.Context, h *openRoot, name string, want Digest) error {
+	if l.Codec == nil {
+		return ErrNoCodec
+	}
+	id, ok := l.Codec.Parse(name)
+	if !ok || checkElement(name) != nil || l.Codec.Format(id) != name {
+		return &NameError{name, "is not the directory name of an ID: verify checks only ID directories"}
+	}
+	return l.verifyDir(ctx, h, name, want)
+}
+
+// verifyDir is Verify of the directory name of h, which the caller holds.
+func (l Layout[ID]) verifyDir(ctx context.Context, h *openRoot, name string, want Digest) error {
+	dir := filepath.Join(l.Root, name)
 	var found []linkEntry
 	got, err := l.digestDir(ctx, h, name, min(runtime.GOMAXPROCS(0), maxHashers), &found)
 	var ne *NameError

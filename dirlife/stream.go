@@ -35,6 +35,18 @@ type StreamOptions struct {
 	// its hashing, and leaves the directory, and the readers inside it,
 	// undisturbed.
 	Current Digest
+
+	// Existing, when set, lets a write of content already on disk under
+	// another ID keep nothing of its own. Once the staged digest is known
+	// and is not Current, the write calls Existing with it and a verify
+	// function, holding Root's shared lock: Existing must call no method
+	// of a Layout on Root. verify(name) checks the ID directory name (as
+	// Codec formats an ID) against the staged digest, reading every file,
+	// and returns what [Layout.Verify] would, with the same upkeep of
+	// Link. When Existing returns true, the staging directory is removed
+	// and nothing is published, as for Current (Published false); an error
+	// ends the write with it, publishing nothing.
+	Existing func(staged Digest, verify func(name string) error) (bool, error)
 }
 
 // Written reports a write that published, or found its content current.
@@ -115,7 +127,8 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 	}
 	w := Written{Dir: l.Dir(id)}
 	var found []linkEntry // the files published, for x
-	stage := func(r *os.Root, dir *os.File, stage string) (publish bool, err error) {
+	stage := func(h *openRoot, stage string) (publish bool, err error) {
+		r := h.r
 		if _, err := l.linkIndex(true); err != nil { // Root is open: x serves it
 			return false, err
 		}
@@ -153,7 +166,17 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 			return false, err
 		}
 		var wk walked
-		if w.Digest, wk, err = l.finish(ctx, r, dir, sr, stage, inherited, f, opts.Current); err != nil {
+		skipped := false
+		skip := func(sum Digest) (bool, error) {
+			var err error
+			if sum == opts.Current {
+				skipped = true
+			} else if opts.Existing != nil {
+				skipped, err = opts.Existing(sum, func(name string) error { return l.verifyName(ctx, h, name, sum) })
+			}
+			return skipped, err
+		}
+		if w.Digest, wk, err = l.finish(ctx, r, h.dir, sr, stage, inherited, f, skip); err != nil {
 			return false, err
 		}
 		w.Bytes, w.Wrote, w.Linked, found = wk.bytes, wk.bytes, wk.linked, wk.found
@@ -164,7 +187,7 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		return w.Digest != opts.Current, nil
+		return !skipped, nil
 	}
 	published, err := l.write(name, stage, func() {
 		if x != nil {
@@ -199,11 +222,11 @@ func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage
 }
 
 // finish checks the filled staging directory sr entry by entry, digests
-// it and, unless NoSync or its digest is current (it is then discarded),
-// makes it durable. inherited reports whether the staging directory had
-// the setgid bit from Root before it was filled. Under Link it clears the
-// write bits of the files the fill left with some.
-func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, inherited bool, f filled, current Digest) (Digest, walked, error) {
+// it and, unless NoSync or skip reports its digest (it is then
+// discarded), makes it durable. inherited reports whether the staging
+// directory had the setgid bit from Root before it was filled. Under Link
+// it clears the write bits of the files the fill left with some.
+func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, inherited bool, f filled, skip func(Digest) (bool, error)) (Digest, walked, error) {
 	fi, err := sr.Lstat(".")
 	if err != nil {
 		return Digest{}, walked{}, err
@@ -223,8 +246,8 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 		return Digest{}, walked{}, ErrNoFiles
 	}
 	sum := w.dg.sum()
-	if sum == current {
-		return sum, w.walked, nil
+	if skipped, err := skip(sum); err != nil || skipped {
+		return sum, w.walked, err
 	}
 	if l.RecordDigest {
 		if err := l.recordDigest(sr, stage, sum); err != nil {
