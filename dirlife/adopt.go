@@ -57,8 +57,9 @@ func (l Layout[ID]) recordDigest(sr *os.Root, stage string, d Digest) error {
 // Adopt is the boot path of a layout that records digests
 // ([Layout.RecordDigest]): [Layout.Reset], but for the ID directories that
 // carry a recorded digest, which it keeps and returns. A directory a write
-// never finished carries none, so only complete ones are kept; whether
-// their content still matches is for [Layout.Verify] to tell. recorded
+// never finished carries none, so only complete ones are kept; Adopt reads
+// only the attribute, and whether their content still matches it is for
+// [Layout.Verify] to tell. recorded
 // reports whether Root's filesystem holds extended attributes: where it
 // does not, Adopt keeps nothing and empties Root as Reset does. Adopt
 // needs a Codec ([ErrNoCodec]). It refuses the roots Reset refuses; on a

@@ -49,11 +49,12 @@ type StreamOptions struct {
 	Existing func(staged Digest, verify func(name string) error) (bool, error)
 }
 
-// Written reports a write that published, or found its content current.
+// Written reports a write that published, or found its content current
+// or on disk already.
 type Written struct {
 	Dir       string // the ID's directory, [Layout.Dir]
 	Digest    Digest // of the staged content
-	Published bool   // false when Digest equals StreamOptions.Current
+	Published bool   // false when Digest equals StreamOptions.Current, or Existing found it
 
 	// Bytes is the size of the staged regular files. Wrote is how many of
 	// those bytes the write passed to write(2) (a WriteStream's fill is
@@ -68,9 +69,10 @@ type Written struct {
 // ([*NameError]), digested, made durable unless NoSync, and renamed into
 // place, swapping out an existing directory, which is removed before
 // WriteStream returns unless [Layout.DeferRemoval]. Nothing is published
-// if the Digest is opts.Current. fill runs under Root's shared lock: it
-// must honour ctx and call no method of a Layout on Root. Besides fill's,
-// it holds bounded descriptors, and memory that does not grow with the bytes.
+// if the Digest is opts.Current, or opts.Existing finds it on disk. fill
+// runs under Root's shared lock: it must honour ctx and call no method of
+// a Layout on Root. Besides fill's, it holds bounded descriptors, and
+// memory that does not grow with the bytes.
 //
 // On failure id's directory is as it was and the staging directory is
 // removed (a panic in fill is raised again then), but for the errors of
