@@ -1,6 +1,7 @@
 package dirlife
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -298,6 +299,7 @@ type stagedWalk struct {
 	cur       *dirCursor
 	stage     string
 	sums      map[string]fileSum // files whose digest the fill knows
+	expect    map[string][]byte  // VerifyFiles's: each file's bytes, compared instead of hashed
 	fault     faultFunc
 	syncFiles bool // fsync each file as it is visited
 	shared    bool // under Link: read-only files may have other hard links, and files are collected
@@ -557,6 +559,13 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 			return err
 		}
 	}
+	if w.expect != nil {
+		if err := w.compare(h, base, rel, fi.Size()); err != nil {
+			return err
+		}
+		// The hash is zero on both sides of VerifyFiles's comparison.
+		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: fileStampOf(fi), sum: fileSum{size: fi.Size()}})
+	}
 	sum, known := w.sums[rel]
 	if known && sum.size != fi.Size() {
 		return fmt.Errorf("dirlife: %s: %d bytes staged, %d copied", path.Join(w.stage, rel), fi.Size(), sum.size)
@@ -589,6 +598,49 @@ func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at fi
 	if w.shared {
 		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, perm}, rel, at, sum.linked})
 	}
+}
+
+// compare reads the file base of directory h, rel in the tree, of size
+// bytes as its directory entry says, to its end, and returns an error
+// wrapping ErrDigestMismatch unless it holds exactly w.expect[rel].
+func (w *stagedWalk) compare(h *dirHandle, base, rel string, size int64) error {
+	name := path.Join(w.stage, rel)
+	want, ok := w.expect[rel]
+	if !ok || int64(len(want)) != size {
+		return fmt.Errorf("%s is not a file given, or not of its size: %w", rel, ErrDigestMismatch)
+	}
+	if err := w.fault(stepHash, name); err != nil {
+		return &os.PathError{Op: "read", Path: name, Err: err}
+	}
+	f, err := h.dir().OpenFile(base, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if w.buf == nil {
+		w.buf = copyBufs.Get().(*[]byte)
+	}
+	buf := *w.buf
+	for {
+		n, err := f.Read(buf)
+		if n > len(want) || !bytes.Equal(buf[:n], want[:n]) {
+			return fmt.Errorf("%s differs from the file given: %w", rel, ErrDigestMismatch)
+		}
+		want = want[n:]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if len(want) > 0 {
+		return fmt.Errorf("%s is shorter than the file given: %w", rel, ErrDigestMismatch)
+	}
+	return nil
 }
 
 // readOnlyPerm returns mode without its write bits.
