@@ -111,7 +111,7 @@ type claimed struct {
 	discarded error // why they failed, joined
 }
 
-// fail records that the kept directory name failed verification with err.
+// fail records that a kept directory failed verification with err.
 func (c *claimed) fail(err error) {
 	c.failed++
 	c.discarded = errors.Join(c.discarded, err)
@@ -191,7 +191,7 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, valu
 		// A directory Boot kept under Adopt is claimed by a content known
 		// before anything is written; a tree's is claimed once its copy is
 		// staged (copyTree).
-		if err := p.claim(ctx, id, t, claim); err != nil {
+		if err := p.claim(ctx, id, files, t, claim); err != nil {
 			return rec, Failed, err
 		}
 		name, wrote, err = p.place(id, plain, files, t, w)
@@ -289,13 +289,15 @@ func (p *Publisher[K, A, V]) plainName(key K) (string, error) {
 
 // claim verifies, when no directory this process wrote or verified holds
 // id, the directories Boot kept for id, one at a time in name order, until
-// one matches: that one is claimed (no longer kept, so place serves it),
-// and the other kept copies of id are forgotten, garbage for the next
-// removal pass, unread. Each that fails is forgotten too, and recorded in
-// claim; when none matches, place writes id afresh (over one of them, when
-// it has the name place picks). Only ctx's end fails it, leaving the
-// directories not yet read kept. The caller holds the serialisation.
-func (p *Publisher[K, A, V]) claim(ctx context.Context, id Identity[K], t *Timings, claim *claimed) error {
+// one matches; it compares each with files, id's content
+// ([dirlife.Layout.VerifyFiles]: a read, and no hash). The one that
+// matches is claimed (no longer kept, so place serves it), and the other
+// kept copies of id are forgotten, garbage for the next removal pass,
+// unread. Each that fails is forgotten too, and recorded in claim; when
+// none matches, place writes id afresh (over one of them, when it has the
+// name place picks). Only ctx's end fails it, leaving the directories not
+// yet read kept. The caller holds the serialisation.
+func (p *Publisher[K, A, V]) claim(ctx context.Context, id Identity[K], files dirlife.Files, t *Timings, claim *claimed) error {
 	names, trusted := p.keptFor(id)
 	if trusted || len(names) == 0 {
 		return nil
@@ -303,7 +305,7 @@ func (p *Publisher[K, A, V]) claim(ctx context.Context, id Identity[K], t *Timin
 	start := time.Now()
 	defer func() { t.Write = time.Since(start) }()
 	for _, name := range names {
-		err := p.layout.Verify(ctx, name, id.Digest)
+		err := p.layout.VerifyFiles(ctx, name, files)
 		if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
 			return err
 		}
