@@ -16,7 +16,8 @@
 // before it is renamed into place; [Layout.Adopt] is the boot that keeps
 // the directories that carry one, reading nothing else of them, and
 // [Layout.Verify] tells whether one still holds the tree of its digest,
-// reading every file again (no size, mtime or inode is trusted);
+// reading every file again (no size, mtime or inode is trusted), as
+// [Layout.VerifyFiles] does against files held in memory;
 // [StreamOptions].Existing has a streamed write verify so and keep nothing
 // when the content it staged is on disk already. Under [Layout.Link]
 // writes publish files read-only and hard-link each one unchanged from a
