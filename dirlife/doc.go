@@ -14,12 +14,16 @@
 // everything but the directories to keep; [Layout.Reset] empties the root.
 // Under [Layout.RecordDigest] each directory carries its [Digest], recorded
 // before it is renamed into place; [Layout.Adopt] is the boot that keeps
-// the directories that carry one, and [Layout.Verify] tells whether one
-// still holds the tree of its digest. Under [Layout.Link] writes publish
-// files read-only and hard-link each one unchanged from a directory a
-// [LinkIndex] holds (one this process published or verified) instead of
-// writing it: unread only while its stamp, change time included, is the
-// one taken when its bytes were known, else read and compared first.
+// the directories that carry one, reading nothing else of them, and
+// [Layout.Verify] tells whether one still holds the tree of its digest,
+// reading every file again (no size, mtime or inode is trusted), as
+// [Layout.VerifyFiles] does against files held in memory;
+// [StreamOptions].Existing has a streamed write verify so and keep nothing
+// when the content it staged is on disk already. Under [Layout.Link]
+// writes publish files read-only and hard-link each one unchanged from a
+// directory a [LinkIndex] holds (one this process published or verified)
+// instead of writing it: unread only while its stamp, change time included,
+// is the one taken when its bytes were known, else read and compared first.
 // Every name and entry is checked before it is published ([NameError]);
 // every write and removal goes through an [os.Root]; removal never crosses
 // into another filesystem mounted under the root ([ErrMountPoint]); and
