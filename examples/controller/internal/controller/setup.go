@@ -173,6 +173,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Publisher: pub,
+			Evaluator: cfg.Evaluator,
 			Recorder:  mgr.GetEventRecorder("release-controller"),
 			Observe:   m.ObserveRender,
 		},
