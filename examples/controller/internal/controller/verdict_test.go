@@ -3,14 +3,17 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"pgregory.net/rapid"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -27,22 +30,37 @@ import (
 // client) reads the verdicts the statuses hold.
 
 // counting is the kernel in this process counting its renders. The render
-// of an instance whose digest is bomb's fails as a worker killed past its
-// time budget would, at once: the time budget's verdict without waiting
-// one out.
+// of one of bomb's variants fails as a worker killed past its time budget
+// would, at once: the time budget's verdict without waiting one out.
 type counting struct {
 	*kernel.Kernel
 	mu      sync.Mutex
 	renders int
 }
 
-var bombDigest = kernel.Digest(instanceOf(bomb()).Files)
+// bombDigests are the digests of bomb's variants (bombVariant).
+var bombDigests = map[string]bool{}
+
+func init() {
+	for v := range 3 {
+		bombDigests[kernel.Digest(instanceOf(bombVariant(v)).Files)] = true
+	}
+}
+
+// bombVariant is bomb, with a comment naming variant unless it is 0.
+func bombVariant(variant int) map[string]string {
+	files := bomb()
+	if variant != 0 {
+		files["shop.cue"] += fmt.Sprintf("// variant %d\n", variant)
+	}
+	return files
+}
 
 func (e *counting) Render(ctx context.Context, in kernel.RenderInput) (kernel.RenderOutput, error) {
 	e.mu.Lock()
 	e.renders++
 	e.mu.Unlock()
-	if in.Snapshot != nil && in.Snapshot.Digest() == bombDigest {
+	if in.Snapshot != nil && bombDigests[in.Snapshot.Digest()] {
 		return kernel.RenderOutput{}, &isolate.BudgetError{Op: "render", Dir: in.Snapshot.Dir(), Budget: "time", Value: int64(budget)}
 	}
 	return e.Kernel.Render(ctx, in)
@@ -60,6 +78,7 @@ func (e *counting) count() int {
 // shared with the other replicas.
 type replica struct {
 	ev      *counting
+	renders atomic.Int64 // Publisher.Render calls of the Release reconciler, memo hits included
 	pub     *platform.Publisher
 	events  *events.FakeRecorder
 	release *controller.ReleaseReconciler
@@ -68,34 +87,49 @@ type replica struct {
 
 // startReplica starts a replica on c whose reconciler names the
 // evaluator budgets (nil: an evaluator in this process, with none); its
-// renders go through a counting kernel standing in for the workers.
+// renders go through a counting kernel standing in for the workers. It is
+// stopped when t ends.
 func startReplica(t *testing.T, c client.Client, budgets *isolate.Workers) *replica {
 	t.Helper()
-	r := &replica{ev: &counting{Kernel: kernel.New()}, events: events.NewFakeRecorder(100)}
-	r.pub = platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), platform.PublisherOptions{NoSync: true, Evaluator: r.ev})
-	if err := r.pub.Boot(); err != nil {
+	r, stop, err := bootReplica(t.TempDir(), c, budgets)
+	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return r
+}
+
+// bootReplica is startReplica with its Publisher in dir, returning the
+// function that stops it.
+func bootReplica(dir string, c client.Client, budgets *isolate.Workers) (*replica, func() error, error) {
+	r := &replica{ev: &counting{Kernel: kernel.New()}, events: events.NewFakeRecorder(100)}
+	r.pub = platform.NewPublisher(filepath.Join(dir, "platform"), platform.PublisherOptions{NoSync: true, Evaluator: r.ev})
+	if err := r.pub.Boot(); err != nil {
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.pub.Run(ctx) }()
-	t.Cleanup(func() {
+	stop := func() error {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+		return <-done
+	}
 	var ev platform.Evaluator = r.ev
 	if budgets != nil {
 		ev = budgets
 	}
 	r.plat = &controller.PlatformReconciler{Client: c, Publisher: r.pub, Recorder: r.events, Changed: func() {}}
-	r.release = &controller.ReleaseReconciler{Client: c, Publisher: r.pub, Evaluator: ev, Recorder: r.events, Platforms: r.plat}
+	r.release = &controller.ReleaseReconciler{Client: c, Publisher: r.pub, Evaluator: ev, Recorder: r.events, Platforms: r.plat,
+		Observe: func(float64, error) { r.renders.Add(1) }}
 	if _, err := r.plat.Reconcile(context.Background(), ctrl.Request{NamespacedName: platformKey}); err != nil {
-		t.Fatalf("reconcile the Platform: %v", err)
+		return nil, nil, errors.Join(fmt.Errorf("reconcile the Platform: %w", err), stop())
 	}
 	drainEvents(r.events) // the Platform's
-	return r
+	return r, stop, nil
 }
 
 // reconcile reconciles the Release once and returns its error and the
@@ -316,4 +350,194 @@ func drainEvents(rec *events.FakeRecorder) []string {
 			return out
 		}
 	}
+}
+
+// Kinds of a Release's spec in TestReleaseVerdictModel.
+const (
+	kindRendered   = iota // renders
+	kindRefused           // the instance's problems
+	kindOverBudget        // killed past the time budget
+)
+
+// specOf returns a spec of kind, its variant named in a comment.
+func specOf(kind, variant int) map[string]string {
+	var files map[string]string
+	switch kind {
+	case kindRendered:
+		files = shop("v1.4.0")
+	case kindRefused:
+		files = broken()
+	default:
+		return bombVariant(variant)
+	}
+	files["shop.cue"] += fmt.Sprintf("// variant %d\n", variant)
+	return files
+}
+
+// A verdictKey is what the model takes a verdict's inputs to be: the
+// spec, and the platform generation for a verdict of a render, or the
+// budgets for one over budget.
+type verdictKey struct {
+	kind, variant int
+	platform      int64 // 0 for a verdict over budget
+	budgets       int   // -1 for a verdict of a render
+}
+
+// TestReleaseVerdictModel drives one Release through random spec changes
+// (rendered, refused, over budget, a spec changed back to an earlier
+// one), Platform changes, restarts (with the same budgets or others),
+// statuses tampered with (the digest cleared, as an earlier version wrote
+// them; Rendered True forged over a failure), and reconciles, against a
+// model of what each verdict holds for. After every reconcile: the
+// reconciler rendered exactly when neither its memory nor a terminal
+// status held a verdict for the current inputs; a status it kept is not
+// written; its error is terminal exactly for a spec over budget decided
+// or first stored; and the stored status is the verdict of the current
+// spec, with its digest.
+func TestReleaseVerdictModel(t *testing.T) {
+	budgets := []*isolate.Workers{{Timeout: budget, Memory: 8 << 30}, {Timeout: 2 * budget, Memory: 8 << 30}}
+	ctx := context.Background()
+	rapid.Check(t, func(rt *rapid.T) {
+		kind, variant := rapid.IntRange(0, 2).Draw(rt, "kind"), rapid.IntRange(0, 2).Draw(rt, "variant")
+		gen, platGen, b := int64(1), int64(1), 0
+		f := newFixture(t, false, newPlatform(acme(), platGen), newRelease(specOf(kind, variant), gen))
+		c := f.client
+		var stops []func() error
+		defer func() {
+			for _, stop := range stops {
+				if err := stop(); err != nil {
+					rt.Errorf("Run: %v", err)
+				}
+			}
+		}()
+		start := func() *replica {
+			r, stop, err := bootReplica(t.TempDir(), c, budgets[b])
+			if err != nil {
+				rt.Fatal(err)
+			}
+			stops = append(stops, stop)
+			return r
+		}
+		r := start()
+
+		type verdict struct {
+			gen int64
+			key verdictKey
+		}
+		var (
+			mem      *verdict // the replica's memory
+			stored   *verdict // the status's verdict; nil when it holds none
+			digest   bool     // the status holds its digest
+			terminal bool     // the status says RenderFailed
+		)
+		current := func() verdictKey {
+			if kind == kindOverBudget {
+				return verdictKey{kind: kind, variant: variant, budgets: b}
+			}
+			return verdictKey{kind: kind, variant: variant, platform: platGen, budgets: -1}
+		}
+		get := func() *v1alpha1.Release {
+			var rel v1alpha1.Release
+			if err := c.Get(ctx, releaseKey, &rel); err != nil {
+				rt.Fatal(err)
+			}
+			return &rel
+		}
+
+		rt.Repeat(map[string]func(*rapid.T){
+			"spec": func(rt *rapid.T) {
+				kind, variant = rapid.IntRange(0, 2).Draw(rt, "kind"), rapid.IntRange(0, 2).Draw(rt, "variant")
+				gen++
+				rel := get()
+				rel.Spec.Files, rel.Generation = specOf(kind, variant), gen
+				if err := c.Update(ctx, rel); err != nil {
+					rt.Fatal(err)
+				}
+			},
+			"platform": func(rt *rapid.T) {
+				platGen++
+				var p v1alpha1.Platform
+				if err := c.Get(ctx, platformKey, &p); err != nil {
+					rt.Fatal(err)
+				}
+				p.Spec.Catalogs[0].Version = fmt.Sprintf("v1.%d.0", 4+platGen%2)
+				p.Generation = platGen
+				if err := c.Update(ctx, &p); err != nil {
+					rt.Fatal(err)
+				}
+				if _, err := r.plat.Reconcile(ctx, ctrl.Request{NamespacedName: platformKey}); err != nil {
+					rt.Fatalf("reconcile the Platform: %v", err)
+				}
+			},
+			"restart": func(rt *rapid.T) {
+				if err := stops[len(stops)-1](); err != nil {
+					rt.Fatal(err)
+				}
+				stops = stops[:len(stops)-1]
+				b = rapid.IntRange(0, 1).Draw(rt, "budgets")
+				r, mem = start(), nil
+			},
+			"tamper": func(rt *rapid.T) {
+				if stored == nil {
+					rt.Skip("no verdict stored")
+				}
+				rel := get()
+				if rapid.Bool().Draw(rt, "clear the digest") {
+					rel.Status.InputsDigest = ""
+					digest = false
+				} else {
+					meta.SetStatusCondition(&rel.Status.Conditions, metav1.Condition{Type: v1alpha1.ReleaseRendered, Status: metav1.ConditionTrue,
+						Reason: v1alpha1.ReasonRendered, Message: "forged", ObservedGeneration: rel.Generation})
+					terminal = false
+				}
+				if err := c.Status().Update(ctx, rel); err != nil {
+					rt.Fatal(err)
+				}
+			},
+			"reconcile": func(rt *rapid.T) {
+				before := get()
+				renders, evals := r.renders.Load(), r.ev.count()
+				cur := current()
+				memHit := mem != nil && *mem == verdict{gen, cur}
+				statusHit := stored != nil && digest && terminal && *stored == verdict{gen, cur}
+				_, err := r.release.Reconcile(ctx, ctrl.Request{NamespacedName: releaseKey})
+				after := get()
+				wrote := after.ResourceVersion != before.ResourceVersion
+				rendered := r.renders.Load() != renders
+				if rendered != (!memHit && !statusHit) {
+					rt.Fatalf("rendered %v; the model: memory holds the verdict %v, the status %v", rendered, memHit, statusHit)
+				}
+				if n := r.ev.count() - evals; n > 1 || n == 1 && !rendered {
+					rt.Fatalf("%d evaluation(s) in one reconcile that rendered: %v", n, rendered)
+				}
+				if !memHit && statusHit && wrote {
+					rt.Fatalf("a verdict kept from the status was written: %+v", after.Status)
+				}
+				wantTerminal := kind == kindOverBudget && (rendered || wrote)
+				if terminal := errors.Is(err, reconcile.TerminalError(nil)); err != nil && !terminal || terminal != wantTerminal {
+					rt.Fatalf("Reconcile: %v; want a terminal error: %v", err, wantTerminal)
+				}
+				v := verdict{gen, cur}
+				mem, stored, digest, terminal = &v, &v, true, kind != kindRendered
+
+				cond := meta.FindStatusCondition(after.Status.Conditions, v1alpha1.ReleaseRendered)
+				wantStatus, wantReason := metav1.ConditionFalse, v1alpha1.ReasonRenderFailed
+				if kind == kindRendered {
+					wantStatus, wantReason = metav1.ConditionTrue, v1alpha1.ReasonRendered
+				}
+				switch {
+				case cond == nil || cond.Status != wantStatus || cond.Reason != wantReason:
+					rt.Fatalf("Rendered %+v for a spec of kind %d; want %s/%s", cond, kind, wantStatus, wantReason)
+				case cond.ObservedGeneration != gen || after.Status.ObservedGeneration != gen:
+					rt.Fatalf("status observed generation %d (Rendered %d); want %d", after.Status.ObservedGeneration, cond.ObservedGeneration, gen)
+				case !strings.HasPrefix(after.Status.InputsDigest, "sha256:"):
+					rt.Fatalf("inputs digest %q", after.Status.InputsDigest)
+				case kind != kindOverBudget && after.Status.PlatformGeneration != platGen:
+					rt.Fatalf("rendered against platform generation %d; want %d", after.Status.PlatformGeneration, platGen)
+				case kind == kindOverBudget && !strings.Contains(cond.Message, "time budget"):
+					rt.Fatalf("RenderFailed %q does not name the time budget", cond.Message)
+				}
+			},
+		})
+	})
 }
