@@ -16,7 +16,10 @@
 // platform the Publisher serves, leasing it for the render, and records the
 // result in the Release's status. It renders again whenever the Publisher
 // serves a different platform: another generation, or the same generation
-// number built for a new object.
+// number built for a new object. The status records the digest of the
+// verdict's inputs; a RenderFailed status whose digest is the current
+// inputs' one is the verdict, kept as it is: no replica, restarted or newly
+// elected, evaluates that spec again.
 //
 // The store and its directory are per process. By default ([Config]
 // WarmStandby) every replica boots its Publisher at start, and a replica

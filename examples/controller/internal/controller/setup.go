@@ -173,6 +173,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Publisher: pub,
+			Evaluator: cfg.Evaluator,
 			Recorder:  mgr.GetEventRecorder("release-controller"),
 			Observe:   m.ObserveRender,
 		},
@@ -213,7 +214,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		return nil, fmt.Errorf("controller: release controller: %w", err)
 	}
 	if cfg.WarmStandby {
-		w.Standby, err = setupStandby(mgr, pub, w.Platform, runnable.booted.Load, renders)
+		w.Standby, err = setupStandby(mgr, pub, w.Platform, w.Release, runnable.booted.Load, renders)
 		if err != nil {
 			return nil, err
 		}
