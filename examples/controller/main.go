@@ -75,11 +75,11 @@ type options struct {
 	renderWorkers int           // the most worker processes at once; 0: GOMAXPROCS
 	inProcess     bool          // evaluate in this process, with no budgets
 
-	ring          string        // the ring's name; "": no ring, leader election
-	ringNS        string        // the namespace of the ring's Leases
-	ringIdentity  string        // this replica's identity in the ring
-	ringLease     time.Duration // a member's lease duration
-	ringRenew     time.Duration // a member's renew period
+	ring         string        // the ring's name; "": no ring, leader election
+	ringNS       string        // the namespace of the ring's Leases
+	ringIdentity string        // this replica's identity in the ring
+	ringLease    time.Duration // a member's lease duration
+	ringRenew    time.Duration // a member's renew period
 }
 
 // usage heads the -h output.

@@ -610,7 +610,6 @@ func (m *Member) Peers() []string {
 	return ids
 }
 
-
 // OnChange sets the function called with what this member started and
 // stopped writing for, after each change; it must not block. Call it
 // before Start.
