@@ -34,6 +34,7 @@ import (
 func TestEnvtest(t *testing.T) {
 	skipWithoutEnv(t)
 	t.Run("Deploy", testDeploy)
+	t.Run("DeploySharded", testDeploySharded)
 	t.Run("Failover", testFailover)
 	t.Run("Shard", func(t *testing.T) {
 		t.Run("server-side", func(t *testing.T) { testShard(t, true) })
