@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"leasekit.dev/examples/controller/internal/ring"
 )
@@ -98,6 +99,12 @@ type sharded struct {
 
 	mu      sync.Mutex
 	watches map[*filtered]struct{}
+	// listing is the cover of the list being paged; synced the cover of
+	// the last whole state the informer received (a list, or a watch
+	// sending its initial events). A watch from a resourceVersion with
+	// another cover would miss what the new cover holds and the old one
+	// did not: it ends at once, so the informer lists again.
+	listing, synced ring.Set
 }
 
 func (s *sharded) List(o metav1.ListOptions) (runtime.Object, error) {
@@ -114,11 +121,20 @@ func (s *sharded) ListWithContext(ctx context.Context, o metav1.ListOptions) (ru
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	if o.Continue == "" || s.listing == nil {
+		s.listing = cover
+	}
+	cover = s.listing // every page of a list with the same selector
+	s.mu.Unlock()
 	o.ShardSelector = cover.Selector()
 	list, err := s.lw.ListWithContext(ctx, o)
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	s.synced = cover
+	s.mu.Unlock()
 	items, err := meta.ExtractList(list)
 	if err != nil {
 		return nil, err
@@ -199,7 +215,14 @@ func (s *sharded) WatchWithContext(ctx context.Context, o metav1.ListOptions) (w
 	f := &filtered{in: w, out: make(chan watch.Event), stop: make(chan struct{}), restart: make(chan struct{})}
 	s.mu.Lock()
 	s.watches[f] = struct{}{}
+	if ptr.Deref(o.SendInitialEvents, false) {
+		s.synced = cover
+	}
+	behind := !s.synced.Equal(cover) || s.synced == nil
 	s.mu.Unlock()
+	if behind {
+		f.end()
+	}
 	go func() {
 		defer func() {
 			s.mu.Lock()

@@ -262,7 +262,9 @@ func (m *Member) Start(ctx context.Context) error {
 		case <-m.wake:
 		case <-expiry.C:
 		}
-		if time.Since(lastRenew) >= m.cfg.RenewPeriod {
+		// A tick a little early still renews: a renewal is due each
+		// period.
+		if time.Since(lastRenew) >= m.cfg.RenewPeriod*9/10 {
 			lastRenew = time.Now()
 			m.mu.Lock()
 			claim := m.claim
@@ -341,6 +343,9 @@ func (m *Member) take(ctx context.Context, log logr.Logger, take ring.Set) error
 	if err := m.publish(ctx, claim.Union(take)); err != nil {
 		return err
 	}
+	if !take.Minus(m.currentClaim()).Empty() {
+		return nil // the Lease had lapsed: it published an empty claim
+	}
 	// A read that sees every write before it: a list without a
 	// resourceVersion is served from etcd with a quorum read.
 	list, err := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: m.sel.String()})
@@ -376,9 +381,9 @@ func (m *Member) take(ctx context.Context, log logr.Logger, take ring.Set) error
 		return nil
 	}
 	m.mu.Lock()
-	target, deadline := m.target, m.deadline
+	target, deadline, claimed := m.target, m.deadline, m.claim
 	m.mu.Unlock()
-	if !time.Now().Before(deadline) {
+	if !time.Now().Before(deadline) || !valid.Minus(claimed).Empty() {
 		return nil // the Lease lapsed meanwhile: the next renewal starts again
 	}
 	writing, _ := m.gate.Writing()
