@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -261,24 +260,38 @@ func stable(t *testing.T, replicas map[string]*replica) {
 	})
 }
 
-// checkCaches checks that each replica's cache holds only Releases of
-// its cover, and that it knows whether the server filtered.
+// checkCaches waits until each replica's cache holds only Releases of
+// its cover, and all of them together every Release once (a cache lists
+// again a moment after its cover changed); then checks that each replica
+// knows whether the server filtered, and says so in its metric.
 func checkCaches(t *testing.T, replicas map[string]*replica, serverSide bool) {
 	t.Helper()
-	total := 0
-	for _, r := range replicas {
-		s := r.member.Status()
-		cover := s.Target.Union(s.Claim)
-		var list v1alpha1.ReleaseList
-		if err := r.mgr.GetCache().List(context.Background(), &list); err != nil {
-			t.Fatal(err)
-		}
-		for _, rel := range list.Items {
-			if !cover.Contains(ring.Hash(string(rel.UID))) {
-				t.Errorf("replica %s caches Release %s (hash %#x) outside its cover %v", r.id, rel.Name, ring.Hash(string(rel.UID)), cover)
+	waitLong(t, "every cache holding its cover", func() error {
+		total := 0
+		for _, r := range replicas {
+			s := r.member.Status()
+			cover := s.Target.Union(s.Claim)
+			var list v1alpha1.ReleaseList
+			if err := r.mgr.GetCache().List(context.Background(), &list); err != nil {
+				return err
 			}
+			for _, rel := range list.Items {
+				if h := ring.Hash(string(rel.UID)); !cover.Contains(h) {
+					return fmt.Errorf("replica %s caches Release %s (hash %#x) outside its cover %v", r.id, rel.Name, h, cover)
+				}
+			}
+			total += len(list.Items)
 		}
-		total += len(list.Items)
+		if total != *shardReleases {
+			return fmt.Errorf("the replicas' caches hold %d Releases in all, want %d", total, *shardReleases)
+		}
+		return nil
+	})
+	want := 0.0
+	if serverSide {
+		want = 1
+	}
+	for _, r := range replicas {
 		eventually(t, "replica "+r.id+" knows whether the server filters", func() error {
 			if s := r.member.Status(); !s.Known {
 				return errors.New("not yet")
@@ -288,22 +301,17 @@ func checkCaches(t *testing.T, replicas map[string]*replica, serverSide bool) {
 		if s := r.member.Status(); s.ServerSide != serverSide {
 			t.Errorf("replica %s: server_side %v, want %v", r.id, s.ServerSide, serverSide)
 		}
-		want := 0.0
-		if serverSide {
-			want = 1
-		}
-		if got := testutil.ToFloat64(gaugeOf(t, r.registry, "leasekit_ring_server_side")); got != want {
+		if got := gauge(t, r.registry, "leasekit_ring_server_side"); got != want {
 			t.Errorf("replica %s: leasekit_ring_server_side %v, want %v", r.id, got, want)
 		}
-	}
-	if total != *shardReleases {
-		t.Errorf("the replicas' caches hold %d Releases in all, want %d", total, *shardReleases)
+		if got := gauge(t, r.registry, "leasekit_ring_members"); got != float64(len(replicas)) {
+			t.Errorf("replica %s: leasekit_ring_members %v, want %d", r.id, got, len(replicas))
+		}
 	}
 }
 
-// gaugeOf returns the collector of the single gauge name in reg, read
-// through a gathering.
-func gaugeOf(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+// gauge returns the value of the single gauge name in reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -311,11 +319,11 @@ func gaugeOf(t *testing.T, reg *prometheus.Registry, name string) prometheus.Col
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name && len(mf.Metric) == 1 {
-			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: name}, func() float64 { return mf.Metric[0].GetGauge().GetValue() })
+			return mf.Metric[0].GetGauge().GetValue()
 		}
 	}
 	t.Fatalf("no gauge %s", name)
-	return nil
+	return 0
 }
 
 // written waits until n Releases are Rendered against gen, and returns
