@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -140,15 +141,20 @@ func testShard(t *testing.T, serverSide bool) {
 		return begun, written(t, c, log, n, gen)
 	}
 	var one, three time.Duration
+	var oneRenders, threeRenders renderTime
 	if serverSide {
+		before := renders(t, replicas)
 		_, one = change()
+		oneRenders = renders(t, replicas).minus(before)
 		log.mark()
 		startReplica("b")
 		startReplica("c")
 		stable(t, replicas)
 		log.noWritesSince(t, "the ring rebalanced from one replica to three")
 	}
+	before := renders(t, replicas)
 	_, three = change()
+	threeRenders = renders(t, replicas).minus(before)
 	checkCaches(t, replicas, serverSide)
 
 	// Kill b as the Platform changes: it stops without releasing its
@@ -156,14 +162,33 @@ func testShard(t *testing.T, serverSide bool) {
 	killed := replicas["b"]
 	part := killed.member.Status().Writing
 	killed.member.Abandon()
+	// How long b's part has no writer: from the kill until the others
+	// write for all of it, as they see it.
+	killedAt := time.Now()
+	ownerless := make(chan time.Duration, 1)
+	go func() {
+		for {
+			var all ring.Set
+			for _, id := range []string{"a", "c"} {
+				all = all.Union(replicas[id].member.Status().Writing)
+			}
+			if part.Minus(all).Empty() {
+				ownerless <- time.Since(killedAt)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	kill := make(chan error, 1)
 	go func() { kill <- killed.stop() }()
 	begun, _ := change()
 	if err := <-kill; err != nil {
 		t.Fatalf("kill b: %v", err)
 	}
+	orphan := <-ownerless
 	delete(replicas, "b")
-	orphan := log.lastWrite(part, gen).Sub(begun)
+	t.Logf("b's part %v: without a writer for %v after the kill (a lease is %v); its Releases all written %v after the change",
+		part, orphan.Round(time.Millisecond), ringLease, log.lastWrite(part, gen).Sub(begun).Round(time.Millisecond))
 	stable(t, replicas)
 
 	// b again, with its identity: its Lease is its own, claiming nothing.
@@ -181,7 +206,7 @@ func testShard(t *testing.T, serverSide bool) {
 	if serverSide {
 		speedup := float64(one) / float64(three)
 		t.Logf("SHARD replicas=3 speedup=%.2f dup_writes=%d orphan_max_ms=%d server_side=%v", speedup, len(dups), orphan.Milliseconds(), serverSide)
-		t.Logf("one replica rendered and wrote %d Releases in %v, three in %v", n, one.Round(time.Millisecond), three.Round(time.Millisecond))
+		t.Logf("one replica rendered and wrote %d Releases in %v (%s), three in %v (%s)", n, one.Round(time.Millisecond), oneRenders, three.Round(time.Millisecond), threeRenders)
 	} else {
 		t.Logf("SHARD replicas=3 dup_writes=%d orphan_max_ms=%d server_side=%v", len(dups), orphan.Milliseconds(), serverSide)
 	}
@@ -210,7 +235,7 @@ func newReplica(t *testing.T, cfg *rest.Config, log *statusWrites, dir, id strin
 	member, err := shard.New(shard.Config{
 		Ring: ringName, Namespace: leaseNamespace, Identity: id,
 		LeaseDuration: ringLease, RenewPeriod: ringRenew,
-		Client: kube, Logger: ctrl.Log.WithName("ring").WithValues("replica", id),
+		Client: kube, Logger: testr.New(t).WithName("ring").WithValues("replica", id),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -471,5 +496,45 @@ func (l *statusWrites) duplicates() []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// renderTime is the renders the replicas observed, and their seconds in
+// all (a render's wait for its turn included).
+type renderTime struct {
+	count uint64
+	secs  float64
+}
+
+func (r renderTime) minus(o renderTime) renderTime {
+	return renderTime{r.count - o.count, r.secs - o.secs}
+}
+
+func (r renderTime) String() string {
+	if r.count == 0 {
+		return "no renders"
+	}
+	return fmt.Sprintf("%d renders, %.0fms each on average", r.count, 1000*r.secs/float64(r.count))
+}
+
+// renders sums the render_seconds histograms of the replicas.
+func renders(t *testing.T, replicas map[string]*replica) renderTime {
+	t.Helper()
+	var out renderTime
+	for _, r := range replicas {
+		mfs, err := r.registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "leasekit_platform_render_seconds" {
+				continue
+			}
+			for _, m := range mf.Metric {
+				out.count += m.GetHistogram().GetSampleCount()
+				out.secs += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
 	return out
 }

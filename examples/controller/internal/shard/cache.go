@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -105,6 +106,7 @@ type sharded struct {
 	// another cover would miss what the new cover holds and the old one
 	// did not: it ends at once, so the informer lists again.
 	listing, synced ring.Set
+	probing         atomic.Bool // a probe runs
 }
 
 func (s *sharded) List(o metav1.ListOptions) (runtime.Object, error) {
@@ -156,31 +158,31 @@ func (s *sharded) ListWithContext(ctx context.Context, o metav1.ListOptions) (ru
 	} else if outside > 0 {
 		s.m.setServerSide(false, "the list response held objects outside the selector")
 	}
-	go s.probe(context.WithoutCancel(ctx), cover)
+	go s.probe(ctx)
 	return list, nil
 }
 
 // probe finds out whether the API server honours the selector, unless
-// known: it lists one object with the cover's selector and one with its
-// complement's; the server honours them if neither answer holds an
-// object on the wrong side, and ignores them if one does. With no object
-// at all it cannot tell. (A custom resource's list does not echo
+// known or a probe runs; each list, each watch and each round of the
+// member probes until it is known. It lists one object with the selector
+// of each half of the hash space: a server that ignores the selector
+// answers both with the same first object, outside one of the halves; one
+// that honours it answers each with an object inside it, or none. With no
+// object at all it cannot tell. (A custom resource's list does not echo
 // shardInfo: its unstructured list has no field for it.)
-func (s *sharded) probe(ctx context.Context, cover ring.Set) {
+func (s *sharded) probe(ctx context.Context) {
 	s.m.mu.Lock()
 	known := s.m.serverSet
 	s.m.mu.Unlock()
-	if known {
+	if known || !s.probing.CompareAndSwap(false, true) {
 		return
 	}
+	defer s.probing.Store(false)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	seen := 0
-	for _, part := range []ring.Set{cover, ring.Full().Minus(cover)} {
-		if part.Empty() {
-			continue
-		}
-		list, err := s.lw.ListWithContext(ctx, metav1.ListOptions{ShardSelector: part.Selector(), Limit: 1})
+	for _, half := range []ring.Set{{{Lo: 0, Hi: 1<<63 - 1}}, {{Lo: 1 << 63, Hi: ^uint64(0)}}} {
+		list, err := s.lw.ListWithContext(ctx, metav1.ListOptions{ShardSelector: half.Selector(), Limit: 1})
 		if err != nil {
 			return
 		}
@@ -190,14 +192,14 @@ func (s *sharded) probe(ctx context.Context, cover ring.Set) {
 		}
 		for _, it := range items {
 			seen++
-			if !in(part, it) {
+			if !in(half, it) {
 				s.m.setServerSide(false, "a list with a selector held an object outside it")
 				return
 			}
 		}
 	}
 	if seen > 0 {
-		s.m.setServerSide(true, "lists with a selector and with its complement held only objects inside each")
+		s.m.setServerSide(true, "lists with the selector of each half of the space held only objects inside it")
 	}
 }
 
@@ -223,6 +225,7 @@ func (s *sharded) WatchWithContext(ctx context.Context, o metav1.ListOptions) (w
 	if behind {
 		f.end()
 	}
+	go s.probe(ctx)
 	go func() {
 		defer func() {
 			s.mu.Lock()

@@ -319,6 +319,7 @@ func (m *Member) step(ctx context.Context, log logr.Logger, pendingStop ring.Set
 		}
 	}
 	m.setCover(target.Union(m.currentClaim()))
+	m.probe(ctx)
 	if take.Empty() || !fresh {
 		return pendingStop
 	}
@@ -619,3 +620,17 @@ func (m *Member) Peers() []string {
 // stopped writing for, after each change; it must not block. Call it
 // before Start.
 func (m *Member) OnChange(f func(gained, lost ring.Set)) { m.cfg.OnChange = f }
+
+// probe has each sharded informer find out, in the background, whether
+// the API server honours the shard selector, until it is known.
+func (m *Member) probe(ctx context.Context) {
+	m.mu.Lock()
+	known, cover, covers := m.serverSet, m.cover, slices.Clone(m.covers)
+	m.mu.Unlock()
+	if known || cover == nil {
+		return
+	}
+	for _, s := range covers {
+		go s.probe(ctx)
+	}
+}
