@@ -32,6 +32,15 @@
 // others keep their platform directory untouched and their store empty
 // until they are elected.
 //
+// With a ring ([Config] Ring, a *shard.Member), the replicas split the
+// Releases instead: no leader is elected and no standby kept; every
+// replica boots its Publisher and publishes the Platform into its own
+// store, renders the Releases of its part of the hash space and writes
+// the status of those the ring lets it write for ([Shard]); the replica
+// that writes for the Platform's UID writes the Platform's status and
+// events. [RingInformer] narrows the manager's Release informer to the
+// replica's part.
+//
 // Reconcilers are safe for concurrent use, as controller-runtime requires.
 package controller
 

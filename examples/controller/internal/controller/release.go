@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
+	"leasekit.dev/examples/controller/internal/ring"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/kernel/isolate"
@@ -63,6 +64,15 @@ type ReleaseReconciler struct {
 	// PlatformNotReady. Nil: the Release waits for as long as a Platform
 	// object exists and none is served.
 	Platforms *PlatformReconciler
+
+	// Shard, when set, splits the Releases among the replicas of a ring:
+	// a Release outside this replica's target and its claim is not
+	// reconciled here; one in its target that it does not write for yet
+	// is rendered into the memo and not written; its status is written
+	// only while [ring.Hold.Writes] says so, checked right before the
+	// write. A cached copy is then trusted only when this process stored
+	// that very status.
+	Shard Shard
 
 	// Observe, when set, is called with the seconds each render took,
 	// its wait for an evaluation's turn included, and its error.
@@ -133,6 +143,14 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !rel.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	var hold *ring.Hold
+	if r.Shard != nil {
+		hold = r.Shard.Hold(rel.UID)
+		defer hold.Done()
+		if !hold.Renders() {
+			return ctrl.Result{}, nil // another replica's
+		}
+	}
 	if wait, err := r.platformPending(ctx); err != nil || wait {
 		return r.waitForPlatform(key, err)
 	}
@@ -166,6 +184,9 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 
+	if hold != nil && !hold.Writes() {
+		return ctrl.Result{}, nil // rendered into the memo; written once this replica writes for it
+	}
 	wrote, err := r.writeStatus(ctx, key, &rel, st)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -430,6 +451,9 @@ func (r *ReleaseReconciler) writeStatus(ctx context.Context, key types.Namespace
 		meta.SetStatusCondition(&status.Conditions, st.cond)
 		if equality.Semantic.DeepEqual(&cur.Status, status) {
 			if fresh || r.trusted(key, cur.UID, status) {
+				if fresh && r.Shard != nil {
+					r.setWritten(key, cur.UID, status) // as stored: trust a cached copy of it
+				}
 				return false, nil
 			}
 			// This process last stored another status: the cache may be
@@ -475,7 +499,23 @@ func (r *ReleaseReconciler) trusted(key types.NamespacedName, uid types.UID, sta
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.state[key]
+	if r.Shard != nil {
+		// Another replica may have written since this one's cache listed.
+		return st != nil && st.uid == uid && st.written != nil && equality.Semantic.DeepEqual(st.written, status)
+	}
 	return st == nil || st.uid != uid || st.written == nil || equality.Semantic.DeepEqual(st.written, status)
+}
+
+// forgetWritten forgets what this process stored for the Releases whose
+// UIDs hash into part, which another replica writes for from now on.
+func (r *ReleaseReconciler) forgetWritten(part ring.Set) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, st := range r.state {
+		if part.Contains(ring.Hash(string(st.uid))) {
+			st.written = nil
+		}
+	}
 }
 
 func (r *ReleaseReconciler) setWritten(key types.NamespacedName, uid types.UID, status *v1alpha1.ReleaseStatus) {
