@@ -45,20 +45,6 @@ func ParseSkewPolicy(s string) (SkewPolicy, error) {
 	return 0, fmt.Errorf("kernel: skew policy %q: must be Warn or Refuse", s)
 }
 
-// A Diagnostic is a finding that did not fail the render.
-type Diagnostic struct {
-	Severity string // "warning"
-	Message  string
-
-	// For a catalog skew: the catalog, the version the instance requires,
-	// the one the platform carries (which the render used), and whether
-	// the instance's is newer (always, for a skew row).
-	Path            string
-	InstanceVersion string
-	PlatformVersion string
-	Newer           bool
-}
-
 // checkCatalogs checks the catalogs the instance w requires and its
 // components use against those the platform carries, and returns the skew
 // diagnostics under SkewWarn. It reads iv as written, before any
