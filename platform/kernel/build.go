@@ -119,7 +119,7 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err != nil {
 		return nil, asError("build", abs, err, source{[]string{"#Platform"}, v})
 	}
-	p.Module, p.Dir, p.Digest, p.size = m.info.path, abs, m.digest, m.size
+	p.Module, p.Dir, p.Digest, p.size = m.info.Path, abs, m.digest, m.size
 	p.built = sealPlatform(p, m.digest)
 	return p, nil
 }

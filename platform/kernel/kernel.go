@@ -1,6 +1,10 @@
 package kernel
 
-import "fmt"
+import (
+	"fmt"
+
+	"leasekit.dev/platform/kernel/internal/modread"
+)
 
 // A Kernel builds platforms and renders instances. The zero value is ready
 // to use, with the default [Limits], and so is the result of [New]. A
@@ -82,6 +86,11 @@ const (
 // builds input just past it: under the default Limits, a file nested
 // DefaultMaxDepth+1 levels deep is refused with a *LimitError.
 const DefaultMaxDepth = 100
+
+// read returns the limits a read of one module takes, of l resolved.
+func (l Limits) read() modread.Limits {
+	return modread.Limits{MaxFileSize: l.MaxFileSize, MaxTotalSize: l.MaxTotalSize, MaxFiles: l.MaxFiles, MaxDepth: l.MaxDepth}
+}
 
 // resolved returns l with each zero field set to its default, or an error
 // naming a negative field.

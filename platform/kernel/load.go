@@ -14,6 +14,8 @@ import (
 	"cuelang.org/go/cue/build"
 	"cuelang.org/go/cue/load"
 	"cuelang.org/go/cue/parser"
+
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 // A moduleSource is a module to load: its files, with its module file at
@@ -21,7 +23,7 @@ import (
 type moduleSource struct {
 	fsys fs.FS
 	name func(fsPath string) string // maps a path in fsys ("x.cue") to its name in positions
-	info moduleInfo
+	info modread.ModuleInfo
 	mode parseMode
 }
 
@@ -43,7 +45,7 @@ const (
 type loadedModule struct {
 	inst   *build.Instance // cannot be built unless mode is parseAll
 	mode   parseMode
-	info   moduleInfo
+	info   modread.ModuleInfo
 	digest string            // of every file the load read; see moduleFS.digest
 	size   int64             // bytes of the files the load read
 	files  map[string][]byte // the files the load read, by slash-separated path
@@ -58,7 +60,7 @@ func loadDir(ctx context.Context, limits Limits, dir string) (loadedModule, erro
 
 // loadDirMode is loadDir, parsing as mode says.
 func loadDirMode(ctx context.Context, limits Limits, dir string, mode parseMode) (loadedModule, error) {
-	src, closeSrc, err := openDirSource(dir)
+	src, closeSrc, err := modread.OpenDir(dir)
 	if err != nil {
 		return loadedModule{}, err
 	}
@@ -72,31 +74,31 @@ func loadDirMode(ctx context.Context, limits Limits, dir string, mode parseMode)
 // refusal is returned as it is, whatever the loader made of it; with any
 // other error, the digest of the files read so far is returned too. Once
 // ctx is done, loadSource reads nothing more and returns its error.
-func loadSource(ctx context.Context, limits Limits, src fileSource, name func(string) string) (loadedModule, error) {
+func loadSource(ctx context.Context, limits Limits, src modread.Source, name func(string) string) (loadedModule, error) {
 	return loadSourceMode(ctx, limits, src, name, parseAll)
 }
 
 // loadSourceMode is loadSource, parsing as mode says.
-func loadSourceMode(ctx context.Context, limits Limits, src fileSource, name func(string) string, mode parseMode) (loadedModule, error) {
-	fsys := newModuleFS(ctx, src, limits, name)
+func loadSourceMode(ctx context.Context, limits Limits, src modread.Source, name func(string) string, mode parseMode) (loadedModule, error) {
+	fsys := modread.NewFS(ctx, src, limits.read(), name)
 	var lm loadedModule
 	var err error
-	lm.info, err = readModuleFile(fsys, name(moduleFile))
+	lm.info, err = modread.ReadModuleFile(fsys, name(modread.ModuleFile))
 	if err == nil {
-		err = checkCueMod(fsys, name)
+		err = modread.CheckCueMod(fsys, name)
 	}
 	if err == nil {
 		lm.inst, err = loadBuild(moduleSource{fsys: fsys, name: name, info: lm.info, mode: mode})
 	}
-	if refusal := fsys.refusal(); refusal != nil {
+	if refusal := fsys.Refusal(); refusal != nil {
 		return loadedModule{}, refusal
 	}
 	if err != nil {
 		// The digest of what was read still tells a platform that no
 		// longer loads from one that never did.
-		return loadedModule{digest: fsys.digest()}, err
+		return loadedModule{digest: fsys.Digest()}, err
 	}
-	lm.digest, lm.mode, lm.size, lm.files = fsys.digest(), mode, fsys.total, fsys.contents()
+	lm.digest, lm.mode, lm.size, lm.files = fsys.Digest(), mode, fsys.Size(), fsys.Files()
 	return lm, nil
 }
 
@@ -143,10 +145,10 @@ func loadBuild(m moduleSource) (*build.Instance, error) {
 	}
 	quick := full
 	quick.SkipImports = true
-	if m.info.plain() {
+	if m.info.Plain() {
 		quick.FS = withoutModuleFile{m.fsys}
-		quick.Module = m.info.path
-		quick.ParseFile = parseWith(append(slices.Clip(opts), parser.Version(m.info.language))...)
+		quick.Module = m.info.Path
+		quick.ParseFile = parseWith(append(slices.Clip(opts), parser.Version(m.info.Language))...)
 	}
 	inst, err := loadOne(&quick)
 	if err == nil && slices.ContainsFunc(inst.ImportPaths, notStandard) {
@@ -186,7 +188,7 @@ func parseWith(opts ...parser.Option) func(string, any, parser.Config) (*ast.Fil
 type withoutModuleFile struct{ fs.FS }
 
 func (f withoutModuleFile) hidden(op, name string) error {
-	if name == moduleFile {
+	if name == modread.ModuleFile {
 		return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 	}
 	return nil
@@ -215,8 +217,8 @@ func (f withoutModuleFile) ReadFile(name string) ([]byte, error) {
 
 func (f withoutModuleFile) ReadDir(name string) ([]fs.DirEntry, error) {
 	entries, err := fs.ReadDir(f.FS, name)
-	if name == path.Dir(moduleFile) {
-		entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return e.Name() == path.Base(moduleFile) })
+	if name == path.Dir(modread.ModuleFile) {
+		entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return e.Name() == path.Base(modread.ModuleFile) })
 	}
 	return entries, err
 }

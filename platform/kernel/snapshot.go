@@ -7,9 +7,12 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"sync/atomic"
 	"testing/fstest"
 
 	"cuelang.org/go/cue"
+
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 // An Instance is an instance module: its files, or a directory holding
@@ -90,6 +93,23 @@ func readInstanceSnapshot(ctx context.Context, limits Limits, in Instance) (*Ins
 	return &InstanceSnapshot{dir: dir, files: m.files, digest: m.digest, size: m.size}, nil
 }
 
+// loaderReads turns the plain read of an instance off; tests turn it on to
+// hold the reads through the loader equal to it.
+var loaderReads atomic.Bool
+
+// plainModule is a module read whole, unparsed.
+func plainModule(m modread.Module) loadedModule {
+	return loadedModule{files: m.Files, size: m.Size, digest: m.Digest}
+}
+
+// Digest returns the content digest of a module's files, the one
+// Platform.Digest and InstanceSnapshot.Digest hold: "sha256:" and 64
+// hexadecimal digits over the names in order, each with its length, its
+// contents' length and their SHA-256. It covers every byte a build or
+// render can read of the files and nothing else (not their modes), so
+// equal digests mean equal evaluations.
+func Digest(files map[string][]byte) string { return modread.Digest(files) }
+
 // readInstanceModule reads the instance module in: every file of a plain
 // tree within limits (see readPlain), or else the files the loader
 // chooses, parsing no more than it needs to choose them. It returns the name its
@@ -106,14 +126,14 @@ func readInstanceModule(ctx context.Context, limits Limits, in Instance) (string
 			return in.Dir, loadedModule{}, err
 		}
 		m, err := loadAside(ctx, func() (loadedModule, error) {
-			src, closeSrc, err := openDirSource(dir)
+			src, closeSrc, err := modread.OpenDir(dir)
 			if err != nil {
 				return loadedModule{}, err
 			}
 			defer closeSrc()
 			if !loaderReads.Load() {
-				if m, ok := readPlain(ctx, limits, src); ok {
-					return m, nil
+				if m, ok := modread.ReadPlain(ctx, limits.read(), src); ok {
+					return plainModule(m), nil
 				}
 				if err := ctx.Err(); err != nil {
 					return loadedModule{}, err
@@ -136,11 +156,11 @@ func readInstanceModule(ctx context.Context, limits Limits, in Instance) (string
 			fsys[name] = &fstest.MapFile{Data: data}
 		}
 		if !loaderReads.Load() {
-			if m, ok := copyPlain(limits, in.Files); ok {
-				return dir, m, nil
+			if m, ok := modread.CopyPlain(limits.read(), in.Files); ok {
+				return dir, plainModule(m), nil
 			}
 		}
-		m, err := loadSourceMode(ctx, limits, memSource{fsys}, func(p string) string { return path.Join(dir, p) }, parseAll)
+		m, err := loadSourceMode(ctx, limits, modread.Memory(fsys), func(p string) string { return path.Join(dir, p) }, parseAll)
 		return dir, m, err
 	default:
 		return "", loadedModule{}, errors.New("kernel: render: no instance (set Dir or Files)")
@@ -159,7 +179,7 @@ func loadSnapshot(ctx context.Context, cc *cue.Context, limits Limits, s *Instan
 	if s.dir != "instance" {
 		name = func(p string) string { return filepath.Join(s.dir, filepath.FromSlash(p)) }
 	}
-	m, err := loadSource(ctx, limits, memSource{fsys}, name)
+	m, err := loadSource(ctx, limits, modread.Memory(fsys), name)
 	if err != nil {
 		return cue.Value{}, err
 	}
