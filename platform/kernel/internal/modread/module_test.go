@@ -28,7 +28,7 @@ func TestPlainModuleFile(t *testing.T) {
 	}{
 		{"module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n", true},
 		{"language: {\n\tversion: \"v0.9.0\"\n}\nmodule: \"example.com/a/b@v2\"\n", true},
-		{`module: "example.com/shop@v0", Language: version: "v0.14.0"`, true},
+		{`module: "example.com/shop@v0", language: version: "v0.14.0"`, true},
 
 		{`module: "example.com/shop@v0"`, false},                                                             // no language version
 		{`language: version: "v0.14.0"`, false},                                                              // no module
@@ -39,7 +39,7 @@ func TestPlainModuleFile(t *testing.T) {
 		{"module: \"example.com/shop@v0\"\nlanguage: version: \"v99.0.0\"\n", false},                         // too new
 		{"module: \"example.com/shop@v0\"\nlanguage: version: \"v0.1.0\"\n", false},                          // too old
 		{"module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\nsource: kind: \"self\"\n", false}, // another field
-		{"module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\", Language: version: \"v0.14.0\"\n", false},
+		{"module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\", language: version: \"v0.14.0\"\n", false},
 		{"module: \"\"\nlanguage: version: \"v0.14.0\"\nmodule: \"example.com/other@v0\"\n", false}, // set twice, first to ""
 		{"module?: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n", false},
 		{"module: \"example.com/shop@v0\" @attr()\nlanguage: version: \"v0.14.0\"\n", false},
