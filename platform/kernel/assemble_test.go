@@ -37,7 +37,7 @@ func TestAssembleMatchesRender(t *testing.T) {
 			"shop.cue":         []byte(body),
 		}}}
 
-		r, err := prepare(ctx, limits, in)
+		r, err := prepare(ctx, limits, in, false)
 		if err != nil {
 			t.Skipf("refused before evaluation: %v", err)
 		}
@@ -45,7 +45,7 @@ func TestAssembleMatchesRender(t *testing.T) {
 		if ferr != nil {
 			t.Fatalf("assemble: %v\n%s", ferr, body)
 		}
-		r, err = prepare(ctx, limits, in)
+		r, err = prepare(ctx, limits, in, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -109,9 +109,7 @@ func TestPlainReadRendersAsTheLoadersRead(t *testing.T) {
 				}
 				closeSrc()
 			}
-			loaderReads.Store(true)
-			want, werr := k.Render(ctx, RenderInput{Platform: p, Instance: in})
-			loaderReads.Store(false)
+			want, werr := k.render(ctx, RenderInput{Platform: p, Instance: in}, paths{loaderReads: true})
 			got, gerr := k.Render(ctx, RenderInput{Platform: p, Instance: in})
 			if fmt.Sprint(gerr) != fmt.Sprint(werr) || reflect.TypeOf(gerr) != reflect.TypeOf(werr) {
 				t.Fatalf("Dir %v: read plainly: %T %v\nread by the loader: %T %v", in.Dir != "", gerr, gerr, werr, werr)
@@ -140,9 +138,7 @@ func TestPlainReadDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaderReads.Store(true)
-	defer loaderReads.Store(false)
-	byLoader, err := New().ReadInstance(ctx, Instance{Dir: dir})
+	byLoader, err := readInstanceSnapshot(ctx, Limits{}.mustResolve(), Instance{Dir: dir}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

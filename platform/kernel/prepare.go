@@ -46,8 +46,9 @@ type preparedRender struct {
 
 // prepare loads the instance and the platform's module, checks the
 // instance's values and catalogs and the platform's content, and compiles
-// the vocabulary.
-func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRender, error) {
+// the vocabulary. An instance not given as a snapshot is read as the
+// loader reads it when loaderReads is set, else plainly where it can be.
+func prepare(ctx context.Context, limits Limits, in RenderInput, loaderReads bool) (*preparedRender, error) {
 	if err := checkRenderInput(ctx, in); err != nil {
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 
 	// An instance given as Dir or Files renders as its snapshot does: it is
 	// read once, and rendered from the bytes read.
-	snapshot, err := snapshotOf(ctx, limits, in)
+	snapshot, err := snapshotOf(ctx, limits, in, loaderReads)
 	if err != nil {
 		return nil, err
 	}
@@ -156,10 +157,10 @@ func checkRenderInput(ctx context.Context, in RenderInput) error {
 }
 
 // snapshotOf returns the instance of in as a snapshot: in.Snapshot, or
-// in.Instance read.
-func snapshotOf(ctx context.Context, limits Limits, in RenderInput) (*InstanceSnapshot, error) {
+// in.Instance read (see readInstanceModule).
+func snapshotOf(ctx context.Context, limits Limits, in RenderInput, loaderReads bool) (*InstanceSnapshot, error) {
 	if in.Snapshot == nil {
-		return readInstanceSnapshot(ctx, limits, in.Instance)
+		return readInstanceSnapshot(ctx, limits, in.Instance, loaderReads)
 	}
 	if in.Instance.Dir != "" || in.Instance.Files != nil {
 		return nil, errors.New("kernel: render: the input has both an Instance and a Snapshot")

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
-	"sync/atomic"
 	"testing/fstest"
 
 	"cuelang.org/go/cue"
@@ -75,15 +74,16 @@ func (k *Kernel) ReadInstance(ctx context.Context, in Instance) (*InstanceSnapsh
 	if err != nil {
 		return nil, err
 	}
-	return readInstanceSnapshot(ctx, limits, in)
+	return readInstanceSnapshot(ctx, limits, in, false)
 }
 
-// readInstanceSnapshot is ReadInstance under limits.
-func readInstanceSnapshot(ctx context.Context, limits Limits, in Instance) (*InstanceSnapshot, error) {
+// readInstanceSnapshot is ReadInstance under limits; see
+// readInstanceModule for loaderReads.
+func readInstanceSnapshot(ctx context.Context, limits Limits, in Instance, loaderReads bool) (*InstanceSnapshot, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	dir, m, err := readInstanceModule(ctx, limits, in)
+	dir, m, err := readInstanceModule(ctx, limits, in, loaderReads)
 	if err != nil {
 		if dir == "" { // misuse, not a problem in a module
 			return nil, err
@@ -92,10 +92,6 @@ func readInstanceSnapshot(ctx context.Context, limits Limits, in Instance) (*Ins
 	}
 	return &InstanceSnapshot{dir: dir, files: m.files, digest: m.digest, size: m.size}, nil
 }
-
-// loaderReads turns the plain read of an instance off; tests turn it on to
-// hold the reads through the loader equal to it.
-var loaderReads atomic.Bool
 
 // plainModule is a module read whole, unparsed.
 func plainModule(m modread.Module) loadedModule {
@@ -111,12 +107,12 @@ func plainModule(m modread.Module) loadedModule {
 func Digest(files map[string][]byte) string { return modread.Digest(files) }
 
 // readInstanceModule reads the instance module in: every file of a plain
-// tree within limits (see readPlain), or else the files the loader
-// chooses, parsing no more than it needs to choose them. It returns the name its
-// errors give the module: "" for a malformed Instance. A module in a
-// directory is read on a goroutine of its own, waited for as ctx allows;
-// one in memory cannot block.
-func readInstanceModule(ctx context.Context, limits Limits, in Instance) (string, loadedModule, error) {
+// tree within limits (see modread.ReadPlain), unless loaderReads is set,
+// or else the files the loader chooses. It returns the name its errors
+// give the module: "" for a malformed Instance. A module in a directory
+// is read on a goroutine of its own, waited for as ctx allows; one in
+// memory cannot block.
+func readInstanceModule(ctx context.Context, limits Limits, in Instance, loaderReads bool) (string, loadedModule, error) {
 	switch {
 	case in.Dir != "" && in.Files != nil:
 		return "", loadedModule{}, errors.New("kernel: render: the instance has both Dir and Files")
@@ -131,7 +127,7 @@ func readInstanceModule(ctx context.Context, limits Limits, in Instance) (string
 				return loadedModule{}, err
 			}
 			defer closeSrc()
-			if !loaderReads.Load() {
+			if !loaderReads {
 				if m, ok := modread.ReadPlain(ctx, limits.read(), src); ok {
 					return plainModule(m), nil
 				}
@@ -155,7 +151,7 @@ func readInstanceModule(ctx context.Context, limits Limits, in Instance) (string
 			}
 			fsys[name] = &fstest.MapFile{Data: data}
 		}
-		if !loaderReads.Load() {
+		if !loaderReads {
 			if m, ok := modread.CopyPlain(limits.read(), in.Files); ok {
 				return dir, plainModule(m), nil
 			}
