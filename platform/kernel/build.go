@@ -47,7 +47,11 @@ type Platform struct {
 // Platform that BuildPlatform did not return.
 func (p *Platform) Size() int64 { return p.size }
 
-// A Catalog is one component catalog a platform carries.
+// A Catalog is one component catalog a platform carries. Its Version is a
+// semantic version as Semantic Versioning 2.0.0 writes it, with or without
+// a leading 'v': "1.4.2" equals "v1.4.2", a prerelease is older than its
+// release and build metadata is ignored. Every result carries a version
+// as its module wrote it.
 type Catalog struct {
 	Path    string   // CUE module path with major version
 	Version string   // semantic version, with or without a leading 'v', as the module writes it

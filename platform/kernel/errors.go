@@ -19,7 +19,11 @@ import (
 // An Error is plain data: strings, and a cause that is plain data too. It
 // holds no CUE value, cue.Context, build instance or CUE error, so keeping
 // it (as a controller keeps its last error) keeps nothing of the
-// evaluation that found it.
+// evaluation that found it. So are the kernel's other errors.
+//
+// Its positions name files relative to their module, with the module's
+// directory once, in front. A join of the kernel's errors (one for each
+// catalog at fault) says each on a line of its own.
 type Error struct {
 	Op       string    // "build" or "render"
 	Dir      string    // the module directory (the platform's for a build, the instance's for a render)
@@ -91,6 +95,17 @@ var ErrFileRefused = modread.ErrFileRefused
 // packages. It is returned as it is, and nothing of the module is
 // evaluated. Its fields are Dir, File, Rule and Err; it matches
 // ErrFileRefused.
+//
+// A named pipe, socket or device is described before it is opened, and
+// opened without blocking: it is never read. A symbolic link is followed
+// when its target resolves within the module. The directory given to
+// BuildPlatform, or as an instance's Dir, is the caller's path and may
+// itself be a link. A module file is accepted when the loader's own rules
+// accept it and it declares no dependencies, however spelt; vendored
+// packages (a cue.mod/pkg, gen or usr that holds a file, a link or
+// anything but directories) and cue.mod/local-module.cue are refused. An
+// empty cue.mod/pkg, gen or usr, or one of empty directories only,
+// vendors nothing and is read as if it were absent.
 type FileError = modread.FileError
 
 // ErrLimit is the error a build or render returns, wrapped in a

@@ -11,6 +11,16 @@ import (
 // Kernel holds no state but its limits, which its calls only read: it is
 // safe for concurrent use by multiple goroutines, with no mutex. Set its
 // fields before the Kernel's first use.
+//
+// Every call builds in a cue.Context of its own and retains nothing, so
+// memory does not grow with the number of calls. Loading runs on
+// goroutines of the call's own: a build loads its module on one, a render
+// loads the platform on one while it loads the instance (on another, for
+// an instance in a directory). A cancelled context stops a call at the
+// next step, and while a load is blocked in a read the call returns
+// ctx.Err() at once; the loading goroutine then reads nothing more and
+// ends once its current read returns. Otherwise a call returns only after
+// its goroutines have ended.
 type Kernel struct {
 	// Limits bounds what each build and render reads and evaluates; its
 	// zero fields mean the defaults.
