@@ -59,9 +59,9 @@ type Catalog struct {
 	Kinds   []string // the component kinds it provides, sorted; empty: any kind
 }
 
-// Catalog returns the catalog of p with the given path, and whether p
+// catalog returns the catalog of p with the given path, and whether p
 // carries one.
-func (p *Platform) Catalog(path string) (Catalog, bool) {
+func (p *Platform) catalog(path string) (Catalog, bool) {
 	i, ok := slices.BinarySearchFunc(p.Catalogs, path, func(c Catalog, path string) int {
 		return strings.Compare(c.Path, path)
 	})

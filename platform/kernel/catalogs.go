@@ -67,7 +67,7 @@ func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy, dir string
 			shape = append(shape, fieldError(iv, []string{"requires", path}, "%s", rule))
 			continue
 		}
-		c, ok := p.Catalog(path)
+		c, ok := p.catalog(path)
 		switch {
 		case !ok:
 			unusable = append(unusable, &CatalogError{Path: path, Position: at("requires", path), Rule: fmt.Sprintf("is not carried by platform %s", p.Name)})
@@ -98,7 +98,7 @@ func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy, dir string
 				"catalog %s is not in the instance's requires", path))
 			continue
 		}
-		c, ok := p.Catalog(path)
+		c, ok := p.catalog(path)
 		if !ok || !c.Enabled || kind == "" || rules.Kind(kind) != "" {
 			continue // reported for requires, by a value rule, or left for the schema
 		}

@@ -84,17 +84,11 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error, flattened.
 func (e *Error) Unwrap() error { return e.Err }
 
-// ErrFileRefused is the error a build or render returns, wrapped in a
-// *FileError, for a file or directory in a module that the kernel does not
-// read.
-var ErrFileRefused = modread.ErrFileRefused
-
 // A FileError reports a file or directory in a module that the kernel
 // refuses to read: one that is not a regular file or directory, a
 // symbolic link leading out of the module, or a directory of vendored
 // packages. It is returned as it is, and nothing of the module is
-// evaluated. Its fields are Dir, File, Rule and Err; it matches
-// ErrFileRefused.
+// evaluated. Its fields are Dir, File, Rule and Err.
 //
 // A named pipe, socket or device is described before it is opened, and
 // opened without blocking: it is never read. A symbolic link is followed
@@ -108,14 +102,10 @@ var ErrFileRefused = modread.ErrFileRefused
 // vendors nothing and is read as if it were absent.
 type FileError = modread.FileError
 
-// ErrLimit is the error a build or render returns, wrapped in a
-// *LimitError, when its input goes past one of its Limits.
-var ErrLimit = modread.ErrLimit
-
 // A LimitError reports input past one of a Kernel's Limits, the field
 // Limit names, with Dir and File the module and file, Value what the
 // input reached and Max the limit. It is returned as it is, before the
-// offending input is parsed or evaluated; it matches ErrLimit.
+// offending input is parsed or evaluated.
 type LimitError = modread.LimitError
 
 // A SkewError reports a catalog that an instance requires in a newer
@@ -167,11 +157,6 @@ func (e *CatalogError) message() string {
 	return fmt.Sprintf("catalog %s %s", e.Path, e.Rule)
 }
 
-// ErrPlatformChanged is the error a render returns, wrapped in a
-// *ContentError, when the platform's directory no longer holds the content
-// the platform was built from.
-var ErrPlatformChanged = errors.New("kernel: platform changed since it was built")
-
 // A ContentError reports a render refused because the platform's
 // directory no longer holds what the Platform was built from: a file
 // rewritten, added or removed since BuildPlatform read it. The catalog
@@ -200,9 +185,6 @@ func (e *ContentError) Error() string {
 	}
 	return msg
 }
-
-// Is reports whether target is ErrPlatformChanged.
-func (e *ContentError) Is(target error) bool { return target == ErrPlatformChanged }
 
 // Unwrap returns why the platform no longer loads, or nil.
 func (e *ContentError) Unwrap() error { return e.Err }

@@ -20,3 +20,6 @@ func (l Limits) mustResolve() Limits {
 func (k *Kernel) RenderSlowly(ctx context.Context, in RenderInput, loaderReads, evaluated bool) (RenderOutput, error) {
 	return k.render(ctx, in, paths{loaderReads: loaderReads, evaluated: evaluated})
 }
+
+// Catalog lets the external tests look a catalog up as the kernel does.
+func (p *Platform) Catalog(path string) (Catalog, bool) { return p.catalog(path) }

@@ -92,10 +92,8 @@ const (
 	defaultMaxComponents = 1000
 )
 
-// DefaultMaxDepth is the default of Limits.MaxDepth, for a caller that
-// builds input just past it: under the default Limits, a file nested
-// DefaultMaxDepth+1 levels deep is refused with a *LimitError.
-const DefaultMaxDepth = 100
+// defaultMaxDepth is the default of Limits.MaxDepth.
+const defaultMaxDepth = 100
 
 // read returns the limits a read of one module takes, of l resolved.
 func (l Limits) read() modread.Limits {
@@ -126,7 +124,7 @@ func (l Limits) resolved() (Limits, error) {
 		MaxFileSize:   def(l.MaxFileSize, defaultMaxFileSize),
 		MaxTotalSize:  def(l.MaxTotalSize, defaultMaxTotalSize),
 		MaxFiles:      int(def(int64(l.MaxFiles), defaultMaxFiles)),
-		MaxDepth:      int(def(int64(l.MaxDepth), DefaultMaxDepth)),
+		MaxDepth:      int(def(int64(l.MaxDepth), defaultMaxDepth)),
 		MaxComponents: int(def(int64(l.MaxComponents), defaultMaxComponents)),
 	}, nil
 }

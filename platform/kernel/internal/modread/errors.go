@@ -1,14 +1,6 @@
 package modread
 
-import (
-	"errors"
-	"fmt"
-)
-
-// ErrFileRefused is the error a build or render returns, wrapped in a
-// *FileError, for a file or directory in a module that the kernel does not
-// read.
-var ErrFileRefused = errors.New("kernel: file refused")
+import "fmt"
 
 // A FileError reports a file or directory in a module that the kernel
 // refuses to read: one that is not a regular file or directory, a
@@ -42,15 +34,8 @@ func inModule(dir, file string) string {
 	return dir + ": " + file
 }
 
-// Is reports whether target is ErrFileRefused.
-func (e *FileError) Is(target error) bool { return target == ErrFileRefused }
-
 // Unwrap returns the underlying error.
 func (e *FileError) Unwrap() error { return e.Err }
-
-// ErrLimit is the error a build or render returns, wrapped in a
-// *LimitError, when its input goes past one of its Limits.
-var ErrLimit = errors.New("kernel: input past a limit")
 
 // A LimitError reports input past one of a Kernel's Limits. It is returned
 // as it is, before the offending input is parsed or evaluated.
@@ -80,6 +65,3 @@ func (e *LimitError) Error() string {
 	}
 	return fmt.Sprintf("kernel: %s "+what, inModule(e.Dir, e.File), e.Value, e.Max)
 }
-
-// Is reports whether target is ErrLimit.
-func (e *LimitError) Is(target error) bool { return target == ErrLimit }
