@@ -20,6 +20,6 @@
 //
 // What crosses between processes travels as the kernel encodes it: a
 // Platform and an InstanceSnapshot in JSON, an error by
-// [kernel.EncodeError]; a rendered output in a binary form of this
-// package's own.
+// [kernel.EncodeError], a rendered output by
+// [kernel.RenderOutput.MarshalBinary].
 package isolate

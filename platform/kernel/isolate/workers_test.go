@@ -402,15 +402,19 @@ func TestWorkersCloseStopsCallsInFlight(t *testing.T) {
 // naming the frame, counted as crashed; it does not hold its slot until
 // the time budget.
 func TestWorkersUnreadableAnswer(t *testing.T) {
-	t.Setenv(isolate.GarbageEnv, "1")
-	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 1 << 30})
-	_, err := ws.BuildPlatform(context.Background(), t.TempDir())
-	var we *isolate.WorkerError
-	if !errors.As(err, &we) || !strings.Contains(err.Error(), "the call's frames") {
-		t.Fatalf("%v, want a *WorkerError naming the call's frames", err)
-	}
-	if st := ws.Stats(); st.Crashed != 1 || st.KilledTime != 0 {
-		t.Errorf("Stats %+v, want one crashed and none killed past the time budget", st)
+	for garbage, want := range map[string]string{"1": "the call's frames", "output": "more than the bytes left hold"} {
+		t.Run(garbage, func(t *testing.T) {
+			t.Setenv(isolate.GarbageEnv, garbage)
+			ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 1 << 30})
+			_, err := ws.BuildPlatform(context.Background(), t.TempDir())
+			var we *isolate.WorkerError
+			if !errors.As(err, &we) || !strings.Contains(err.Error(), "the call's frames") || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%v, want a *WorkerError naming the call's frames and %q", err, want)
+			}
+			if st := ws.Stats(); st.Crashed != 1 || st.KilledTime != 0 {
+				t.Errorf("Stats %+v, want one crashed and none killed past the time budget", st)
+			}
+		})
 	}
 }
 
