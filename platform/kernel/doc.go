@@ -5,7 +5,7 @@
 //
 //   - Read: [Kernel.ReadInstance] reads an instance module once into an
 //     [InstanceSnapshot], and a render reads the platform's directory
-//     again, each file hashed as it is read (snapshot.go, load.go). The
+//     again, each file hashed as it is read (read.go). The
 //     kernel trusts no directory: every read goes through an [os.Root],
 //     refuses what is not a regular file or directory or leads out of the
 //     module ([*FileError]) and stops at the Kernel's [Limits]

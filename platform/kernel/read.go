@@ -2,12 +2,14 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing/fstest"
 
 	"cuelang.org/go/cue"
 	"cuelang.org/go/cue/ast"
@@ -221,4 +223,186 @@ func (f withoutModuleFile) ReadDir(name string) ([]fs.DirEntry, error) {
 		entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return e.Name() == path.Base(modread.ModuleFile) })
 	}
 	return entries, err
+}
+
+// snapshotOf returns the instance of in as a snapshot: in.Snapshot, or
+// in.Instance read (see readInstanceModule).
+func snapshotOf(ctx context.Context, limits Limits, in RenderInput, loaderReads bool) (*InstanceSnapshot, error) {
+	if in.Snapshot == nil {
+		return readInstanceSnapshot(ctx, limits, in.Instance, loaderReads)
+	}
+	if in.Instance.Dir != "" || in.Instance.Files != nil {
+		return nil, errors.New("kernel: render: the input has both an Instance and a Snapshot")
+	}
+	return in.Snapshot, nil
+}
+
+// loadPlatform loads p's module in full, on a goroutine of its own, and
+// checks that it holds the content p was built from.
+func loadPlatform(ctx context.Context, limits Limits, p *Platform) (loadedModule, error) {
+	m, err := loadAside(ctx, func() (loadedModule, error) { return loadDir(ctx, limits, p.Dir) })
+	if cerr := ctx.Err(); cerr != nil {
+		return loadedModule{}, cerr
+	}
+	if err := platformLoaded(p, m, err); err != nil {
+		return loadedModule{}, err
+	}
+	return m, nil
+}
+
+// platformLoaded returns the error of a render whose platform p loaded as
+// m, with err: nil if it loaded and holds the content p was built from.
+func platformLoaded(p *Platform, m loadedModule, err error) error {
+	if err != nil {
+		// A platform that built and no longer loads has changed, unless
+		// it cannot be read at all, or is refused.
+		if got := m.digest; got != "" && p.Digest != "" && got != p.Digest {
+			return &ContentError{Dir: p.Dir, Want: p.Digest, Got: got, Err: moduleError("render", p.Dir, err)}
+		}
+		return moduleError("render", p.Dir, err)
+	}
+	if got := m.digest; got != p.Digest {
+		return &ContentError{Dir: p.Dir, Want: p.Digest, Got: got}
+	}
+	return nil
+}
+
+// readInstanceSnapshot is ReadInstance under limits; see
+// readInstanceModule for loaderReads.
+func readInstanceSnapshot(ctx context.Context, limits Limits, in Instance, loaderReads bool) (*InstanceSnapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, m, err := readInstanceModule(ctx, limits, in, loaderReads)
+	if err != nil {
+		if dir == "" { // misuse, not a problem in a module
+			return nil, err
+		}
+		return nil, moduleError("render", dir, err)
+	}
+	return &InstanceSnapshot{dir: dir, files: m.files, digest: m.digest, size: m.size}, nil
+}
+
+// plainModule is a module read whole, unparsed.
+func plainModule(m modread.Module) loadedModule {
+	return loadedModule{files: m.Files, size: m.Size, digest: m.Digest}
+}
+
+// readInstanceModule reads the instance module in: every file of a plain
+// tree within limits (see modread.ReadPlain), unless loaderReads is set,
+// or else the files the loader chooses. It returns the name its errors
+// give the module: "" for a malformed Instance. A module in a directory
+// is read on a goroutine of its own, waited for as ctx allows; one in
+// memory cannot block.
+func readInstanceModule(ctx context.Context, limits Limits, in Instance, loaderReads bool) (string, loadedModule, error) {
+	switch {
+	case in.Dir != "" && in.Files != nil:
+		return "", loadedModule{}, errors.New("kernel: render: the instance has both Dir and Files")
+	case in.Dir != "":
+		dir, err := filepath.Abs(in.Dir)
+		if err != nil {
+			return in.Dir, loadedModule{}, err
+		}
+		m, err := loadAside(ctx, func() (loadedModule, error) {
+			src, closeSrc, err := modread.OpenDir(dir)
+			if err != nil {
+				return loadedModule{}, err
+			}
+			defer closeSrc()
+			if !loaderReads {
+				if m, ok := modread.ReadPlain(ctx, limits.read(), src); ok {
+					return plainModule(m), nil
+				}
+				if err := ctx.Err(); err != nil {
+					return loadedModule{}, err
+				}
+			}
+			name := func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) }
+			return loadSourceMode(ctx, limits, src, name, parseAll)
+		})
+		return dir, m, err
+	case len(in.Files) > 0:
+		const dir = "instance"
+		if n := len(in.Files); n > limits.MaxFiles {
+			return dir, loadedModule{}, &LimitError{Limit: "MaxFiles", File: dir, Value: int64(n), Max: int64(limits.MaxFiles)}
+		}
+		fsys := fstest.MapFS{}
+		for name, data := range in.Files {
+			if !fs.ValidPath(name) {
+				return dir, loadedModule{}, fmt.Errorf("instance file %q: not a valid slash-separated relative path", name)
+			}
+			fsys[name] = &fstest.MapFile{Data: data}
+		}
+		if !loaderReads {
+			if m, ok := modread.CopyPlain(limits.read(), in.Files); ok {
+				return dir, plainModule(m), nil
+			}
+		}
+		m, err := loadSourceMode(ctx, limits, modread.Memory(fsys), func(p string) string { return path.Join(dir, p) }, parseAll)
+		return dir, m, err
+	default:
+		return "", loadedModule{}, errors.New("kernel: render: no instance (set Dir or Files)")
+	}
+}
+
+// loadSnapshot loads and builds the instance module s holds into cc,
+// reading nothing but its bytes, under limits. Its errors name s.dir's
+// files.
+func loadSnapshot(ctx context.Context, cc *cue.Context, limits Limits, s *InstanceSnapshot) (cue.Value, error) {
+	fsys := make(fstest.MapFS, len(s.files))
+	for name, data := range s.files {
+		fsys[name] = &fstest.MapFile{Data: data}
+	}
+	name := func(p string) string { return path.Join(s.dir, p) }
+	if s.dir != "instance" {
+		name = func(p string) string { return filepath.Join(s.dir, filepath.FromSlash(p)) }
+	}
+	m, err := loadSource(ctx, limits, modread.Memory(fsys), name)
+	if err != nil {
+		return cue.Value{}, err
+	}
+	return buildPackage(ctx, cc, m.inst)
+}
+
+// An ahead is work running on a goroutine of its own, waited for by the
+// one goroutine that started it.
+type ahead struct {
+	done     chan struct{} // closed when the work has ended
+	panicked any
+}
+
+// goAhead runs f on a goroutine of its own.
+func goAhead(f func()) *ahead {
+	a := &ahead{done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		defer func() { a.panicked = recover() }()
+		f()
+	}()
+	return a
+}
+
+// wait waits for the work to end. If it panicked, wait panics with the
+// same value, in the caller's goroutine, where the caller can recover it
+// as if the work had run there.
+func (a *ahead) wait() {
+	<-a.done
+	if p := a.panicked; p != nil {
+		a.panicked = nil
+		panic(p)
+	}
+}
+
+// waitContext waits for the work to end, as wait does, or for ctx to be
+// done: then it returns ctx.Err() at once, and the work goes on to its
+// end unwaited for. Work that reads through a moduleFS with the same ctx
+// stops at its next read.
+func (a *ahead) waitContext(ctx context.Context) error {
+	select {
+	case <-a.done:
+		a.wait()
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
