@@ -48,7 +48,7 @@ type loadedModule struct {
 	inst   *build.Instance // cannot be built unless mode is parseAll
 	mode   parseMode
 	info   modread.ModuleInfo
-	digest string            // of every file the load read; see moduleFS.digest
+	digest string            // of every file the load read; see modread.FS.Digest
 	size   int64             // bytes of the files the load read
 	files  map[string][]byte // the files the load read, by slash-separated path
 }
@@ -71,7 +71,7 @@ func loadDirMode(ctx context.Context, limits Limits, dir string, mode parseMode)
 }
 
 // loadSource loads the package at the root of the module in src, whose
-// files errors name with name. It reads the module through a moduleFS,
+// files errors name with name. It reads the module through a modread.FS,
 // which refuses what the kernel does not read and input past limits; a
 // refusal is returned as it is, whatever the loader made of it; with any
 // other error, the digest of the files read so far is returned too. Once
@@ -106,7 +106,7 @@ func loadSourceMode(ctx context.Context, limits Limits, src modread.Source, name
 
 // loadAside runs load on a goroutine of its own and waits for it to end,
 // or for ctx to be done: then it returns ctx.Err() at once, and the load,
-// reading through a moduleFS with the same ctx, stops at its next read.
+// reading through a modread.FS with the same ctx, stops at its next read.
 func loadAside(ctx context.Context, load func() (loadedModule, error)) (loadedModule, error) {
 	var lm loadedModule
 	var err error
@@ -395,7 +395,7 @@ func (a *ahead) wait() {
 
 // waitContext waits for the work to end, as wait does, or for ctx to be
 // done: then it returns ctx.Err() at once, and the work goes on to its
-// end unwaited for. Work that reads through a moduleFS with the same ctx
+// end unwaited for. Work that reads through a modread.FS with the same ctx
 // stops at its next read.
 func (a *ahead) waitContext(ctx context.Context) error {
 	select {
