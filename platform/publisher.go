@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/publish"
 )
 

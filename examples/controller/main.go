@@ -27,8 +27,8 @@ import (
 	"leasekit.dev/examples/controller/internal/controller"
 	"leasekit.dev/examples/internal/size"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // LeaderElectionID names the coordination.k8s.io Lease the replicas elect

@@ -40,6 +40,6 @@
 // [DecodeError] carry one across a process.
 //
 // CUE's evaluator cannot be cancelled; package
-// [leasekit.dev/platform/kernel/isolate] runs a Kernel's calls in worker
+// [leasekit.dev/platform/isolate] runs a Kernel's calls in worker
 // processes that a context or a budget can kill.
 package kernel

@@ -43,7 +43,7 @@ import (
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 )
 
 // KustomizeEnv names the environment variable holding the kustomize

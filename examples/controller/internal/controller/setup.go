@@ -24,8 +24,8 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/metrics"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // Config is what [Setup] needs.

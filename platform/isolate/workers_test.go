@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // TestMain serves as a kernel worker when the Workers of a test start this

@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/platform/platformmodule"
 )
 
