@@ -70,5 +70,5 @@ x: [for i in r for j in r if i < 0 {i}]
 	// Output:
 	// shop-web
 	// true time
-	// kernel: render instance: the worker was killed past the time budget of 10s (Workers.Timeout)
+	// isolate: render instance: the worker was killed past the time budget of 10s (Workers.Timeout)
 }

@@ -18,7 +18,7 @@ import (
 // it answers each request before it reads the next. A worker that ends
 // before its acknowledgement never started the call.
 const (
-	workerHello      = "leasekit.dev/platform/kernel worker v3\n"
+	workerHello      = "leasekit.dev/platform/isolate worker v3\n"
 	workerAck   byte = 0x06
 )
 
