@@ -19,8 +19,8 @@ import (
 // accounts for when [PublisherOptions].MemoBudget is zero: 32 MiB, some
 // six thousand renders of ten components. An entry is accounted at the
 // length of its output's encoding ([kernel.RenderOutput.MarshalBinary])
-// plus its key's; the maps a hit decodes take a few times that length on
-// the heap.
+// plus its key's; the memo holds the output itself, whose maps take a few
+// times that length on the heap, and a hit clones them.
 const DefaultMemoBudget = 32 << 20
 
 // A RenderKey is everything the result of a [Publisher.Render] is a
@@ -88,26 +88,21 @@ type MemoStats struct {
 
 // An entry is one render's result: never handed out, only copies of it.
 type entry struct {
-	output     []byte              // a memoizable output, as its MarshalBinary encodes it
-	encoded    json.RawMessage     // a memoizable err, as kernel.EncodeError encodes it
-	out        kernel.RenderOutput // an output that does not encode, which no Kernel gives
+	out        kernel.RenderOutput // the render's output, which only the memo holds
 	err        error
-	size       int64 // accounted bytes; set for a memoizable result
+	encoded    json.RawMessage // a memoizable err, as kernel.EncodeError encodes it
+	size       int64           // accounted bytes; set for a memoizable result
 	memoizable bool
 	cancelled  bool // err is the cancellation of the evaluation's own context
 }
 
-// result returns e's result for one caller: an encoded output or a
-// memoizable error decoded afresh, so that no two callers share a map;
-// any other result as it is.
+// result returns e's result for one caller: its output cloned
+// ([kernel.RenderOutput.Clone]), so that no two callers share a map, a
+// memoizable error decoded afresh; any other error as it is.
 func (e *entry) result() (kernel.RenderOutput, error) {
 	switch {
-	case e.output != nil:
-		var out kernel.RenderOutput
-		err := out.UnmarshalBinary(e.output)
-		return out, err
 	case e.err == nil:
-		return e.out, nil
+		return e.out.Clone(), nil
 	case e.memoizable:
 		return kernel.RenderOutput{}, kernel.DecodeError(e.encoded)
 	}
@@ -115,8 +110,10 @@ func (e *entry) result() (kernel.RenderOutput, error) {
 }
 
 // newEntry returns the entry of a render of key that gave out and err.
+// An output is memoizable when it encodes (MarshalBinary), as every
+// Kernel's does, and accounted at its encoding's length.
 func newEntry(key RenderKey, out kernel.RenderOutput, err error) *entry {
-	e := &entry{err: err}
+	e := &entry{out: out, err: err}
 	var n int
 	switch {
 	case err != nil:
@@ -130,10 +127,8 @@ func newEntry(key RenderKey, out kernel.RenderOutput, err error) *entry {
 	default:
 		data, merr := out.MarshalBinary()
 		if merr != nil {
-			e.out = out
 			return e
 		}
-		e.output = data
 		n = len(data)
 	}
 	e.memoizable = true

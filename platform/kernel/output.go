@@ -136,6 +136,54 @@ func (o *RenderOutput) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
+// Clone returns a deep copy of o, deeply equal to it, nil slices and
+// maps kept nil: its slices, and the maps and lists of each Object, are
+// its own, so that a change to one leaves the other as it was. The values
+// that cannot change, strings, numbers and bools, are shared, and so is a
+// value of any other type, which no Render gives. It costs the maps and
+// slices alone, a fraction of what UnmarshalBinary does.
+func (o RenderOutput) Clone() RenderOutput {
+	c := o
+	if o.Resources != nil {
+		c.Resources = make([]Resource, len(o.Resources))
+		for i, r := range o.Resources {
+			if r.Object != nil {
+				r.Object = cloneValue(r.Object).(map[string]any)
+			}
+			c.Resources[i] = r
+		}
+	}
+	if o.Diagnostics != nil {
+		c.Diagnostics = append(make([]Diagnostic, 0, len(o.Diagnostics)), o.Diagnostics...)
+	}
+	return c
+}
+
+// cloneValue returns a copy of v whose maps and lists are its own.
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		if v == nil {
+			return v
+		}
+		c := make(map[string]any, len(v))
+		for k, x := range v {
+			c[k] = cloneValue(x)
+		}
+		return c
+	case []any:
+		if v == nil {
+			return v
+		}
+		c := make([]any, len(v))
+		for i, x := range v {
+			c[i] = cloneValue(x)
+		}
+		return c
+	}
+	return v
+}
+
 func appendString(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }

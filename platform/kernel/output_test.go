@@ -217,3 +217,52 @@ func FuzzRenderOutputUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// TestRenderOutputClone: a clone is deeply equal to its output, nil and
+// empty told apart, and shares no map, list or slice with it: a change
+// to every one of the clone's leaves the output as it was.
+func TestRenderOutputClone(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		out := renderOutput().Draw(t, "out")
+		data, err := out.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var was kernel.RenderOutput // out as it is, shared with nothing
+		if err := was.UnmarshalBinary(data); err != nil {
+			t.Fatal(err)
+		}
+		c := out.Clone()
+		if !reflect.DeepEqual(c, out) {
+			t.Fatalf("cloned %#v, want %#v", c, out)
+		}
+		for i := range c.Resources {
+			c.Resources[i].Name += "changed"
+			mutate(c.Resources[i].Object)
+		}
+		for i := range c.Diagnostics {
+			c.Diagnostics[i].Message += "changed"
+		}
+		if !reflect.DeepEqual(out, was) {
+			t.Fatalf("a change to the clone changed the output: %#v, was %#v", out, was)
+		}
+	})
+}
+
+// mutate changes every map and list in v, deepest first.
+func mutate(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, x := range v {
+			mutate(x)
+		}
+		if v != nil {
+			v["\x00changed"] = true
+		}
+	case []any:
+		for i, x := range v {
+			mutate(x)
+			v[i] = "changed"
+		}
+	}
+}
