@@ -32,8 +32,8 @@ import (
 	"leasekit.dev/examples/controller/internal/shard"
 	"leasekit.dev/examples/internal/size"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // LeaderElectionID names the coordination.k8s.io Lease the replicas elect

@@ -11,7 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 	"sigs.k8s.io/yaml"
 )
 

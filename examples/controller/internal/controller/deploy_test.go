@@ -46,7 +46,7 @@ import (
 	"leasekit.dev/examples/controller/internal/controller"
 	"leasekit.dev/examples/controller/internal/ring"
 	"leasekit.dev/examples/controller/internal/shard"
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 )
 
 // KustomizeEnv names the environment variable holding the kustomize

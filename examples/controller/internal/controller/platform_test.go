@@ -22,7 +22,6 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
 	"leasekit.dev/platform"
-	"leasekit.dev/platform/kernel"
 )
 
 // fixture is a reconciler pair on the fake client with a booted Publisher.
@@ -399,7 +398,7 @@ func TestPlatformContentRefusalIsABuildFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	deep := acme()
-	deep.Overlay = "x: " + strings.Repeat("a: ", kernel.DefaultMaxDepth+1) + "1\n"
+	deep.Overlay = "x: " + strings.Repeat("a: ", 101) /* past the default Limits.MaxDepth, 100 */ + "1\n"
 	f.setSpec(t, deep, 2)
 	f.drain()
 

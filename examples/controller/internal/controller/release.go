@@ -26,8 +26,8 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/ring"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/publish"
 )
 

@@ -31,8 +31,8 @@ import (
 	"leasekit.dev/examples/controller/internal/ring"
 	"leasekit.dev/examples/controller/internal/shard"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // Config is what [Setup] needs.

@@ -16,8 +16,8 @@ import (
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // A warm standby restarted (a replica of a rolling update) follows a

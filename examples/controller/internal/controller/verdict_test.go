@@ -21,8 +21,8 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // The tests in this file restart the controller: a replica with a fresh
@@ -73,10 +73,10 @@ func (e *counting) count() int {
 	return e.renders
 }
 
-// replica is one process of the controller: its own Publisher (booted,
+// restarted is one process of the controller: its own Publisher (booted,
 // on a directory of its own), evaluator and reconcilers, on the client
 // shared with the other replicas.
-type replica struct {
+type restarted struct {
 	ev      *counting
 	renders atomic.Int64 // Publisher.Render calls of the Release reconciler, memo hits included
 	pub     *platform.Publisher
@@ -89,7 +89,7 @@ type replica struct {
 // evaluator budgets (nil: an evaluator in this process, with none); its
 // renders go through a counting kernel standing in for the workers. It is
 // stopped when t ends.
-func startReplica(t *testing.T, c client.Client, budgets *isolate.Workers) *replica {
+func startReplica(t *testing.T, c client.Client, budgets *isolate.Workers) *restarted {
 	t.Helper()
 	r, stop, err := bootReplica(t.TempDir(), c, budgets)
 	if err != nil {
@@ -105,8 +105,8 @@ func startReplica(t *testing.T, c client.Client, budgets *isolate.Workers) *repl
 
 // bootReplica is startReplica with its Publisher in dir, returning the
 // function that stops it.
-func bootReplica(dir string, c client.Client, budgets *isolate.Workers) (*replica, func() error, error) {
-	r := &replica{ev: &counting{Kernel: kernel.New()}, events: events.NewFakeRecorder(100)}
+func bootReplica(dir string, c client.Client, budgets *isolate.Workers) (*restarted, func() error, error) {
+	r := &restarted{ev: &counting{Kernel: kernel.New()}, events: events.NewFakeRecorder(100)}
 	r.pub = platform.NewPublisher(filepath.Join(dir, "platform"), platform.PublisherOptions{NoSync: true, Evaluator: r.ev})
 	if err := r.pub.Boot(); err != nil {
 		return nil, nil, err
@@ -134,7 +134,7 @@ func bootReplica(dir string, c client.Client, budgets *isolate.Workers) (*replic
 
 // reconcile reconciles the Release once and returns its error and the
 // Release stored afterwards.
-func (r *replica) reconcile(t *testing.T) (*v1alpha1.Release, error) {
+func (r *restarted) reconcile(t *testing.T) (*v1alpha1.Release, error) {
 	t.Helper()
 	_, err := r.release.Reconcile(context.Background(), ctrl.Request{NamespacedName: releaseKey})
 	var rel v1alpha1.Release
@@ -410,7 +410,7 @@ func TestReleaseVerdictModel(t *testing.T) {
 				}
 			}
 		}()
-		start := func() *replica {
+		start := func() *restarted {
 			r, stop, err := bootReplica(t.TempDir(), c, budgets[b])
 			if err != nil {
 				rt.Fatal(err)

@@ -1,4 +1,4 @@
-package kernel
+package modread
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package kernel
+package modread
 
 import (
 	"errors"
@@ -20,53 +20,53 @@ import (
 	"golang.org/x/mod/semver"
 )
 
-const moduleFile = "cue.mod/module.cue"
+const ModuleFile = "cue.mod/module.cue"
 
-// A moduleInfo is what the kernel reads of a module's cue.mod/module.cue.
-type moduleInfo struct {
-	path string // the module path, when the file sets it with a string literal
+// A ModuleInfo is what the kernel reads of a module's cue.mod/module.cue.
+type ModuleInfo struct {
+	Path string // the module path, when the file sets it with a string literal
 
-	// language is the file's language version when the file is plain,
+	// Language is the file's language version when the file is plain,
 	// and "" when it is not; see plainLanguage.
-	language string
+	Language string
 }
 
-// plain reports whether the loader's own validation of the module file is
+// Plain reports whether the loader's own validation of the module file is
 // sure to accept it, with path as the module and language as its language
 // version.
-func (m moduleInfo) plain() bool { return m.language != "" }
+func (m ModuleInfo) Plain() bool { return m.Language != "" }
 
-// readModuleFile reads the module file of the module at the root of fsys,
+// ReadModuleFile reads the module file of the module at the root of fsys,
 // shown in errors as name, and validates it as the loader would, with
 // errors that name it. It refuses a module that declares dependencies,
 // however the file spells them: the kernel loads no registry, so each
 // platform and instance module must stand alone. A plain file (see
 // plainLanguage) is valid and declares none by construction; any other
 // is evaluated, as the loader will evaluate it again.
-func readModuleFile(fsys fs.FS, name string) (moduleInfo, error) {
-	data, err := fs.ReadFile(fsys, moduleFile)
+func ReadModuleFile(fsys fs.FS, name string) (ModuleInfo, error) {
+	data, err := fs.ReadFile(fsys, ModuleFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return moduleInfo{}, fmt.Errorf("not a CUE module: %s is missing", name)
+		return ModuleInfo{}, fmt.Errorf("not a CUE module: %s is missing", name)
 	}
 	if err != nil {
-		return moduleInfo{}, err
+		return ModuleInfo{}, err
 	}
 	f, err := parser.ParseFile(name, data)
 	if err != nil {
-		return moduleInfo{}, err
+		return ModuleInfo{}, err
 	}
-	var m moduleInfo
-	m.path, _ = moduleField(f)
-	if m.language = plainLanguage(f); m.plain() {
+	var m ModuleInfo
+	m.Path, _ = moduleField(f)
+	if m.Language = plainLanguage(f); m.Plain() {
 		return m, nil
 	}
 	mf, err := modfile.ParseNonStrict(data, name)
 	if err != nil {
-		return moduleInfo{}, namingFile(name, err)
+		return ModuleInfo{}, namingFile(name, err)
 	}
 	if len(mf.Deps) > 0 {
 		deps := slices.Sorted(maps.Keys(mf.Deps))
-		return moduleInfo{}, cueerrors.Newf(depsPos(f), "the module declares dependencies (%s); platform and instance modules must be self-contained, and the kernel uses no registry",
+		return ModuleInfo{}, cueerrors.Newf(depsPos(f), "the module declares dependencies (%s); platform and instance modules must be self-contained, and the kernel uses no registry",
 			strings.Join(deps, ", "))
 	}
 	return m, nil
@@ -112,7 +112,7 @@ func depsPos(f *ast.File) token.Pos {
 	return pos
 }
 
-// checkCueMod refuses a module whose cue.mod directory holds anything the
+// CheckCueMod refuses a module whose cue.mod directory holds anything the
 // loader would read beside the module file: vendored packages (a pkg, gen
 // or usr that holds anything but directories) and a local-module.cue,
 // which replaces dependencies. A module the kernel loads stands alone. A
@@ -120,15 +120,15 @@ func depsPos(f *ast.File) token.Pos {
 // package there only in a directory holding CUE files), and is no
 // refusal: the plain read, which keeps no empty directory, reads such a
 // module as the loader does.
-func checkCueMod(fsys fs.FS, name func(string) string) error {
-	entries, err := fs.ReadDir(fsys, path.Dir(moduleFile))
+func CheckCueMod(fsys fs.FS, name func(string) string) error {
+	entries, err := fs.ReadDir(fsys, path.Dir(ModuleFile))
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
 		switch e.Name() {
 		case "pkg", "gen", "usr":
-			dir := path.Join(path.Dir(moduleFile), e.Name())
+			dir := path.Join(path.Dir(ModuleFile), e.Name())
 			vendors, err := holdsFiles(fsys, dir, e)
 			if err != nil {
 				return err
@@ -139,7 +139,7 @@ func checkCueMod(fsys fs.FS, name func(string) string) error {
 			return &FileError{File: name(dir),
 				Rule: "holds vendored packages, which the kernel does not load: a platform or instance module must be self-contained"}
 		case "local-module.cue":
-			return &FileError{File: name(path.Join(path.Dir(moduleFile), e.Name())),
+			return &FileError{File: name(path.Join(path.Dir(ModuleFile), e.Name())),
 				Rule: "replaces dependencies, which the kernel does not load: a platform or instance module must be self-contained"}
 		}
 	}
@@ -176,8 +176,8 @@ func holdsFiles(fsys fs.FS, dir string, e fs.DirEntry) (bool, error) {
 // The loader validates a module file by evaluating it against a CUE
 // schema: a fifth of the cost of a render. A plain file passes that
 // validation by construction, so the kernel loads its package without
-// showing the loader the file (see loadBuild); any other file
-// readModuleFile validates as the loader does, and the loader again.
+// showing the loader the file (the kernel's loadBuild); any other file
+// ReadModuleFile validates as the loader does, and the loader again.
 func plainLanguage(f *ast.File) string {
 	var path, version string
 	var havePath, haveVersion bool

@@ -10,11 +10,11 @@ import (
 // ErrBudget is the error a build or render in a worker returns, wrapped in
 // a *BudgetError, when the worker was killed past one of the [Workers]
 // budgets.
-var ErrBudget = errors.New("kernel: evaluation past a budget")
+var ErrBudget = errors.New("isolate: evaluation past a budget")
 
 // ErrClosed is the error a build or render returns, wrapped in a
 // *WorkerError, when its Workers are closed before or while it runs.
-var ErrClosed = errors.New("kernel: workers closed")
+var ErrClosed = errors.New("isolate: workers closed")
 
 // A BudgetError reports a build or render whose worker was killed past
 // one of the budgets of its [Workers]: the time a call may take, or the
@@ -34,13 +34,13 @@ type BudgetError struct {
 func (e *BudgetError) Error() string {
 	switch e.Budget {
 	case "time":
-		return fmt.Sprintf("kernel: %s %s: the worker was killed past the time budget of %v (Workers.Timeout)",
+		return fmt.Sprintf("isolate: %s %s: the worker was killed past the time budget of %v (Workers.Timeout)",
 			e.Op, e.Dir, time.Duration(e.Value))
 	case "memory":
-		return fmt.Sprintf("kernel: %s %s: the worker was killed past the memory budget of %s (Workers.Memory)",
+		return fmt.Sprintf("isolate: %s %s: the worker was killed past the memory budget of %s (Workers.Memory)",
 			e.Op, e.Dir, formatBytes(e.Value))
 	}
-	return fmt.Sprintf("kernel: %s %s: the worker was killed past the %s budget of %d", e.Op, e.Dir, e.Budget, e.Value)
+	return fmt.Sprintf("isolate: %s %s: the worker was killed past the %s budget of %d", e.Op, e.Dir, e.Budget, e.Value)
 }
 
 // Is reports whether target is ErrBudget.
@@ -59,7 +59,7 @@ type WorkerError struct {
 
 // Error names the module and what happened to the worker.
 func (e *WorkerError) Error() string {
-	return fmt.Sprintf("kernel: %s %s: %s", e.Op, e.Dir, unprefixed(e.Err))
+	return fmt.Sprintf("isolate: %s %s: %s", e.Op, e.Dir, unprefixed(e.Err))
 }
 
 // Unwrap returns what happened to the worker.
@@ -79,11 +79,11 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-// unprefixed returns the text of err without the "kernel: " it may begin
+// unprefixed returns the text of err without the "isolate: " it may begin
 // with: the WorkerError wrapping it says it once, in front.
 func unprefixed(err error) string {
 	if err == nil {
 		return "<nil>"
 	}
-	return strings.TrimPrefix(err.Error(), "kernel: ")
+	return strings.TrimPrefix(err.Error(), "isolate: ")
 }

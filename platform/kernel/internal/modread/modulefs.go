@@ -1,4 +1,4 @@
-package kernel
+package modread
 
 import (
 	"bytes"
@@ -14,17 +14,17 @@ import (
 	"strings"
 )
 
-// A moduleFS is the file system the loader reads a module through. It
+// A FS is the file system the loader reads a module through. It
 // trusts nothing on disk: it reads regular files only, follows symbolic
 // links only where they stay in the module, stops at its limits, and
 // stops at once when its context is done. Each file is read once, hashed
 // as it is read, and kept: the loader's second pass over a module, and
 // the module's digest, come from the bytes already read.
 //
-// A moduleFS is used by one goroutine at a time.
-type moduleFS struct {
+// A FS is used by one goroutine at a time.
+type FS struct {
 	ctx    context.Context
-	src    fileSource
+	src    Source
 	limits Limits
 	name   func(fsPath string) string // names a path in errors
 
@@ -34,25 +34,25 @@ type moduleFS struct {
 	err   error // the first refusal: a *FileError, a *LimitError or the context's error
 }
 
-// A readFile is one file a moduleFS has read.
+// A readFile is one file a FS has read.
 type readFile struct {
 	data []byte
 	sum  [sha256.Size]byte
 	info fs.FileInfo
 }
 
-func newModuleFS(ctx context.Context, src fileSource, limits Limits, name func(string) string) *moduleFS {
-	return &moduleFS{ctx: ctx, src: src, limits: limits, name: name,
+func NewFS(ctx context.Context, src Source, limits Limits, name func(string) string) *FS {
+	return &FS{ctx: ctx, src: src, limits: limits, name: name,
 		files: map[string]readFile{}, dirs: map[string][]fs.DirEntry{}}
 }
 
-// refusal returns the first refusal, if any: what the loader made of it
+// Refusal returns the first refusal, if any: what the loader made of it
 // is beside the point.
-func (m *moduleFS) refusal() error { return m.err }
+func (m *FS) Refusal() error { return m.err }
 
 // refuse records err as the refusal, unless there is one already, and
 // returns it.
-func (m *moduleFS) refuse(err error) error {
+func (m *FS) refuse(err error) error {
 	if m.err == nil {
 		m.err = err
 	}
@@ -60,10 +60,10 @@ func (m *moduleFS) refuse(err error) error {
 }
 
 // live returns the context's error once it is done, or an earlier
-// refusal: after either, the moduleFS serves nothing more. It does not
+// refusal: after either, the FS serves nothing more. It does not
 // call the context's Err unless Done is closed, so a context that counts
 // its Err calls sees only those of the caller's goroutine.
-func (m *moduleFS) live() error {
+func (m *FS) live() error {
 	if m.err != nil {
 		return m.err
 	}
@@ -75,14 +75,17 @@ func (m *moduleFS) live() error {
 	}
 }
 
-// digest returns the Digest of every file read.
-func (m *moduleFS) digest() string {
+// Digest returns the Digest of every file read.
+func (m *FS) Digest() string {
 	return digestSums(m.files, func(f readFile) (int, [sha256.Size]byte) { return len(f.data), f.sum })
 }
 
-// contents returns the bytes of every file read, by name. The slices are
-// those the moduleFS keeps, which it never changes.
-func (m *moduleFS) contents() map[string][]byte {
+// Size returns the bytes of the files read.
+func (m *FS) Size() int64 { return m.total }
+
+// Files returns the bytes of every file read, by name. The slices are
+// those the FS keeps, which it never changes.
+func (m *FS) Files() map[string][]byte {
 	files := make(map[string][]byte, len(m.files))
 	for name, f := range m.files {
 		files[name] = f.data
@@ -93,19 +96,19 @@ func (m *moduleFS) contents() map[string][]byte {
 // resolve describes name, following a symbolic link only where it stays
 // in the module. A missing name is an error, but no refusal: the loader
 // looks for files that may not be there.
-func (m *moduleFS) resolve(op, name string) (fs.FileInfo, error) {
+func (m *FS) resolve(op, name string) (fs.FileInfo, error) {
 	if err := m.live(); err != nil {
 		return nil, err
 	}
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
-	fi, err := m.src.lstat(name)
+	fi, err := m.src.Lstat(name)
 	if err != nil {
 		return nil, err
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		target, err := m.src.stat(name)
+		target, err := m.src.Stat(name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil, m.refuse(&FileError{File: m.name(name), Rule: "is a symbolic link to nothing", Err: err})
@@ -138,7 +141,7 @@ func irregular(name string, mode fs.FileMode) *FileError {
 }
 
 // Stat implements fs.StatFS.
-func (m *moduleFS) Stat(name string) (fs.FileInfo, error) {
+func (m *FS) Stat(name string) (fs.FileInfo, error) {
 	if f, ok := m.files[name]; ok {
 		return f.info, nil
 	}
@@ -147,7 +150,7 @@ func (m *moduleFS) Stat(name string) (fs.FileInfo, error) {
 
 // ReadFile implements fs.ReadFileFS. It returns a copy of the bytes it
 // keeps.
-func (m *moduleFS) ReadFile(name string) ([]byte, error) {
+func (m *FS) ReadFile(name string) ([]byte, error) {
 	f, err := m.readFile(name)
 	if err != nil {
 		return nil, err
@@ -155,7 +158,7 @@ func (m *moduleFS) ReadFile(name string) ([]byte, error) {
 	return bytes.Clone(f.data), nil
 }
 
-func (m *moduleFS) readFile(name string) (readFile, error) {
+func (m *FS) readFile(name string) (readFile, error) {
 	if f, ok := m.files[name]; ok {
 		return f, nil
 	}
@@ -180,7 +183,7 @@ func (m *moduleFS) readFile(name string) (readFile, error) {
 		return readFile{}, err
 	}
 	if path.Ext(name) == ".cue" || path.Ext(name) == ".json" {
-		if depth, _ := nestingDepth(data, m.limits.MaxDepth); depth > m.limits.MaxDepth {
+		if depth, _ := Depth(data, m.limits.MaxDepth); depth > m.limits.MaxDepth {
 			return readFile{}, m.refuse(&LimitError{Limit: "MaxDepth", File: m.name(name), Value: int64(depth), Max: int64(m.limits.MaxDepth)})
 		}
 	}
@@ -191,8 +194,8 @@ func (m *moduleFS) readFile(name string) (readFile, error) {
 }
 
 // read reads the regular file name, at most MaxFileSize bytes of it.
-func (m *moduleFS) read(name string) ([]byte, fs.FileInfo, error) {
-	f, err := m.src.open(name)
+func (m *FS) read(name string) ([]byte, fs.FileInfo, error) {
+	f, err := m.src.Open(name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -221,7 +224,7 @@ func (m *moduleFS) read(name string) ([]byte, fs.FileInfo, error) {
 }
 
 // checkSize refuses value past max, for the named limit.
-func (m *moduleFS) checkSize(limit, name string, value, max int64) error {
+func (m *FS) checkSize(limit, name string, value, max int64) error {
 	if value <= max {
 		return nil
 	}
@@ -230,7 +233,7 @@ func (m *moduleFS) checkSize(limit, name string, value, max int64) error {
 
 // ReadDir implements fs.ReadDirFS: the entries of the directory name,
 // sorted by name. A directory of more than MaxFiles entries is refused.
-func (m *moduleFS) ReadDir(name string) ([]fs.DirEntry, error) {
+func (m *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if entries, ok := m.dirs[name]; ok {
 		return slices.Clone(entries), nil
 	}
@@ -241,7 +244,7 @@ func (m *moduleFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if !fi.IsDir() {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: errors.New("not a directory")}
 	}
-	f, err := m.src.open(name)
+	f, err := m.src.Open(name)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +276,7 @@ func (m *moduleFS) ReadDir(name string) ([]fs.DirEntry, error) {
 }
 
 // Open implements fs.FS, with a file or directory held in memory.
-func (m *moduleFS) Open(name string) (fs.File, error) {
+func (m *FS) Open(name string) (fs.File, error) {
 	fi, err := m.Stat(name)
 	if err != nil {
 		return nil, err

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 	"pgregory.net/rapid"
 )
 

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // TestMain serves as a kernel worker when the Workers of a test start this
@@ -339,17 +339,17 @@ func TestWorkersRecycle(t *testing.T) {
 }
 
 // TestWorkersRefuseBadConfiguration: each field out of range is refused,
-// by name, before any worker starts.
+// by name, in the package's voice, before any worker starts.
 func TestWorkersRefuseBadConfiguration(t *testing.T) {
 	p := build(t)
 	for _, c := range []struct {
 		ws   *isolate.Workers
 		want string
 	}{
-		{&isolate.Workers{Size: -1}, "Workers.Size is -1"},
-		{&isolate.Workers{Timeout: -time.Second}, "Workers.Timeout is -1s"},
-		{&isolate.Workers{Memory: 1 << 20}, "Workers.Memory is 1048576 bytes: must be at least 32MiB"},
-		{&isolate.Workers{Calls: -2}, "Workers.Calls is -2"},
+		{&isolate.Workers{Size: -1}, "isolate: Workers.Size is -1"},
+		{&isolate.Workers{Timeout: -time.Second}, "isolate: Workers.Timeout is -1s"},
+		{&isolate.Workers{Memory: 1 << 20}, "isolate: Workers.Memory is 1048576 bytes: must be at least 32MiB"},
+		{&isolate.Workers{Calls: -2}, "isolate: Workers.Calls is -2"},
 	} {
 		_, err := c.ws.Render(context.Background(), shop(p, "v1.0.0", 1))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -374,7 +374,8 @@ func TestWorkersNotServed(t *testing.T) {
 }
 
 // TestWorkersCloseStopsCallsInFlight: Close kills a busy worker, its call
-// fails with ErrClosed, and Close returns once the worker is gone.
+// fails with ErrClosed, saying so once, and Close returns once the worker
+// is gone.
 func TestWorkersCloseStopsCallsInFlight(t *testing.T) {
 	p := build(t)
 	ws := &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 8 << 30}
@@ -392,7 +393,8 @@ func TestWorkersCloseStopsCallsInFlight(t *testing.T) {
 		t.Fatalf("after Close: %+v", s)
 	}
 	var we *isolate.WorkerError
-	if err := <-errc; !errors.As(err, &we) || !errors.Is(err, isolate.ErrClosed) {
+	if err := <-errc; !errors.As(err, &we) || !errors.Is(err, isolate.ErrClosed) ||
+		err.Error() != "isolate: render instance: workers closed" {
 		t.Fatalf("%v, want a *isolate.WorkerError wrapping ErrClosed", err)
 	}
 }
@@ -402,15 +404,19 @@ func TestWorkersCloseStopsCallsInFlight(t *testing.T) {
 // naming the frame, counted as crashed; it does not hold its slot until
 // the time budget.
 func TestWorkersUnreadableAnswer(t *testing.T) {
-	t.Setenv(isolate.GarbageEnv, "1")
-	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 1 << 30})
-	_, err := ws.BuildPlatform(context.Background(), t.TempDir())
-	var we *isolate.WorkerError
-	if !errors.As(err, &we) || !strings.Contains(err.Error(), "the call's frames") {
-		t.Fatalf("%v, want a *WorkerError naming the call's frames", err)
-	}
-	if st := ws.Stats(); st.Crashed != 1 || st.KilledTime != 0 {
-		t.Errorf("Stats %+v, want one crashed and none killed past the time budget", st)
+	for garbage, want := range map[string]string{"1": "the call's frames", "output": "more than the bytes left hold"} {
+		t.Run(garbage, func(t *testing.T) {
+			t.Setenv(isolate.GarbageEnv, garbage)
+			ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 1 << 30})
+			_, err := ws.BuildPlatform(context.Background(), t.TempDir())
+			var we *isolate.WorkerError
+			if !errors.As(err, &we) || !strings.Contains(err.Error(), "the call's frames") || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%v, want a *WorkerError naming the call's frames and %q", err, want)
+			}
+			if st := ws.Stats(); st.Crashed != 1 || st.KilledTime != 0 {
+				t.Errorf("Stats %+v, want one crashed and none killed past the time budget", st)
+			}
+		})
 	}
 }
 

@@ -1,4 +1,4 @@
-package kernel
+package modread
 
 import (
 	"strings"
@@ -12,13 +12,13 @@ import (
 
 // readModuleText reads what the kernel reads of a module file holding
 // text before it validates it: its module path and plain language.
-func readModuleText(text string) (moduleInfo, error) {
-	f, err := parser.ParseFile(moduleFile, text)
+func readModuleText(text string) (ModuleInfo, error) {
+	f, err := parser.ParseFile(ModuleFile, text)
 	if err != nil {
-		return moduleInfo{}, err
+		return ModuleInfo{}, err
 	}
 	path, _ := moduleField(f)
-	return moduleInfo{path: path, language: plainLanguage(f)}, nil
+	return ModuleInfo{Path: path, Language: plainLanguage(f)}, nil
 }
 
 func TestPlainModuleFile(t *testing.T) {
@@ -51,11 +51,11 @@ func TestPlainModuleFile(t *testing.T) {
 	} {
 		m, err := readModuleText(tt.text)
 		if err != nil {
-			t.Errorf("readModuleFile(%q) = %v", tt.text, err)
+			t.Errorf("ReadModuleFile(%q) = %v", tt.text, err)
 			continue
 		}
-		if m.plain() != tt.plain {
-			t.Errorf("readModuleFile(%q).plain() = %v, want %v", tt.text, m.plain(), tt.plain)
+		if m.Plain() != tt.plain {
+			t.Errorf("ReadModuleFile(%q).plain() = %v, want %v", tt.text, m.Plain(), tt.plain)
 		}
 		checkPlainAccepted(t, tt.text, m)
 	}
@@ -101,9 +101,9 @@ func TestPlainModuleFileAccepted(t *testing.T) {
 		text := strings.Join(rapid.Permutation(decls).Draw(t, "order"), "\n") + "\n"
 		m, err := readModuleText(text)
 		if err != nil {
-			t.Fatalf("readModuleFile(%q) = %v", text, err)
+			t.Fatalf("ReadModuleFile(%q) = %v", text, err)
 		}
-		if allGood && !m.plain() {
+		if allGood && !m.Plain() {
 			t.Fatalf("module file %q: not plain", text)
 		}
 		checkPlainAccepted(t, text, m)
@@ -115,17 +115,17 @@ func TestPlainModuleFileAccepted(t *testing.T) {
 func checkPlainAccepted(t interface {
 	Helper()
 	Fatalf(string, ...any)
-}, text string, m moduleInfo) {
+}, text string, m ModuleInfo) {
 	t.Helper()
-	if !m.plain() {
+	if !m.Plain() {
 		return
 	}
-	mf, err := modfile.ParseNonStrict([]byte(text), moduleFile)
+	mf, err := modfile.ParseNonStrict([]byte(text), ModuleFile)
 	if err != nil {
 		t.Fatalf("module file %q: plain, but the loader refuses it: %v", text, err)
 	}
-	if mf.QualifiedModule() != m.path || mf.Language.Version != m.language {
+	if mf.QualifiedModule() != m.Path || mf.Language.Version != m.Language {
 		t.Fatalf("module file %q: plain as %s at %s, but the loader reads %s at %s",
-			text, m.path, m.language, mf.QualifiedModule(), mf.Language.Version)
+			text, m.Path, m.Language, mf.QualifiedModule(), mf.Language.Version)
 	}
 }

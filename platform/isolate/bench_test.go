@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // BenchmarkCall is a call through a warm worker that the worker refuses

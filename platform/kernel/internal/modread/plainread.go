@@ -1,4 +1,4 @@
-package kernel
+package modread
 
 import (
 	"bytes"
@@ -6,14 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"sync/atomic"
 )
 
-// loaderReads turns the plain read of an instance off; tests turn it on to
-// hold the reads through the loader equal to it.
-var loaderReads atomic.Bool
-
-// readPlain reads every file of the module in src, without parsing any,
+// ReadPlain reads every file of the module in src, without parsing any,
 // when the module's tree holds directories and regular files only, within
 // limits (each directory listing at most MaxFiles entries, at most
 // MaxFiles files and directories in all, each file at most MaxFileSize
@@ -22,11 +17,11 @@ var loaderReads atomic.Bool
 // it fails to read. The caller then reads the module as the loader does,
 // which refuses what it must and reports why.
 //
-// A render of what readPlain read is the render of the module on disk:
+// A render of what ReadPlain read is the render of the module on disk:
 // the loader reads, from the files in memory, the same bytes it reads
 // from the directory, through the same rules and limits. Once ctx is
-// done, readPlain reads nothing more and returns false.
-func readPlain(ctx context.Context, limits Limits, src fileSource) (loadedModule, bool) {
+// done, ReadPlain reads nothing more and returns false.
+func ReadPlain(ctx context.Context, limits Limits, src Source) (Module, bool) {
 	files := map[string][]byte{}
 	var total int64
 	entries := 0
@@ -35,7 +30,7 @@ func readPlain(ctx context.Context, limits Limits, src fileSource) (loadedModule
 		if ctx.Err() != nil {
 			return false
 		}
-		f, err := src.open(dir)
+		f, err := src.Open(dir)
 		if err != nil {
 			return false
 		}
@@ -75,15 +70,15 @@ func readPlain(ctx context.Context, limits Limits, src fileSource) (loadedModule
 		return true
 	}
 	if !walk(".") || ctx.Err() != nil {
-		return loadedModule{}, false
+		return Module{}, false
 	}
-	return loadedModule{files: files, size: total, digest: Digest(files)}, true
+	return Module{Files: files, Size: total, Digest: Digest(files)}, true
 }
 
 // readRegular reads the regular file name of src, if it is one of at
 // most max bytes.
-func readRegular(src fileSource, name string, max int64) ([]byte, bool) {
-	f, err := src.open(name)
+func readRegular(src Source, name string, max int64) ([]byte, bool) {
+	f, err := src.Open(name)
 	if err != nil {
 		return nil, false
 	}
@@ -111,22 +106,22 @@ func readRegular(src fileSource, name string, max int64) ([]byte, bool) {
 	return nil, false
 }
 
-// copyPlain returns a copy of files, an instance given in memory, when
-// they are within limits (see readPlain); false otherwise.
-func copyPlain(limits Limits, files map[string][]byte) (loadedModule, bool) {
+// CopyPlain returns a copy of files, an instance given in memory, when
+// they are within limits (see ReadPlain); false otherwise.
+func CopyPlain(limits Limits, files map[string][]byte) (Module, bool) {
 	if len(files) > limits.MaxFiles {
-		return loadedModule{}, false
+		return Module{}, false
 	}
 	c := make(map[string][]byte, len(files))
 	var total int64
 	for name, data := range files {
 		if int64(len(data)) > limits.MaxFileSize {
-			return loadedModule{}, false
+			return Module{}, false
 		}
 		if total += int64(len(data)); total > limits.MaxTotalSize {
-			return loadedModule{}, false
+			return Module{}, false
 		}
 		c[name] = bytes.Clone(data)
 	}
-	return loadedModule{files: c, size: total, digest: Digest(c)}, true
+	return Module{Files: c, Size: total, Digest: Digest(c)}, true
 }

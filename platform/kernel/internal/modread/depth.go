@@ -1,6 +1,6 @@
-package kernel
+package modread
 
-// nestingDepth scans CUE (or JSON) source and returns the deepest nesting
+// Depth scans CUE (or JSON) source and returns the deepest nesting
 // in it, stopping as soon as the depth passes limit (it then returns
 // limit+1). A level is what the parser nests a value in: each label of a
 // field (a: b: c: 1 nests three levels), each brace, bracket or
@@ -20,7 +20,7 @@ package kernel
 //
 // steps counts the iterations of its loops, for the tests to see the work
 // done: never more than twice len(src).
-func nestingDepth(src []byte, limit int) (depth, steps int) {
+func Depth(src []byte, limit int) (depth, steps int) {
 	// A frame is one open bracket, interpolation or string, or the file.
 	type frame struct {
 		kind   byte // '{', '[' or '(' for brackets, '\\' for an interpolation, '"' or '\'' for a string, 0 for the file

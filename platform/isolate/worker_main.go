@@ -23,7 +23,7 @@ const workerEnv = "LEASEKIT_KERNEL_WORKER"
 // memory budget.
 const exitMemory = 86
 
-// Main serves as a kernel worker and exits, if a [Workers] started the
+// Main serves as an isolate worker and exits, if a [Workers] started the
 // process as one; otherwise it returns at once and does nothing. Workers
 // start the running executable again, so a program that uses Workers
 // calls Main first in its main, and a test binary first in its TestMain,
@@ -45,7 +45,7 @@ func Main() {
 	os.Unsetenv(workerEnv)
 	budget, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || budget <= 0 {
-		fmt.Fprintf(os.Stderr, "kernel worker: %s=%q: not a memory budget in bytes\n", workerEnv, v)
+		fmt.Fprintf(os.Stderr, "isolate worker: %s=%q: not a memory budget in bytes\n", workerEnv, v)
 		os.Exit(2)
 	}
 	in, out := os.Stdin, os.Stdout
@@ -80,7 +80,7 @@ func serveWorker(in io.Reader, out io.Writer, budget int64) int {
 			if err == io.EOF {
 				return 0
 			}
-			fmt.Fprintf(os.Stderr, "kernel worker: reading a request: %v\n", err)
+			fmt.Fprintf(os.Stderr, "isolate worker: reading a request: %v\n", err)
 			return 1
 		}
 		// The request is read whole and nothing of it is evaluated yet:
@@ -93,11 +93,11 @@ func serveWorker(in io.Reader, out io.Writer, budget int64) int {
 		}
 		var req workerRequest
 		if err := json.Unmarshal(data, &req); err != nil {
-			fmt.Fprintf(os.Stderr, "kernel worker: reading a request: %v\n", err)
+			fmt.Fprintf(os.Stderr, "isolate worker: reading a request: %v\n", err)
 			return 1
 		}
 		if err := writeResponse(w, answer(&req)); err != nil {
-			fmt.Fprintf(os.Stderr, "kernel worker: writing a response: %v\n", err)
+			fmt.Fprintf(os.Stderr, "isolate worker: writing a response: %v\n", err)
 			return 1
 		}
 	}
@@ -119,7 +119,7 @@ func answer(req *workerRequest) *workerResponse {
 		}
 		return &workerResponse{Output: &out}
 	}
-	return &workerResponse{Err: encodeError(fmt.Errorf("kernel: worker: unknown request %q", req.Op))}
+	return &workerResponse{Err: encodeError(fmt.Errorf("isolate: worker: unknown request %q", req.Op))}
 }
 
 // encodeError returns err encoded for a response, nil for none.
@@ -142,7 +142,7 @@ func watchMemory(budget int64) {
 	for range time.Tick(workerPoll) {
 		metrics.Read(samples)
 		if used := int64(samples[0].Value.Uint64() - samples[1].Value.Uint64()); used > budget {
-			fmt.Fprintf(os.Stderr, "kernel worker: holds %d bytes, past its memory budget of %d\n", used, budget)
+			fmt.Fprintf(os.Stderr, "isolate worker: holds %d bytes, past its memory budget of %d\n", used, budget)
 			os.Exit(exitMemory)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/platform/platformmodule"
 )
 
@@ -70,5 +70,5 @@ x: [for i in r for j in r if i < 0 {i}]
 	// Output:
 	// shop-web
 	// true time
-	// kernel: render instance: the worker was killed past the time budget of 10s (Workers.Timeout)
+	// isolate: render instance: the worker was killed past the time budget of 10s (Workers.Timeout)
 }

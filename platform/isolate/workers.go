@@ -136,13 +136,13 @@ func (ws *Workers) resolved() (size int, timeout time.Duration, memory int64, ca
 	size, timeout, memory, calls = ws.Size, ws.Timeout, ws.Memory, ws.Calls
 	switch {
 	case size < 0:
-		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Size is %d: must be positive, or zero for GOMAXPROCS", size)
+		return 0, 0, 0, 0, fmt.Errorf("isolate: Workers.Size is %d: must be positive, or zero for GOMAXPROCS", size)
 	case timeout < 0:
-		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Timeout is %v: must be positive, or zero for the default", timeout)
+		return 0, 0, 0, 0, fmt.Errorf("isolate: Workers.Timeout is %v: must be positive, or zero for the default", timeout)
 	case memory < 0 || (memory > 0 && memory < MinMemory):
-		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Memory is %d bytes: must be at least %s, or zero for the default", memory, formatBytes(MinMemory))
+		return 0, 0, 0, 0, fmt.Errorf("isolate: Workers.Memory is %d bytes: must be at least %s, or zero for the default", memory, formatBytes(MinMemory))
 	case calls < 0:
-		return 0, 0, 0, 0, fmt.Errorf("kernel: Workers.Calls is %d: must be positive, or zero for the default", calls)
+		return 0, 0, 0, 0, fmt.Errorf("isolate: Workers.Calls is %d: must be positive, or zero for the default", calls)
 	}
 	if size == 0 {
 		size = runtime.GOMAXPROCS(0)
@@ -311,7 +311,7 @@ func (ws *Workers) start(ctx context.Context, memory int64, timeout time.Duratio
 	if closed {
 		return nil, ErrClosed
 	}
-	return nil, fmt.Errorf("%s did not start as a kernel worker (does its main, or TestMain, call isolate.Main first?): %v%s",
+	return nil, fmt.Errorf("%s did not start as an isolate worker (does its main, or TestMain, call isolate.Main first?): %v%s",
 		exe, err, w.describeExit())
 }
 

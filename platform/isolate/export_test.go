@@ -10,7 +10,9 @@ import (
 
 // GarbageEnv, set in a worker's environment, makes MainGarbage serve it: it
 // says hello, reads and acknowledges one request and answers with a frame
-// that is not one the pool can read, then stays alive without a word more.
+// that is not one the pool can read, then stays alive without a word more:
+// "{not json", or, when the variable is "output", a render output in
+// binary that claims more resources than its bytes hold.
 const GarbageEnv = "ISOLATE_TEST_GARBAGE"
 
 // SlowMemoryExitEnv, set in a worker's environment, makes MainGarbage
@@ -51,7 +53,11 @@ func MainGarbage() {
 		time.Sleep(slow)
 		os.Exit(exitMemory)
 	}
-	writePayload(w, []byte("{not json"))
+	garbage := []byte("{not json")
+	if os.Getenv(GarbageEnv) == "output" {
+		garbage = []byte{1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}
+	}
+	writePayload(w, garbage)
 	w.Flush()
 	select {}
 }
