@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"leasekit.dev/dirlife/internal/names"
 )
 
 // digestAttr is the extended attribute in which a write under
@@ -57,8 +59,9 @@ func (l Layout[ID]) recordDigest(sr *os.Root, stage string, d Digest) error {
 // Adopt is the boot path of a layout that records digests
 // ([Layout.RecordDigest]): [Layout.Reset], but for the ID directories that
 // carry a recorded digest, which it keeps and returns. A directory a write
-// never finished carries none, so only complete ones are kept; whether
-// their content still matches is for [Layout.Verify] to tell. recorded
+// never finished carries none, so only complete ones are kept; Adopt reads
+// only the attribute, and whether their content still matches it is for
+// [Layout.Verify] to tell. recorded
 // reports whether Root's filesystem holds extended attributes: where it
 // does not, Adopt keeps nothing and empties Root as Reset does. Adopt
 // needs a Codec ([ErrNoCodec]). It refuses the roots Reset refuses; on a
@@ -154,29 +157,104 @@ func (l Layout[ID]) readDigest(r *os.Root, name string, dev uint64) (Digest, boo
 // reads up to GOMAXPROCS files (at most 4) at once, with bounded memory
 // and descriptors, and returns ctx.Err() once ctx ends and every read has
 // stopped. It changes nothing but Link: a match enters the directory, any
-// other outcome but the end of ctx takes it out.
+// other outcome but the end of ctx takes it out (under Link it also reads
+// the filesystem's clock by setting the directory's times again to what
+// they are, see [LinkIndex]).
 func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 	name, err := l.name(id)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(l.Root, name)
 	h, err := l.openRoot("verify", false, shared)
 	if err != nil {
 		return err
 	}
 	if h == nil {
-		return &os.PathError{Op: "verify", Path: dir, Err: fs.ErrNotExist}
+		return &os.PathError{Op: "verify", Path: filepath.Join(l.Root, name), Err: fs.ErrNotExist}
 	}
 	defer h.release()
+	return l.verifyDir(ctx, h, name, want)
+}
+
+// VerifyFiles is [Layout.Verify] of id's directory against the tree
+// l.Write gives files under the usual umask, the one whose digest is
+// l.DigestFiles(files), with the same checks and outcomes, for a caller
+// that holds the files: each file is read and compared with its bytes in
+// files instead of being hashed, so a match costs a read of the directory
+// and no hash (but under Link, whose index is of the files' hashes: a
+// match hashes files to enter the directory). It reads one file at a time.
+func (l Layout[ID]) VerifyFiles(ctx context.Context, id ID, files Files) error {
+	name, err := l.name(id)
+	if err != nil {
+		return err
+	}
+	p, err := planFiles(files)
+	if err != nil {
+		return err
+	}
+	h, err := l.openRoot("verify", false, shared)
+	if err != nil {
+		return err
+	}
+	if h == nil {
+		return &os.PathError{Op: "verify", Path: filepath.Join(l.Root, name), Err: fs.ErrNotExist}
+	}
+	defer h.release()
+	expect := make(map[string][]byte, len(p.Names))
+	for i, n := range p.Names {
+		expect[n] = files[p.From[i]]
+	}
+	return l.checkDir(ctx, h, name, l.digestPlan(p, files, false), expect)
+}
+
+// verifyName is Verify of the directory name of h, which the caller holds,
+// refusing a name that is not an ID's directory name.
+func (l Layout[ID]) verifyName(ctx context.Context, h *openRoot, name string, want Digest) error {
+	if l.Codec == nil {
+		return ErrNoCodec
+	}
+	id, ok := l.Codec.Parse(name)
+	if !ok || names.CheckElement(name) != nil || l.Codec.Format(id) != name {
+		return &NameError{Name: name, Rule: "is not the directory name of an ID: verify checks only ID directories"}
+	}
+	return l.verifyDir(ctx, h, name, want)
+}
+
+// verifyDir is Verify of the directory name of h, which the caller holds.
+func (l Layout[ID]) verifyDir(ctx context.Context, h *openRoot, name string, want Digest) error {
+	return l.checkDir(ctx, h, name, want, nil)
+}
+
+// checkDir is Verify of the directory name of h, which the caller holds,
+// against want; with expect, VerifyFiles's: each regular file is compared
+// with expect's bytes under its path, not hashed, and want is the digest
+// of the shape alone ([Layout.digestPlan] without hash).
+func (l Layout[ID]) checkDir(ctx context.Context, h *openRoot, name string, want Digest, expect map[string][]byte) error {
+	dir := filepath.Join(l.Root, name)
 	var found []linkEntry
-	got, err := l.digestDir(ctx, h, name, min(runtime.GOMAXPROCS(0), maxHashers), &found)
+	hashers := min(runtime.GOMAXPROCS(0), maxHashers)
+	if expect != nil {
+		hashers = 1
+	}
+	got, err := l.walkDir(ctx, h, name, hashers, expect, &found)
 	var ne *NameError
 	switch {
 	case err != nil && !errors.As(err, &ne):
 		err = fmt.Errorf("dirlife: verify %s: %w", dir, err)
+	case err == nil && got != want && expect != nil:
+		err = fmt.Errorf("dirlife: verify %s: its tree's names, modes or sizes are not those of the files given: %w", dir, ErrDigestMismatch)
 	case err == nil && got != want:
 		err = fmt.Errorf("dirlife: verify %s: its tree's digest is %s, recorded %s: %w", dir, got, want, ErrDigestMismatch)
+	}
+	if err == nil && expect != nil && l.Link != nil {
+		// The index is of the files' hashes: the walk took them as zero.
+		data := make([][]byte, len(found))
+		for i, e := range found {
+			data[i] = expect[e.rel]
+		}
+		for i, sum := range sumAll(data, min(runtime.GOMAXPROCS(0), maxHashers)) {
+			found[i].key.sum = sum
+		}
 	}
 	if x, xerr := l.linkIndex(true); x != nil && xerr == nil {
 		switch {
@@ -197,6 +275,12 @@ const maxHashers = 4
 // once (one, in the walk, below two); under Link, it sets *found, if not
 // nil, to its files.
 func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string, hashers int, found *[]linkEntry) (Digest, error) {
+	return l.walkDir(ctx, h, name, hashers, nil, found)
+}
+
+// walkDir is digestDir, but with expect it compares each file with
+// expect's bytes instead of hashing it, and takes its hash as zero.
+func (l Layout[ID]) walkDir(ctx context.Context, h *openRoot, name string, hashers int, expect map[string][]byte, found *[]linkEntry) (Digest, error) {
 	rfi, err := h.dir.Stat()
 	if err != nil {
 		return Digest{}, err
@@ -218,6 +302,7 @@ func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string, has
 	}
 	defer sr.Close()
 	w := l.newStagedWalk(ctx, sr, name, nil, false)
+	w.expect = expect
 	if hashers > 1 {
 		w.hashers, w.slots = hashers, make(chan struct{}, hashers)
 	}

@@ -192,7 +192,7 @@ func (c *copier) file(dir *os.Root, base, name, full string, perm fs.FileMode) e
 	s := fileSum{size: n}
 	c.hash.Sum(s.sum[:0])
 	switch {
-	case fc.f == nil && c.k.link(name, s, perm, false):
+	case fc.f == nil && c.k.link(name, s, perm, c.held, false):
 		s.linked = true
 	case fc.f == nil:
 		if err := fc.create(); err != nil {
@@ -204,7 +204,7 @@ func (c *copier) file(dir *os.Root, base, name, full string, perm fs.FileMode) e
 			return err
 		}
 		fc.f = nil
-		s.linked = c.k.link(name, s, perm, true)
+		s.linked = c.k.link(name, s, perm, nil, true)
 	}
 	c.sums[name] = s
 	return nil

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"leasekit.dev/dirlife/internal/names"
 )
 
 // A Digest identifies the content of one directory: two directories with
@@ -42,10 +44,6 @@ func (d Digest) IsZero() bool { return d == Digest{} }
 // what Write refuses ([*NameError], [ErrNoFiles]); it needs neither Root
 // nor Codec: the zero Layout serves.
 func (l Layout[ID]) DigestFiles(files Files) (Digest, error) {
-	filePerm := defaultFilePerm
-	if l.Link != nil {
-		filePerm = readOnlyPerm(filePerm)
-	}
 	p, err := planFiles(files)
 	if errors.Is(err, ErrNoFiles) {
 		return Digest{}, fmt.Errorf("dirlife: digest files: %w", err)
@@ -53,6 +51,15 @@ func (l Layout[ID]) DigestFiles(files Files) (Digest, error) {
 	if err != nil {
 		return Digest{}, err
 	}
+	return l.digestPlan(p, files, true), nil
+}
+
+// digestPlan returns the digest of files, planned as p, as DigestFiles
+// does; without hash it takes the SHA-256 of every file to be zero: the
+// digest of the tree's names, modes and sizes alone, which VerifyFiles
+// sets beside a walk that compared the bytes instead of hashing them.
+func (l Layout[ID]) digestPlan(p *names.Plan, files Files, hash bool) Digest {
+	filePerm := l.filePerm()
 	type entry struct {
 		name string
 		file int // index in p.Names; -1 for a directory
@@ -69,7 +76,10 @@ func (l Layout[ID]) DigestFiles(files Files) (Digest, error) {
 	for i := range p.Names {
 		data[i] = files[p.From[i]]
 	}
-	sums := sumAll(data, min(runtime.GOMAXPROCS(0), maxHashers))
+	sums := make([][sha256.Size]byte, len(data))
+	if hash {
+		sums = sumAll(data, min(runtime.GOMAXPROCS(0), maxHashers))
+	}
 	var dg digester
 	dg.init()
 	for _, e := range entries {
@@ -79,7 +89,16 @@ func (l Layout[ID]) DigestFiles(files Files) (Digest, error) {
 		}
 		dg.file(e.name, filePerm, int64(len(data[e.file])), sums[e.file])
 	}
-	return dg.sum(), nil
+	return dg.sum()
+}
+
+// filePerm is the mode Write gives a file under the usual umask: 0o644,
+// or 0o444 under Link.
+func (l Layout[ID]) filePerm() fs.FileMode {
+	if l.Link != nil {
+		return readOnlyPerm(defaultFilePerm)
+	}
+	return defaultFilePerm
 }
 
 // parallelHashBytes is the size from which sumAll hashes on more than

@@ -14,9 +14,15 @@
 // goes through an [os.Root]; removal never enters another filesystem
 // mounted under the root ([ErrMountPoint]); a non-empty root no layout
 // claimed is refused ([ErrNotOwned]). Under [Layout.RecordDigest] each
-// directory carries its digest, which [Layout.Adopt] keeps at boot and
-// [Layout.Verify] checks; under [Layout.Link] unchanged files are
-// hard-linked from directories a [LinkIndex] holds.
+// directory carries its digest, which [Layout.Adopt] keeps at boot,
+// reading nothing else, and [Layout.Verify] checks by reading every file
+// again (no size, mtime or inode is trusted), as [Layout.VerifyFiles] does
+// against files held in memory; [StreamOptions].Existing has a streamed
+// write keep nothing when the content it staged verifies on disk already.
+// Under [Layout.Link] unchanged files are hard-linked from directories a
+// [LinkIndex] holds: unread only while a file's stamp, change time
+// included, is the one taken when its bytes were known, else read and
+// compared first.
 //
 // Layout values are safe for concurrent use by multiple goroutines and by
 // several processes sharing one root: the last write of an ID to publish

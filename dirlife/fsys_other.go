@@ -15,9 +15,8 @@ const syncOpenFlag = os.O_RDWR
 // where the system tells it: a FileInfo here does not.
 func linkCount(fs.FileInfo) (uint64, bool) { return 0, false }
 
-// inodeOf reports false: a FileInfo here carries no inode, so a layout
-// links no file (see [Layout.Link]).
-func inodeOf(fs.FileInfo) (uint64, bool) { return 0, false }
-
-// fileStampOf returns the stamp of the file fi describes.
-func fileStampOf(fi fs.FileInfo) fileStamp { return fileStamp{mtime: fi.ModTime().UnixNano()} }
+// fileStampOf returns the stamp of the regular file fi describes: no inode
+// nor change time, which a FileInfo here does not tell.
+func fileStampOf(fi fs.FileInfo) fileStamp {
+	return fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano(), perm: fi.Mode().Perm()}
+}

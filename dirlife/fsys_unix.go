@@ -21,18 +21,12 @@ func linkCount(fi fs.FileInfo) (uint64, bool) {
 	return 0, false
 }
 
-// fileStampOf returns the stamp of the file fi describes: no inode where the
-// system does not tell it.
+// fileStampOf returns the stamp of the regular file fi describes: no
+// inode nor change time where the system does not tell them.
 func fileStampOf(fi fs.FileInfo) fileStamp {
-	ino, _ := inodeOf(fi)
-	return fileStamp{ino: ino, mtime: fi.ModTime().UnixNano()}
-}
-
-// inodeOf returns the inode number of the file fi describes, where the
-// system tells it.
-func inodeOf(fi fs.FileInfo) (uint64, bool) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Ino), true
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano(), perm: fi.Mode().Perm()}
 	}
-	return 0, false
+	return fileStamp{ino: uint64(st.Ino), size: fi.Size(), mtime: fi.ModTime().UnixNano(), ctime: ctimeOf(st), perm: fs.FileMode(st.Mode & 0o7777)}
 }

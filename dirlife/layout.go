@@ -105,10 +105,15 @@ type Layout[ID cmp.Ordered] struct {
 	// content and permission bits equal those of a file of a directory in
 	// Link. Write hashes each file first; CopyFS hashes a file of up to 1
 	// MiB in memory first, and a larger one as it writes it, replacing it
-	// then by a link (disk shared, bytes written). A link that fails
-	// (EMLINK, EXDEV, a source changed since) falls back to writing. Link
-	// serves one Root; where the system has no hard links (not Unix), a write
-	// or Verify under Link fails.
+	// then by a link (disk shared, bytes written). A source is linked
+	// without reading it only while its inode, size, modification time,
+	// change time and permission bits are those Link took when it knew its
+	// bytes; any other (one Link linked before, whose change time the link
+	// moved; one changed since) is read and compared byte for byte with the
+	// new file first ([LinkIndex] says exactly when). A link that fails
+	// (EMLINK, EXDEV, a source whose bytes differ) falls back to writing.
+	// Link serves one Root; where the system has no hard links (not Unix),
+	// a write or Verify under Link fails.
 	//
 	// A linked file is one inode in several directories: a chmod, write
 	// or truncation in one changes them all, a rename or removal only its

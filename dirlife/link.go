@@ -1,8 +1,11 @@
 package dirlife
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -10,8 +13,15 @@ import (
 	"sync"
 )
 
-// stepLink names a hard link of an unchanged file to the fault seam.
-const stepLink = "link"
+// The steps of a link, to the fault seam: a hard link of an unchanged file,
+// the read that compares an indexed file with the new one before it is
+// linked, and a walk's reading of the filesystem's clock (failed: the
+// clock is unknown, so the walk knows no file's bytes by its stamp).
+const (
+	stepLink    = "link"
+	stepCompare = "compare"
+	stepClock   = "clock"
+)
 
 // linkBufSize bounds the file a copy under [Layout.Link] hashes in memory
 // before it decides to link or write it; a larger one is written as it is
@@ -24,9 +34,31 @@ const linkBufSize = 1 << 20
 // unchanged file instead of writing it again. A directory enters the index
 // when a write of it is published or [Layout.Verify] finds it intact, and
 // leaves it when Prune, Reset or Adopt set it aside, a rewrite replaces
-// it, or Verify finds it otherwise. The zero LinkIndex is empty and ready
-// for use; it must not be copied after first use. It is safe for
-// concurrent use by multiple goroutines.
+// it, or Verify finds it otherwise.
+//
+// With each file the index keeps its stamp: inode, size, modification
+// time, change time and permission bits, as the write or Verify that
+// indexed it found them. The change time is the one no call sets back:
+// the system moves it to its clock on every write, truncation, chmod,
+// utimes, link or unlink of the inode, however the modification time is
+// kept (cp -p, rsync -t, a coarse clock). A write links a file without
+// reading it only when all of these hold: its stamp is still the one
+// indexed; the index knew the file's bytes when it took that stamp (its
+// own write wrote them, or Verify read them after it), and did not link
+// the file (its own link moved the change time, and a change in the same
+// tick of the clock would keep it); and the filesystem's clock, read
+// before the stamp was taken (the directory's times set again to what
+// they are), was past the file's change time (racy git's rule: a change in the tick
+// the stamp was taken in would leave the stamp as it was). Any other
+// file (one whose stamp moved, one indexed in its change time's tick, one
+// this index linked, any file where the system tells no change time) is
+// read and compared byte for byte with the new file before it is linked,
+// and written instead if they differ. A change that lands between that
+// check and the link reaches the new directory, as one a moment later
+// would; the next write reads the file again.
+//
+// The zero LinkIndex is empty and ready for use; it must not be copied
+// after first use. It is safe for concurrent use by multiple goroutines.
 type LinkIndex struct {
 	mu    sync.Mutex
 	root  string                 // the Root it serves, once used
@@ -46,14 +78,25 @@ type linkKey struct {
 type linkRef struct {
 	dir, rel string
 	at       fileStamp
+	known    bool // its bytes are known while its stamp stays at (see linkEntry)
 }
 
-// A fileStamp tells a file from one put in its place since, and from
-// itself changed in place since (by accident: a published file is
-// read-only): its inode and its modification time.
+// A fileStamp is what the system tells of a regular file: its inode
+// (zero where the system tells none), size, modification and change
+// times, and permission bits.
 type fileStamp struct {
 	ino   uint64
+	size  int64
 	mtime int64 // in nanoseconds since the Unix epoch
+	ctime int64 // in nanoseconds since the Unix epoch; zero where the system tells none
+	perm  fs.FileMode
+}
+
+// sameInode reports whether s and t are one inode of one size, mode and
+// modification time: a link of the file s stamps, its change time moved
+// by that link.
+func (s fileStamp) sameInode(t fileStamp) bool {
+	return s.ino != 0 && s.ino == t.ino && s.size == t.size && s.mtime == t.mtime && s.perm == t.perm
 }
 
 // A linkEntry is a file a walk found, for the index.
@@ -62,6 +105,11 @@ type linkEntry struct {
 	rel    string
 	at     fileStamp
 	linked bool // its write linked it from another directory instead of writing it
+	// known: the walk knew the file's bytes (its write wrote them, or the
+	// walk read them after it took at), it did not link it, and the
+	// filesystem's clock had passed at.ctime before at was taken. A change
+	// since then moves the change time.
+	known bool
 }
 
 // bind reports whether x serves root or, without claim, none yet; with
@@ -99,7 +147,7 @@ func (x *LinkIndex) set(dir string, entries []linkEntry) {
 		x.files, x.dirs = map[linkKey][]linkRef{}, map[string][]linkEntry{}
 	}
 	for _, e := range entries {
-		x.files[e.key] = append(x.files[e.key], linkRef{dir, e.rel, e.at})
+		x.files[e.key] = append(x.files[e.key], linkRef{dir, e.rel, e.at, e.known})
 	}
 	x.dirs[dir] = entries
 }
@@ -177,8 +225,11 @@ func (l Layout[ID]) dropLinked(name string) {
 
 // A linker hard-links the unchanged files of one staging directory. It
 // keeps the last source and staged directories it linked in open, each
-// opened through Root, so that a link costs link(2) and one fstatat(2).
+// opened through Root, so that a link from a file whose bytes the index
+// knows costs fstatat(2), link(2) and fstatat(2), and one from any other
+// indexed file a read of it and a comparison beside.
 type linker struct {
+	ctx      context.Context
 	x        *LinkIndex // nil: link nothing
 	root     *os.Root   // Root
 	stage    string     // the staging directory's name in Root
@@ -233,11 +284,15 @@ func (k *linker) perm(perm fs.FileMode) fs.FileMode {
 
 // link makes the file rel of the staging tree a hard link to an indexed
 // file with sum s and permission bits perm, and reports whether it did.
-// With replace, rel exists (written already) and is replaced atomically;
-// without, rel is absent. On any failure (none indexed, EMLINK, EXDEV, a
-// source changed since it was indexed) rel is left as it was and link
-// reports false: the caller writes it.
-func (k *linker) link(rel string, s fileSum, perm fs.FileMode, replace bool) bool {
+// With replace, rel exists (written already, its bytes those hashed to s)
+// and is replaced atomically; without, rel is absent and data holds its
+// bytes. A source is linked without reading only when its stamp is the
+// one indexed and the index knew its bytes then (see [LinkIndex]); any
+// other is read and compared with data, or with the written rel, first.
+// On any failure (none indexed, a source whose bytes differ, EMLINK,
+// EXDEV) rel is left as it was and link reports false: the caller writes
+// it.
+func (k *linker) link(rel string, s fileSum, perm fs.FileMode, data []byte, replace bool) bool {
 	if k == nil || k.x == nil {
 		return false
 	}
@@ -253,17 +308,86 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, replace bool) boo
 	if err != nil {
 		return false
 	}
-	base := path.Base(rel)
+	srcBase, base := path.Base(ref.rel), path.Base(rel)
+	// at: the source as it stood when its bytes were last known to be
+	// those of rel; its link must be that inode still.
+	var at fileStamp
+	if ref.known {
+		if at, ok = statAt(src, srcBase); !ok || at.ino != ref.at.ino {
+			return false // not the file indexed (a rename over it): not even read
+		}
+	}
+	if !ref.known || at != ref.at {
+		if k.fault(stepCompare, path.Join(k.stage, rel)) != nil {
+			return false
+		}
+		if at, ok = k.sameBytes(src, srcBase, ref.at, dst, base, data, replace); !ok {
+			return false
+		}
+	}
 	tmp := base
 	if replace {
 		tmp = tempName(linkPrefix)
 	}
-	if linkAt(src, path.Base(ref.rel), dst, tmp) != nil {
+	if linkAt(src, srcBase, dst, tmp) != nil {
 		return false
 	}
-	if !isFile(dst, tmp, ref.at, s.size, perm) || (replace && renameAt(dst, tmp, base) != nil) {
-		unlinkAt(dst, tmp) // not the file indexed: the caller writes it
+	if got, ok := statAt(dst, tmp); !ok || !got.sameInode(at) || (replace && renameAt(dst, tmp, base) != nil) {
+		unlinkAt(dst, tmp) // not the file compared: the caller writes it
 		return false
 	}
 	return true
+}
+
+// sameBytes reports whether srcBase in directory src is the inode
+// indexed stamped was, holding the bytes of data or, with replace, of the
+// written file base in directory dst, and returns its stamp as it was
+// before it was read. It reads the size that stamp tells: the stat after
+// the link tells a file grown or shrunk since.
+func (k *linker) sameBytes(src *os.File, srcBase string, indexed fileStamp, dst *os.File, base string, data []byte, replace bool) (fileStamp, bool) {
+	f, err := openAt(src, srcBase)
+	if err != nil {
+		return fileStamp{}, false
+	}
+	defer f.Close()
+	at, ok := f.stamp()
+	if !ok || at.ino != indexed.ino || at.size != indexed.size || at.perm != indexed.perm || !replace && int64(len(data)) != at.size {
+		return fileStamp{}, false
+	}
+	buf := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(buf)
+	var staged rawFile
+	var other []byte
+	if replace {
+		if staged, err = openAt(dst, base); err != nil {
+			return fileStamp{}, false
+		}
+		defer staged.Close()
+		o := copyBufs.Get().(*[]byte)
+		defer copyBufs.Put(o)
+		other = *o
+	}
+	for off := int64(0); off < at.size; {
+		if k.ctx.Err() != nil {
+			return fileStamp{}, false
+		}
+		b := (*buf)[:min(int64(len(*buf)), at.size-off)]
+		if _, err := io.ReadFull(f, b); err != nil {
+			return fileStamp{}, false
+		}
+		var want []byte
+		if replace {
+			want = other[:len(b)]
+			if _, err := io.ReadFull(staged, want); err != nil {
+				return fileStamp{}, false
+			}
+		} else {
+			want = data[off : off+int64(len(b))]
+		}
+		if !bytes.Equal(b, want) {
+			return fileStamp{}, false
+		}
+		off += int64(len(b))
+	}
+	return at, true
 }

@@ -4,7 +4,6 @@ package dirlife
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 )
 
@@ -20,4 +19,17 @@ func renameAt(*os.File, string, string) error { return errNoLinks }
 
 func unlinkAt(*os.File, string) error { return errNoLinks }
 
-func isFile(*os.File, string, fileStamp, int64, fs.FileMode) bool { return false }
+func statAt(*os.File, string) (fileStamp, bool) { return fileStamp{}, false }
+
+type rawFile int
+
+func openAt(*os.File, string) (rawFile, error) { return -1, errNoLinks }
+
+func (rawFile) Read([]byte) (int, error) { return 0, errNoLinks }
+
+func (rawFile) Close() error { return errNoLinks }
+
+func (rawFile) stamp() (fileStamp, bool) { return fileStamp{}, false }
+
+// fsClock reports false: a walk here trusts no stamp (see [LinkIndex]).
+func fsClock(*os.File) (int64, bool) { return 0, false }

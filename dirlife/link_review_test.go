@@ -78,41 +78,55 @@ func TestVerifyMismatchLeavesTheIndex(t *testing.T) {
 }
 
 // A source written in place since it was indexed (same inode, size and
-// mode: an accident the read-only bits did not stop) is not linked: its
-// modification time tells. The next write writes the file with its own
-// content.
+// mode: an accident the read-only bits did not stop) is not linked, whether
+// its modification time moved on or was put back as it was (cp -p, rsync
+// -t, a coarse clock): its change time, which no call sets back, tells. The
+// next write of the original content publishes that content, under the
+// digest of what is on disk, and still links the unchanged file.
 func TestLinkSkipsASourceWrittenInPlace(t *testing.T) {
-	l := genLayout(t)
-	l.Link = new(LinkIndex)
-	files := Files{"f": []byte("good content"), "g": []byte("other")}
-	dir1, err := l.Write(1, files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir1, "f")
-	fi, err := os.Lstat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	corruptInPlace(t, dir1, "f", []byte("BAD! content"))
-	// A write lands on the clock's coarse tick: the stamp is moved on by
-	// hand, as a later accident's would be.
-	later := fi.ModTime().Add(time.Second)
-	if err := os.Chtimes(p, later, later); err != nil {
-		t.Fatal(err)
-	}
-	dir2, err := l.Write(2, files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := readTree(t, dir2); !equalFiles(got, files) {
-		t.Fatalf("a write after a source changed in place published %q", got)
-	}
-	if same := sameInode(t, filepath.Join(dir2, "f"), p); same {
-		t.Fatal("the file was linked to a source written in place since it was indexed")
-	}
-	if !sameInode(t, filepath.Join(dir2, "g"), filepath.Join(dir1, "g")) {
-		t.Fatal("the unchanged source was not linked")
+	for _, restore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mtime restored=%v", restore), func(t *testing.T) {
+			l := genLayout(t)
+			l.Link = new(LinkIndex)
+			files := Files{"f": []byte("good content"), "g": []byte("other")}
+			dir1, err := l.Write(1, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir1, "f")
+			fi, err := os.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			corruptInPlace(t, dir1, "f", []byte("BAD! content"))
+			mtime := fi.ModTime()
+			if !restore {
+				mtime = mtime.Add(time.Second)
+			}
+			if err := os.Chtimes(p, mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
+			dir2, err := l.Write(2, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readTree(t, dir2); !equalFiles(got, files) {
+				t.Fatalf("a write after a source changed in place published %q", got)
+			}
+			want, err := l.DigestFiles(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Verify(context.Background(), 2, want); err != nil {
+				t.Fatal(err)
+			}
+			if same := sameInode(t, filepath.Join(dir2, "f"), p); same {
+				t.Fatal("the file was linked to a source written in place since it was indexed")
+			}
+			if !sameInode(t, filepath.Join(dir2, "g"), filepath.Join(dir1, "g")) {
+				t.Fatal("the unchanged source was not linked")
+			}
+		})
 	}
 }
 

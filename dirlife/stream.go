@@ -1,6 +1,7 @@
 package dirlife
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -39,13 +40,26 @@ type StreamOptions struct {
 	// its hashing, and leaves the directory, and the readers inside it,
 	// undisturbed.
 	Current Digest
+
+	// Existing, when set, lets a write of content already on disk under
+	// another ID keep nothing of its own. Once the staged digest is known
+	// and is not Current, the write calls Existing with it and a verify
+	// function, holding Root's shared lock: Existing must call no method
+	// of a Layout on Root. verify(name) checks the ID directory name (as
+	// Codec formats an ID) against the staged digest, reading every file,
+	// and returns what [Layout.Verify] would, with the same upkeep of
+	// Link. When Existing returns true, the staging directory is removed
+	// and nothing is published, as for Current (Published false); an error
+	// ends the write with it, publishing nothing.
+	Existing func(staged Digest, verify func(name string) error) (bool, error)
 }
 
-// Written reports a write that published, or found its content current.
+// Written reports a write that published, or found its content current
+// or on disk already.
 type Written struct {
 	Dir       string // the ID's directory, [Layout.Dir]
 	Digest    Digest // of the staged content
-	Published bool   // false when Digest equals StreamOptions.Current
+	Published bool   // false when Digest equals StreamOptions.Current, or Existing found it
 
 	// Bytes is the size of the staged regular files. Wrote is how many of
 	// those bytes the write passed to write(2) (a WriteStream's fill is
@@ -60,9 +74,10 @@ type Written struct {
 // ([*NameError]), digested, made durable unless NoSync, and renamed into
 // place, swapping out an existing directory, which is removed before
 // WriteStream returns unless [Layout.DeferRemoval]. Nothing is published
-// if the Digest is opts.Current. fill runs under Root's shared lock: it
-// must honour ctx and call no method of a Layout on Root. Besides fill's,
-// it holds bounded descriptors, and memory that does not grow with the bytes.
+// if the Digest is opts.Current, or opts.Existing finds it on disk. fill
+// runs under Root's shared lock: it must honour ctx and call no method of
+// a Layout on Root. Besides fill's, it holds bounded descriptors, and
+// memory that does not grow with the bytes.
 //
 // On failure id's directory is as it was and the staging directory is
 // removed (a panic in fill is raised again then), but for the errors of a
@@ -120,7 +135,8 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 	}
 	w := Written{Dir: l.Dir(id)}
 	var found []linkEntry // the files published, for x
-	stage := func(r *os.Root, dir *os.File, stage string) (publish bool, err error) {
+	stage := func(h *openRoot, stage string) (publish bool, err error) {
+		r := h.r
 		if _, err := l.linkIndex(true); err != nil { // Root is open: x serves it
 			return false, err
 		}
@@ -145,7 +161,7 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		// Write's files are 0o444 under Link: their mode under the umask,
 		// the one the staging directory was made under, is known before
 		// they are.
-		k := &linker{x: x, root: r, stage: stage, fault: l.fault, readOnly: l.Link != nil, filePerm: defaultFilePerm}
+		k := &linker{ctx: ctx, x: x, root: r, stage: stage, fault: l.fault, readOnly: l.Link != nil, filePerm: defaultFilePerm}
 		if k.readOnly {
 			k.filePerm = readOnlyPerm(defaultFilePerm) & fi.Mode().Perm()
 		}
@@ -158,7 +174,17 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 			return false, err
 		}
 		var wk walked
-		if w.Digest, wk, err = l.finish(ctx, r, dir, sr, stage, inherited, f, opts.Current); err != nil {
+		skipped := false
+		skip := func(sum Digest) (bool, error) {
+			var err error
+			if sum == opts.Current {
+				skipped = true
+			} else if opts.Existing != nil {
+				skipped, err = opts.Existing(sum, func(name string) error { return l.verifyName(ctx, h, name, sum) })
+			}
+			return skipped, err
+		}
+		if w.Digest, wk, err = l.finish(ctx, r, h.dir, sr, stage, inherited, f, skip); err != nil {
 			return false, err
 		}
 		w.Bytes, w.Wrote, w.Linked, found = wk.bytes, wk.bytes, wk.linked, wk.found
@@ -169,7 +195,7 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		return w.Digest != opts.Current, nil
+		return !skipped, nil
 	}
 	published, err := l.write(name, stage, func() {
 		if x != nil {
@@ -204,11 +230,11 @@ func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage
 }
 
 // finish checks the filled staging directory sr entry by entry, digests
-// it and, unless NoSync or its digest is current (it is then discarded),
-// makes it durable. inherited reports whether the staging directory had
-// the setgid bit from Root before it was filled. Under Link it clears the
-// write bits of the files the fill left with some.
-func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, inherited bool, f filled, current Digest) (Digest, walked, error) {
+// it and, unless NoSync or skip reports its digest (it is then
+// discarded), makes it durable. inherited reports whether the staging
+// directory had the setgid bit from Root before it was filled. Under Link
+// it clears the write bits of the files the fill left with some.
+func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os.Root, stage string, inherited bool, f filled, skip func(Digest) (bool, error)) (Digest, walked, error) {
 	fi, err := sr.Lstat(".")
 	if err != nil {
 		return Digest{}, walked{}, err
@@ -228,8 +254,8 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 		return Digest{}, walked{}, ErrNoFiles
 	}
 	sum := w.dg.sum()
-	if sum == current {
-		return sum, w.walked, nil
+	if skipped, err := skip(sum); err != nil || skipped {
+		return sum, w.walked, err
 	}
 	if l.RecordDigest {
 		if err := l.recordDigest(sr, stage, sum); err != nil {
@@ -278,10 +304,12 @@ type stagedWalk struct {
 	cur       *dirCursor
 	stage     string
 	sums      map[string]fileSum // files whose digest the fill knows
+	expect    map[string][]byte  // VerifyFiles's: each file's bytes, compared instead of hashed
 	fault     faultFunc
-	syncFiles bool // fsync each file as it is visited
-	shared    bool // under Link: read-only files may have other hard links, and files are collected
-	readOnly  bool // a write's check under Link: clear the files' write bits
+	syncFiles bool  // fsync each file as it is visited
+	shared    bool  // under Link: read-only files may have other hard links, and files are collected
+	readOnly  bool  // a write's check under Link: clear the files' write bits
+	clock     int64 // under Link: the filesystem's clock before any file was stamped; zero if unknown
 
 	walked
 	dg      digester
@@ -362,11 +390,31 @@ func passedOn(mode fs.FileMode, parent bool) (fs.FileMode, bool) {
 // run walks the whole tree (see walk) and has every entry digested. An
 // error is the first in walk order.
 func (w *stagedWalk) run(setgid bool) error {
+	if w.shared {
+		w.clock = w.readClock()
+	}
 	err := w.walk(".", setgid)
 	if ferr := w.flush(true); ferr != nil {
 		return ferr // an entry before the one walk failed at
 	}
 	return err
+}
+
+// readClock returns the clock of the walked directory's filesystem (see
+// fsClock), or zero.
+func (w *stagedWalk) readClock() int64 {
+	if w.fault(stepClock, w.stage) != nil {
+		return 0
+	}
+	d, err := w.sr.Open(".")
+	if err != nil {
+		return 0
+	}
+	defer d.Close()
+	if now, ok := fsClock(d); ok {
+		return now
+	}
+	return 0
 }
 
 // emit has q digested: at once without hashers, else after the entries
@@ -536,6 +584,17 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 		if err := h.dir().Chmod(base, mode); err != nil {
 			return err
 		}
+		var err error
+		if fi, err = h.dir().Lstat(base); err != nil { // its stamp, changed by the chmod
+			return err
+		}
+	}
+	if w.expect != nil {
+		if err := w.compare(h, base, rel, fi.Size()); err != nil {
+			return err
+		}
+		// The hash is zero on both sides of VerifyFiles's comparison.
+		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: fileStampOf(fi), sum: fileSum{size: fi.Size()}})
 	}
 	sum, known := w.sums[rel]
 	if known && sum.size != fi.Size() {
@@ -567,8 +626,54 @@ func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at fi
 		w.linked++
 	}
 	if w.shared {
-		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, perm}, rel, at, sum.linked})
+		// Bytes this write wrote or the walk read after it took at, in a
+		// later tick than at.ctime, are known while at stays.
+		known := !sum.linked && at.ctime != 0 && w.clock != 0 && at.ctime < w.clock
+		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, perm}, rel, at, sum.linked, known})
 	}
+}
+
+// compare reads the file base of directory h, rel in the tree, of size
+// bytes as its directory entry says, to its end, and returns an error
+// wrapping ErrDigestMismatch unless it holds exactly w.expect[rel].
+func (w *stagedWalk) compare(h *dirHandle, base, rel string, size int64) error {
+	name := path.Join(w.stage, rel)
+	want, ok := w.expect[rel]
+	if !ok || int64(len(want)) != size {
+		return fmt.Errorf("%s is not a file given, or not of its size: %w", rel, ErrDigestMismatch)
+	}
+	if err := w.fault(stepHash, name); err != nil {
+		return &os.PathError{Op: "read", Path: name, Err: err}
+	}
+	f, err := h.dir().OpenFile(base, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if w.buf == nil {
+		w.buf = copyBufs.Get().(*[]byte)
+	}
+	buf := *w.buf
+	for {
+		n, err := f.Read(buf)
+		if n > len(want) || !bytes.Equal(buf[:n], want[:n]) {
+			return fmt.Errorf("%s differs from the file given: %w", rel, ErrDigestMismatch)
+		}
+		want = want[n:]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := w.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if len(want) > 0 {
+		return fmt.Errorf("%s is shorter than the file given: %w", rel, ErrDigestMismatch)
+	}
+	return nil
 }
 
 // readOnlyPerm returns mode without its write bits.

@@ -110,7 +110,7 @@ func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, k 
 		data := files[p.From[fi]]
 		fi++
 		s := fileSum{size: int64(len(data)), sum: sha256.Sum256(data)}
-		s.linked = k.link(name, s, k.filePerm, false)
+		s.linked = k.link(name, s, k.filePerm, data, false)
 		out.sums[name] = s
 		if s.linked {
 			continue
@@ -145,10 +145,10 @@ func (l Layout[ID]) writeErr(id ID, err error) error {
 	return fmt.Errorf("dirlife: write %s: %w", l.Dir(id), err)
 }
 
-// A stager fills the fresh staging directory stage (root-relative, in r;
-// dir is the root's directory) and, unless NoSync, makes it durable. It
+// A stager fills the fresh staging directory stage (root-relative, in h,
+// which the caller holds shared) and, unless NoSync, makes it durable. It
 // reports whether the staged tree is to be published: false discards it.
-type stager func(r *os.Root, dir *os.File, stage string) (publish bool, err error)
+type stager func(h *openRoot, stage string) (publish bool, err error)
 
 // write fills a fresh staging directory with fill and publishes it as
 // name, unless fill reports otherwise, and then calls onPublish, under
@@ -190,7 +190,7 @@ func (l Layout[ID]) write(name string, fill stager, onPublish func()) (published
 			err = &publishedError{errors.Join(err, rerr)}
 		}
 	}()
-	if publish, err := fill(r, dir, stage); err != nil || !publish {
+	if publish, err := fill(h, stage); err != nil || !publish {
 		return false, err
 	}
 	old, err = l.publish(r, dir, stage, name)

@@ -1,7 +1,7 @@
 package platform
 
 import (
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/publish"
 )
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
-	"slices"
 	"sync"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
@@ -19,8 +18,9 @@ import (
 // DefaultMemoBudget is the most bytes a [Publisher]'s render memo
 // accounts for when [PublisherOptions].MemoBudget is zero: 32 MiB, some
 // six thousand renders of ten components. An entry is accounted at the
-// length of its output's JSON plus its key's; the decoded maps a hit
-// copies take a few times their JSON length on the heap.
+// length of its output's encoding ([kernel.RenderOutput.MarshalBinary])
+// plus its key's; the memo holds the output itself, whose maps take a few
+// times that length on the heap, and a hit clones them.
 const DefaultMemoBudget = 32 << 20
 
 // A RenderKey is everything the result of a [Publisher.Render] is a
@@ -82,72 +82,13 @@ type MemoStats struct {
 	Evictions uint64 // entries evicted, least recently used first, so that the accounted bytes fit Budget
 	Dropped   uint64 // entries dropped because the identity they rendered against was reclaimed
 	Entries   int    // entries held
-	Bytes     int64  // bytes accounted for the entries held: output JSON length plus key length
+	Bytes     int64  // bytes accounted for the entries held: the length of each output's encoding (kernel.RenderOutput.MarshalBinary), or of an error's text, plus its key's
 	Budget    int64  // the most Bytes may reach; 0 when the memo is off
-}
-
-// jsonShaped reports whether v holds only what encoding/json decodes
-// into an any, so that copyValue copies every mutable part of it.
-func jsonShaped(v any) bool {
-	switch v := v.(type) {
-	case map[string]any:
-		for _, x := range v {
-			if !jsonShaped(x) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		for _, x := range v {
-			if !jsonShaped(x) {
-				return false
-			}
-		}
-		return true
-	case nil, string, float64, bool:
-		return true
-	}
-	return false
-}
-
-// copyValue returns a deep copy of v, a jsonShaped value.
-func copyValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		c := make(map[string]any, len(v))
-		for k, x := range v {
-			c[k] = copyValue(x)
-		}
-		return c
-	case []any:
-		c := make([]any, len(v))
-		for i, x := range v {
-			c[i] = copyValue(x)
-		}
-		return c
-	}
-	return v // nil, a string, a float64 or a bool: immutable
-}
-
-// copyOutput returns a deep copy of out, whose Objects are jsonShaped.
-func copyOutput(out kernel.RenderOutput) kernel.RenderOutput {
-	c := kernel.RenderOutput{Instance: out.Instance}
-	if out.Resources != nil {
-		c.Resources = make([]kernel.Resource, len(out.Resources))
-		for i, r := range out.Resources {
-			if r.Object != nil {
-				r.Object = copyValue(r.Object).(map[string]any)
-			}
-			c.Resources[i] = r
-		}
-	}
-	c.Diagnostics = slices.Clone(out.Diagnostics) // plain strings and a bool
-	return c
 }
 
 // An entry is one render's result: never handed out, only copies of it.
 type entry struct {
-	out        kernel.RenderOutput
+	out        kernel.RenderOutput // the render's output, which only the memo holds
 	err        error
 	encoded    json.RawMessage // a memoizable err, as kernel.EncodeError encodes it
 	size       int64           // accounted bytes; set for a memoizable result
@@ -155,12 +96,13 @@ type entry struct {
 	cancelled  bool // err is the cancellation of the evaluation's own context
 }
 
-// result returns a copy of e's result for one caller: its output copied,
-// a memoizable error decoded afresh; another error as it is.
+// result returns e's result for one caller: its output cloned
+// ([kernel.RenderOutput.Clone]), so that no two callers share a map, a
+// memoizable error decoded afresh; any other error as it is.
 func (e *entry) result() (kernel.RenderOutput, error) {
 	switch {
 	case e.err == nil:
-		return copyOutput(e.out), nil
+		return e.out.Clone(), nil
 	case e.memoizable:
 		return kernel.RenderOutput{}, kernel.DecodeError(e.encoded)
 	}
@@ -168,6 +110,8 @@ func (e *entry) result() (kernel.RenderOutput, error) {
 }
 
 // newEntry returns the entry of a render of key that gave out and err.
+// An output is memoizable when it encodes (MarshalBinary), as every
+// Kernel's does, and accounted at its encoding's length.
 func newEntry(key RenderKey, out kernel.RenderOutput, err error) *entry {
 	e := &entry{out: out, err: err}
 	var n int
@@ -181,16 +125,11 @@ func newEntry(key RenderKey, out kernel.RenderOutput, err error) *entry {
 		e.encoded = kernel.EncodeError(err)
 		n = len(err.Error())
 	default:
-		for _, r := range out.Resources {
-			if !jsonShaped(r.Object) {
-				return e
-			}
-		}
-		b, jerr := json.Marshal(out)
-		if jerr != nil {
+		data, merr := out.MarshalBinary()
+		if merr != nil {
 			return e
 		}
-		n = len(b)
+		n = len(data)
 	}
 	e.memoizable = true
 	e.size = int64(n + len(key.String()))

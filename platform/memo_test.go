@@ -329,7 +329,7 @@ func TestMemoKeepsOnlyErrorsOfContent(t *testing.T) {
 	if err := os.WriteFile(file, []byte("package platform\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := p.Render(ctx, renderInstance(t)); !errors.Is(err, kernel.ErrPlatformChanged) {
+	if _, _, err := p.Render(ctx, renderInstance(t)); !errors.As(err, new(*kernel.ContentError)) {
 		t.Fatalf("a render against a changed directory: %v", err)
 	}
 	if st := p.Stats().Memo; st.Entries != 0 {

@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/publish"
 )
 
@@ -42,7 +42,7 @@ type PublisherOptions struct {
 
 	// MemoBudget is the most bytes the render memo accounts for (zero:
 	// [DefaultMemoBudget]; negative: no memo). An entry is accounted at
-	// its output's JSON length plus its key's; the least recently used
+	// the length of its output's encoding plus its key's; the least recently used
 	// entries are evicted until the rest fit.
 	MemoBudget int64
 

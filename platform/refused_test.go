@@ -19,7 +19,7 @@ import (
 // its directory stay, and the error names the file relative to the
 // generation's directory.
 func TestContentRefusalIsAFailedBuild(t *testing.T) {
-	deep := "package platform\n\nx: " + strings.Repeat("a: ", kernel.DefaultMaxDepth+1) + "1\n"
+	deep := "package platform\n\nx: " + strings.Repeat("a: ", 101) /* past the default Limits.MaxDepth, 100 */ + "1\n"
 	for _, tc := range []struct {
 		name  string
 		file  string

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"leasekit.dev/platform"
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 )
 
 // TestRendersThroughWorkers: a Publisher whose Evaluator is Workers renders

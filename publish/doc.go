@@ -25,12 +25,16 @@
 // [Identity] whichever way it arrived; an identical re-publish is told by
 // that digest once the copy is staged, and the copy is discarded.
 // [Publisher.Boot] empties Root before any reader exists (under
-// [Options.Adopt] it keeps the directories an earlier process wrote, for
-// the Publish of their content to verify and claim), and
+// [Options.Adopt] it keeps the directories an earlier process wrote, each
+// carrying its digest in an extended attribute; the Publish of their
+// content reads one again, every byte, and serves it only if it matches,
+// discarding a PublishFS's staged copy then), and
 // [Publisher.Run] removes a replaced directory as soon as its last lease
 // is released. Under [Options.LinkUnchanged] a file unchanged from a
-// directory the Publisher wrote or verified is hard-linked, not written,
-// and every file is published read-only.
+// directory the Publisher wrote or verified is hard-linked, not written
+// (read and compared first unless its stamp, change time included, is the
+// one taken when its bytes were known), and every file is published
+// read-only.
 //
 // The promise: a directory a reader leased (from the [Publisher.Slot]) is
 // never removed and never changes while leased, and the slot never names
@@ -50,9 +54,10 @@
 // LinkUnchanged, a write, chmod or truncation of a file changes every
 // directory that shares it); Root belongs to one Publisher. A process
 // that dies takes its leases with it: the next one boots, which empties
-// Root (under Adopt, keeps what it can verify), before any reader exists.
-// Adopt's digest detects accidents, not tampering. The fingerprint that
-// recognises an identical re-publish is 128 bits of
-// [hash/maphash] with seeds secret to the Publisher; a change it missed
-// would need a collision of both.
+// Root (under Adopt, keeps what carries a digest, to be verified before
+// it is served), before any reader exists. Adopt's digest detects
+// accidents, not tampering; a directory this process wrote or verified is
+// not read again. The fingerprint that recognises an identical re-publish
+// is 128 bits of [hash/maphash] with seeds secret to the Publisher; a
+// change it missed would need a collision of both.
 package publish

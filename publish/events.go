@@ -123,14 +123,16 @@ type PublishEvent[K cmp.Ordered] struct {
 	Timings  Timings
 	Err      error // nil for Published, Unchanged and Changed
 
-	// Discarded, under [Options.Adopt], is why the directory Boot kept for
-	// this content failed verification: it was discarded and the content
-	// written afresh. Nil otherwise.
+	// Discarded, under [Options.Adopt], is why the directories Boot kept
+	// for this content that the Publish read failed verification, joined:
+	// they were discarded, and the content taken from a kept copy that
+	// verified or written afresh. Nil otherwise.
 	Discarded error
 
 	// Bytes is the size of the files of the directory the Publish wrote,
-	// whatever became of it (a PublishFS writes the copy an identical
-	// re-publish discards; zero when nothing was written); Wrote is how
+	// whatever became of it (a PublishFS writes the copy that an identical
+	// re-publish, or a kept directory that verifies, makes it discard;
+	// zero when nothing was written); Wrote is how
 	// many of those bytes it passed to write(2), and Linked how many files
 	// it hard-linked instead ([Options.LinkUnchanged]).
 	Bytes, Wrote int64
@@ -175,8 +177,8 @@ type Stats[K cmp.Ordered] struct {
 	LastError    error         // the last Publish or removal error; nil after a success, but a successful Publish keeps a removal failure the reclaim loop still retries
 
 	// Under [Options.Adopt]: Kept is the number of directories Boot kept;
-	// Adopted counts those a Publish verified and claimed without writing,
-	// Discarded those that failed verification and were written afresh.
+	// Adopted counts those a Publish verified and claimed without keeping
+	// a copy of its own, Discarded those that failed verification.
 	// NoDigestRecords reports that Root's filesystem refuses extended
 	// attributes, so Boot kept nothing and emptied Root.
 	Kept            int

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"leasekit.dev/dirlife"
@@ -57,9 +58,11 @@ func (p *Publisher[K, A, V]) Publish(ctx context.Context, key K, files dirlife.F
 // copied equals the current record's) discards its copy and reports
 // [Unchanged]: the current directory, and the readers inside it, are left
 // undisturbed. It costs the copy and its hashing, not a copy kept between
-// publishes. A new content beside a directory of the same key is named
-// after the key and 12 random hex digits, its digest being unknown until
-// it is written.
+// publishes. Under [Options.Adopt], a copy whose key and digest a
+// directory Boot kept claims is discarded too, once that directory is
+// read and verified, and the kept directory is served. A new content
+// beside a directory of the same key is named after the key and 12
+// random hex digits, its digest being unknown until it is written.
 //
 // ctx ends the call also while a read of fsys blocks (a FIFO, a slow
 // fs.FS): the read is abandoned, and nothing is published. [Options.Check]
@@ -100,10 +103,18 @@ func (p *Publisher[K, A, V]) publishContent(ctx context.Context, key K, c conten
 	return rec, err
 }
 
-// claimed is what a Publish did with a directory Boot kept under Adopt.
+// claimed is what a Publish did with the directories Boot kept under
+// Adopt for its content.
 type claimed struct {
-	adopted   bool  // verified and claimed, without writing
-	discarded error // why it failed verification; it was written afresh
+	adopted   bool  // one verified and was claimed, without writing
+	failed    int   // how many failed verification and were discarded
+	discarded error // why they failed, joined
+}
+
+// fail records that a kept directory failed verification with err.
+func (c *claimed) fail(err error) {
+	c.failed++
+	c.discarded = errors.Join(c.discarded, err)
 }
 
 func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, value V, t *Timings, reclaims *[]ReclaimEvent[K], claim *claimed, w *dirlife.Written) (rec Record[K, A, V], _ Outcome, _ error) {
@@ -168,8 +179,8 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, valu
 		if same {
 			current = cur.Digest
 		}
-		name, id, wrote, err = p.copyTree(ctx, key, plain, c.fsys, current, t, w)
-		if err == nil && !wrote {
+		name, id, wrote, err = p.copyTree(ctx, key, plain, c.fsys, current, t, w, claim)
+		if err == nil && name == "" {
 			*reclaims = p.reclaimOthers()
 			return p.keep(cur, value), Unchanged, nil
 		}
@@ -181,9 +192,9 @@ func (p *Publisher[K, A, V]) publish(ctx context.Context, key K, c content, valu
 			return p.keep(cur, value), Unchanged, nil
 		}
 		// A directory Boot kept under Adopt is claimed by a content known
-		// before anything is written; a tree's digest is known only once
-		// it is copied, so PublishFS claims none.
-		if err := p.claim(ctx, id, t, claim); err != nil {
+		// before anything is written; a tree's is claimed once its copy is
+		// staged (copyTree).
+		if err := p.claim(ctx, id, files, t, claim); err != nil {
 			return rec, Failed, err
 		}
 		name, wrote, err = p.place(id, plain, files, t, w)
@@ -279,51 +290,87 @@ func (p *Publisher[K, A, V]) plainName(key K) (string, error) {
 	return name, nil
 }
 
-// claim verifies the directory Boot kept for id, if there is one not yet
-// verified: a match leaves it for place to find; a mismatch is forgotten,
-// so that place writes id afresh (over it, when it has the name place
-// picks; the next removal pass takes it otherwise), and is recorded in
-// claim. Only ctx's end fails it. The caller holds the serialisation.
-func (p *Publisher[K, A, V]) claim(ctx context.Context, id Identity[K], t *Timings, claim *claimed) error {
-	p.mu.Lock()
-	var name string
-	for n, d := range p.dirs {
-		if d.kept && d.id == id {
-			name = n
-		}
-	}
-	p.mu.Unlock()
-	if name == "" {
+// claim verifies, when no directory this process wrote or verified holds
+// id, the directories Boot kept for id, one at a time in name order, until
+// one matches; it compares each with files, id's content
+// ([dirlife.Layout.VerifyFiles]: a read, and no hash). The one that
+// matches is claimed (no longer kept, so place serves it), and the other
+// kept copies of id are forgotten, garbage for the next removal pass,
+// unread. Each that fails is forgotten too, and recorded in claim; when
+// none matches, place writes id afresh (over one of them, when it has the
+// name place picks). Only ctx's end fails it, leaving the directories not
+// yet read kept. The caller holds the serialisation.
+func (p *Publisher[K, A, V]) claim(ctx context.Context, id Identity[K], files dirlife.Files, t *Timings, claim *claimed) error {
+	names, trusted := p.keptFor(id)
+	if trusted || len(names) == 0 {
 		return nil
 	}
 	start := time.Now()
-	err := p.layout.Verify(ctx, name, id.Digest)
-	t.Write = time.Since(start)
-	if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
-		return err
+	defer func() { t.Write = time.Since(start) }()
+	for _, name := range names {
+		err := p.layout.VerifyFiles(ctx, name, files)
+		if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
+			return err
+		}
+		if p.claimed(id, name, err, claim) {
+			break
+		}
 	}
-	p.mu.Lock()
-	if err == nil {
-		p.dirs[name].kept = false
-		claim.adopted = true
-	} else {
-		delete(p.dirs, name)
-		p.dirty = true
-		claim.discarded = err
-	}
-	p.mu.Unlock()
 	return nil
 }
 
-// place returns the name of a directory holding id's files: one already on
-// disk (an earlier content of the current key, still leased or not yet
-// removed), or a new one it writes under a name no entry has, counting
-// its bytes in w. wrote reports whether it wrote. The caller holds the
-// serialisation.
+// keptFor returns the names of the directories Boot kept for id, sorted,
+// and whether a directory this process wrote or verified holds id.
+func (p *Publisher[K, A, V]) keptFor(id Identity[K]) (names []string, trusted bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for n, d := range p.dirs {
+		switch {
+		case d.id != id:
+		case !d.kept:
+			return nil, true
+		default:
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names, false
+}
+
+// claimed records the verification of name, a directory Boot kept for id,
+// which returned err: a match is claimed, and the other kept copies of id
+// are forgotten; a mismatch is forgotten. It reports whether name matched.
+// The caller holds the serialisation.
+func (p *Publisher[K, A, V]) claimed(id Identity[K], name string, err error, claim *claimed) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		delete(p.dirs, name)
+		p.dirty = true
+		claim.fail(err)
+		return false
+	}
+	for n, d := range p.dirs {
+		if d.kept && d.id == id && n != name {
+			delete(p.dirs, n) // unread: never served
+			p.dirty = true
+		}
+	}
+	p.dirs[name].kept = false
+	claim.adopted = true
+	return true
+}
+
+// place returns the name of a directory holding id's files: one on disk
+// that this process wrote or verified (an earlier content of the current
+// key, still leased or not yet removed, or a kept directory claim
+// verified), never a kept one not verified, or a new one it writes under a
+// name no entry has, counting its bytes in w. wrote reports whether it
+// wrote. The caller holds the serialisation.
 func (p *Publisher[K, A, V]) place(id Identity[K], plain string, files dirlife.Files, t *Timings, w *dirlife.Written) (name string, wrote bool, err error) {
 	keyTaken := false
 	for n, d := range p.dirs {
-		if d.id == id {
+		if d.id == id && !d.kept {
 			return n, false, nil
 		}
 		keyTaken = keyTaken || d.id.Key == id.Key
@@ -356,12 +403,16 @@ func (p *Publisher[K, A, V]) place(id Identity[K], plain string, files dirlife.F
 	return name, true, nil
 }
 
-// copyTree copies fsys's tree as a new directory of key, unless its
-// digest is current (then it writes nothing and reports wrote false): the
-// key's plain name when no directory of the key is on disk, else the plain
-// name and 12 random hex digits not taken; w reports what it wrote. The
-// caller holds the serialisation.
-func (p *Publisher[K, A, V]) copyTree(ctx context.Context, key K, plain string, fsys fs.FS, current dirlife.Digest, t *Timings, w *dirlife.Written) (name string, id Identity[K], wrote bool, err error) {
+// copyTree copies fsys's tree as a new directory of key and returns its
+// name: the key's plain name when no directory of the key is on disk,
+// else the plain name and 12 random hex digits not taken; w reports what
+// it wrote. Once the copy is staged and its digest known, a copy whose
+// digest is current is discarded (name is ""), and so is one that a
+// directory Boot kept for its identity holds: claim's rule, applied by
+// the layout while it holds the staged copy, so that it is published
+// when no kept copy verifies; name is then the kept directory's, and
+// wrote false. The caller holds the serialisation.
+func (p *Publisher[K, A, V]) copyTree(ctx context.Context, key K, plain string, fsys fs.FS, current dirlife.Digest, t *Timings, w *dirlife.Written, claim *claimed) (name string, id Identity[K], wrote bool, err error) {
 	keyTaken := false
 	for _, d := range p.dirs {
 		keyTaken = keyTaken || d.id.Key == key
@@ -373,8 +424,27 @@ func (p *Publisher[K, A, V]) copyTree(ctx context.Context, key K, plain string, 
 		binary.BigEndian.PutUint64(draw[:], rand.Uint64())
 		name, keyTaken = plain+"-"+hex.EncodeToString(draw[:])[:minHex], false
 	}
+	var adopted string
+	existing := func(d dirlife.Digest, verify func(string) error) (bool, error) {
+		id := Identity[K]{Key: key, Digest: d}
+		names, trusted := p.keptFor(id)
+		if trusted {
+			return false, nil
+		}
+		for _, n := range names {
+			err := verify(n)
+			if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
+				return false, err
+			}
+			if p.claimed(id, n, err, claim) {
+				adopted = n
+				return true, nil
+			}
+		}
+		return false, nil
+	}
 	start := time.Now()
-	copied, err := p.disk.CopyFS(ctx, name, fsys, dirlife.StreamOptions{Current: current})
+	copied, err := p.disk.CopyFS(ctx, name, fsys, dirlife.StreamOptions{Current: current, Existing: existing})
 	t.Write += time.Since(start)
 	if err != nil {
 		// As with a failed Write in place.
@@ -382,10 +452,13 @@ func (p *Publisher[K, A, V]) copyTree(ctx context.Context, key K, plain string, 
 		return "", id, false, err
 	}
 	*w = copied
-	if !copied.Published {
+	id = Identity[K]{Key: key, Digest: copied.Digest}
+	switch {
+	case adopted != "":
+		return adopted, id, false, nil
+	case !copied.Published:
 		return "", id, false, nil
 	}
-	id = Identity[K]{Key: key, Digest: copied.Digest}
 	p.mu.Lock()
 	p.dirs[name] = &dirRec[K]{id: id}
 	p.mu.Unlock()
@@ -401,9 +474,7 @@ func (p *Publisher[K, A, V]) finishPublish(ev PublishEvent[K], reclaims []Reclai
 	if claim.adopted {
 		p.stats.Adopted++
 	}
-	if claim.discarded != nil {
-		p.stats.Discarded++
-	}
+	p.stats.Discarded += uint64(claim.failed)
 	p.stats.BytesPublished += uint64(ev.Bytes)
 	p.stats.BytesWritten += uint64(ev.Wrote)
 	p.stats.FilesLinked += uint64(ev.Linked)

@@ -97,15 +97,30 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// without writing it again. Every directory records its digest as an
 	// extended attribute, set before it is renamed into place, so a
 	// partial directory carries none; Boot keeps the directories that carry
-	// one and removes everything else, and no record is current after it.
-	// The Publish that claims a kept directory (its key and files' digest)
-	// verifies it first, reading every file ([dirlife.Layout.Verify]): a
-	// match sets the record without writing; a mismatch is discarded and
-	// written afresh, and reported ([PublishEvent.Discarded],
-	// [Stats.Discarded]). Kept directories that no Publish claims go as
-	// garbage with the first record set, or at Forget, unverified. Where
-	// Root's filesystem refuses extended attributes, Boot keeps nothing and
-	// empties Root ([Stats.NoDigestRecords]).
+	// one, reading nothing else of them, removes everything else, and sets
+	// no record.
+	//
+	// The attribute is trusted only to name the content a kept directory
+	// claims to hold: no byte of a kept directory is served before this
+	// process has read it again. The Publish whose key and digest a kept
+	// directory claims verifies it (every name, mode, link target and
+	// byte; no size, mtime or inode is trusted) and serves that very
+	// directory, without writing, only on a match. Publish knows its
+	// digest before it writes, and verifies first, comparing the directory
+	// with its files ([dirlife.Layout.VerifyFiles]); PublishFS knows it
+	// once its copy is staged, verifies then, hashing the directory
+	// ([dirlife.Layout.Verify]), and on a match discards the copy unsynced,
+	// keeping nothing of it. Several kept directories may claim one
+	// content (a rewrite beside a leased copy of itself leaves two): they
+	// are verified in name order until one matches, and the others go
+	// unread with the next removal pass. Each that fails is discarded and
+	// reported ([PublishEvent.Discarded], [Stats.Discarded]); when none
+	// matches, the content is written afresh. Once verified, a directory is
+	// trusted like one this process wrote, and not read again while it
+	// stays on disk. Kept directories no Publish claims go, unread, with
+	// the first record set or at Forget. Where Root's filesystem refuses
+	// extended attributes, Boot keeps nothing and empties Root
+	// ([Stats.NoDigestRecords]).
 	//
 	// The digest detects accidents (a torn write, a stray edit, a failing
 	// disk), not tampering: whoever can write a directory can rewrite its
@@ -119,9 +134,15 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// LinkUnchanged hard-links, instead of writing, each file whose
 	// content and mode equal those of a file in a directory the Publisher
 	// has on disk and verified in this process (wrote, or claimed under
-	// Adopt), hashing it first ([dirlife.Layout.Link]); a link that fails
-	// falls back to writing; it needs Unix's hard links, and elsewhere
-	// every publish under it fails. Every published file has its write bits
+	// Adopt), hashing it first ([dirlife.Layout.Link]). A file on disk is
+	// linked without reading it only while its inode, size, modification
+	// time, change time and mode are those taken when the Publisher wrote
+	// or verified its bytes, in a later tick of the filesystem's clock;
+	// any other (one linked since, whose change time the link moved, or
+	// one changed since, even with its modification time put back) is read
+	// and compared byte for byte first ([dirlife.LinkIndex]). A link that
+	// fails or a file that differs falls back to writing; it needs Unix's
+	// hard links, and elsewhere every publish under it fails. Every published file has its write bits
 	// cleared, and the digest is of what is on disk, so the option changes
 	// every Identity (Publish's files are 0o444 under the usual umask).
 	// [PublishEvent] and [Stats] count the bytes written against the bytes

@@ -11,12 +11,16 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -25,10 +29,11 @@ import (
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
+	"leasekit.dev/examples/controller/internal/shard"
 	"leasekit.dev/examples/internal/size"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // LeaderElectionID names the coordination.k8s.io Lease the replicas elect
@@ -69,6 +74,12 @@ type options struct {
 	renderMemory  int64         // a worker's memory budget, in bytes
 	renderWorkers int           // the most worker processes at once; 0: GOMAXPROCS
 	inProcess     bool          // evaluate in this process, with no budgets
+
+	ring         string        // the ring's name; "": no ring, leader election
+	ringNS       string        // the namespace of the ring's Leases
+	ringIdentity string        // this replica's identity in the ring
+	ringLease    time.Duration // a member's lease duration
+	ringRenew    time.Duration // a member's renew period
 }
 
 // usage heads the -h output.
@@ -108,6 +119,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Var((*size.Flag)(&o.renderMemory), "render-memory", "memory budget of each worker process evaluating builds and renders, a `size` such as 256MiB or 1GiB: past it, the worker is killed and its build or render fails")
 	fs.IntVar(&o.renderWorkers, "render-workers", 0, "the most worker processes evaluating at once (0: GOMAXPROCS)")
 	fs.BoolVar(&o.inProcess, "in-process", false, "evaluate builds and renders in the controller's own process, with no time or memory budget: only for trusted Releases")
+	fs.StringVar(&o.ring, "ring", "", "split the Releases among the replicas through a ring of this name (a DNS label): each replica holds a coordination.k8s.io Lease of its own, renders and writes the Releases of its part of the hash space, and publishes the Platform itself; leader election and the standby are off. Empty: one elected replica writes everything")
+	fs.StringVar(&o.ringNS, "ring-namespace", "", "namespace of the ring's Leases (default: --leader-election-namespace, else the pod's namespace)")
+	fs.StringVar(&o.ringIdentity, "ring-identity", "", "this replica's identity in the ring, unique among its replicas (default: the host name, the pod's name)")
+	fs.DurationVar(&o.ringLease, "ring-lease-duration", 15*time.Second, "how long a member's Lease holds after its last renewal seen: a replica gone is replaced in its part after this, plus a renew period; it stops writing itself a renew period before")
+	fs.DurationVar(&o.ringRenew, "ring-renew-period", 2*time.Second, "how often a member renews its Lease and looks at the ring; at most a third of --ring-lease-duration")
 	o.zap.BindFlags(fs)
 	// controller-runtime's --kubeconfig, read by ctrl.GetConfig.
 	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
@@ -132,6 +148,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.timeout <= 0 {
 		return o, fmt.Errorf("--reconcile-timeout %v: must be positive", o.timeout)
+	}
+	if o.ring != "" {
+		switch {
+		case o.ringRenew <= 0:
+			return o, fmt.Errorf("--ring-renew-period %v: must be positive", o.ringRenew)
+		case o.ringLease < 3*o.ringRenew:
+			return o, fmt.Errorf("--ring-lease-duration %v: must be at least three --ring-renew-period (%v)", o.ringLease, 3*o.ringRenew)
+		}
 	}
 	return o, nil
 }
@@ -165,11 +189,23 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	var member *shard.Member
+	var cacheOpts cache.Options
+	leaderElect := o.leaderElect
+	if o.ring != "" {
+		member, err = newMember(o, cfg)
+		if err != nil {
+			return err
+		}
+		cacheOpts.NewInformer = controller.RingInformer(member)
+		leaderElect = false
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache:                   cacheOpts,
 		Scheme:                  scheme,
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.probeAddr,
-		LeaderElection:          o.leaderElect,
+		LeaderElection:          leaderElect,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: o.leaderNS,
 		// The Publisher's directory is per process and emptied at boot, so a
@@ -193,6 +229,7 @@ func run(o options) error {
 		NoSync:      o.noSync,
 		Evaluator:   k,
 		WarmStandby: o.warm,
+		Ring:        member,
 		Logger:      slog.New(logr.ToSlogHandler(ctrl.Log.WithName("publisher"))),
 	})
 	if err != nil {
@@ -207,4 +244,36 @@ func run(o options) error {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// newMember returns this replica's ring membership from the flags.
+func newMember(o options, cfg *rest.Config) (*shard.Member, error) {
+	ns := o.ringNS
+	if ns == "" {
+		ns = o.leaderNS
+	}
+	if ns == "" {
+		b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+		if err != nil {
+			return nil, fmt.Errorf("--ring-namespace is required outside a pod: %w", err)
+		}
+		ns = strings.TrimSpace(string(b))
+	}
+	id := o.ringIdentity
+	if id == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("--ring-identity: %w", err)
+		}
+		id = strings.ToLower(host)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return shard.New(shard.Config{
+		Ring: o.ring, Namespace: ns, Identity: id,
+		LeaseDuration: o.ringLease, RenewPeriod: o.ringRenew,
+		Client: kube, Logger: ctrl.Log.WithName("ring"),
+	})
 }

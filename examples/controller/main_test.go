@@ -11,7 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 	"sigs.k8s.io/yaml"
 )
 
@@ -102,5 +102,44 @@ func TestFlagsRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want an error naming %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestShardedDeploymentArgs: config/sharded's Deployment runs three
+// replicas with flags this program accepts, in a ring, with the worker
+// budgets of config/manager.
+func TestShardedDeploymentArgs(t *testing.T) {
+	data, err := os.ReadFile("config/sharded/manager_patch.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(data, &d); err != nil {
+		t.Fatalf("config/sharded/manager_patch.yaml: %v", err)
+	}
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
+		t.Errorf("replicas %v, want 3", d.Spec.Replicas)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	o, err := parseFlags(c.Args, new(bytes.Buffer))
+	if err != nil {
+		t.Fatalf("the sharded Deployment's args %q: %v", c.Args, err)
+	}
+	if o.ring == "" {
+		t.Errorf("the sharded Deployment's args %q set no --ring", c.Args)
+	}
+	if o.renderWorkers != 2 || o.renderMemory != 512<<20 {
+		t.Errorf("the sharded Deployment runs %d workers of %d bytes, want config/manager's 2 of 512MiB: its memory request is config/manager's", o.renderWorkers, o.renderMemory)
+	}
+}
+
+// TestRingFlags refuses a renew period past a third of the lease.
+func TestRingFlags(t *testing.T) {
+	_, err := parseFlags([]string{"--platform-dir=x", "--ring=platform", "--ring-lease-duration=5s", "--ring-renew-period=2s"}, new(bytes.Buffer))
+	if err == nil || !strings.Contains(err.Error(), "--ring-lease-duration 5s") {
+		t.Fatalf("a lease of 5s renewed each 2s: %v, want an error naming the lease", err)
+	}
+	if _, err := parseFlags([]string{"--platform-dir=x", "--ring=platform"}, new(bytes.Buffer)); err != nil {
+		t.Fatalf("the ring's defaults: %v", err)
 	}
 }

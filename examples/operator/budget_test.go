@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 )
 
 // TestMain serves as a kernel worker when the command's Workers, run by a

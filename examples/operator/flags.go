@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"leasekit.dev/examples/internal/size"
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 )
 
 // options are the command's flags.

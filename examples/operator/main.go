@@ -6,7 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 )
 
 func main() {

@@ -12,8 +12,8 @@ import (
 
 	"leasekit.dev/examples/operator/internal/demo"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // renderOne publishes the default generation on dir and renders the

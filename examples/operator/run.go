@@ -14,8 +14,8 @@ import (
 	"leasekit.dev/dirlife"
 	"leasekit.dev/examples/operator/internal/demo"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // Exit statuses.

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 	"pgregory.net/rapid"
 )
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"leasekit.dev/internal/baseline"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/platform/platformmodule"
 )
 

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 )
 
 // TestMain serves as a kernel worker when the Workers of a benchmark

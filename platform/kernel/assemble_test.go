@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 // TestAssembleMatchesRender: for any instance, a render assembled in Go
@@ -31,11 +33,11 @@ func TestAssembleMatchesRender(t *testing.T) {
 		p := platforms[rapid.SampledFrom([]string{"bare", "labeled", "typed"}).Draw(t, "platform")]
 		body, specReplicas := drawInstance(t)
 		in := RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
-			moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
-			"shop.cue": []byte(body),
+			modread.ModuleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+			"shop.cue":         []byte(body),
 		}}}
 
-		r, err := prepare(ctx, limits, in)
+		r, err := prepare(ctx, limits, in, false)
 		if err != nil {
 			t.Skipf("refused before evaluation: %v", err)
 		}
@@ -43,7 +45,7 @@ func TestAssembleMatchesRender(t *testing.T) {
 		if ferr != nil {
 			t.Fatalf("assemble: %v\n%s", ferr, body)
 		}
-		r, err = prepare(ctx, limits, in)
+		r, err = prepare(ctx, limits, in, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +147,7 @@ func TestRenderUsesWhatTheBuildDecoded(t *testing.T) {
 	p := buildTestPlatform(t, "labeled", `labels: {team: "platform"}`)
 	in := func(p *Platform) RenderInput {
 		return RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
-			moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+			modread.ModuleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
 			"shop.cue": []byte(`package shop
 name: "shop"
 requires: "example.com/catalogs/web@v1": "v1.0.0"
@@ -194,7 +196,7 @@ func TestAssembleTakesDefaults(t *testing.T) {
 		{`replicas?: 3`, 1.0},
 	} {
 		in := RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
-			moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+			modread.ModuleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
 			"shop.cue": []byte("package shop\nname: \"shop\"\nrequires: \"example.com/catalogs/web@v1\": \"v1.0.0\"\n" +
 				"components: web: {kind: \"Service\", catalog: \"example.com/catalogs/web@v1\", " + tc.field + "}\n"),
 		}}}

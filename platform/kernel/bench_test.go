@@ -50,3 +50,46 @@ func BenchmarkRender(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRenderPaths renders an instance of 10 components, as a Dir and
+// as Files, by Render (path=fast) and by each fast path's slow twin: the
+// instance read as the loader reads it, not whole (path=loader-reads),
+// and the resources evaluated under #Render, not assembled in Go
+// (path=evaluated), with the process's CPU time per render (cpu-ns/op),
+// which a loaded machine sways less than the wall clock. A fast path
+// stays while its ratio to its twin earns it.
+func BenchmarkRenderPaths(b *testing.B) {
+	k := kernel.New()
+	p, err := k.BuildPlatform(context.Background(), generated(b, acme))
+	if err != nil {
+		b.Fatal(err)
+	}
+	files := shop(p, "v1.0.0", 10).Instance.Files
+	dir := b.TempDir()
+	for name, data := range files {
+		kernel.WriteFiles(b, dir, map[string]string{name: string(data)})
+	}
+	for _, inst := range []struct {
+		form string
+		in   kernel.Instance
+	}{{"dir", kernel.Instance{Dir: dir}}, {"files", kernel.Instance{Files: files}}} {
+		in := kernel.RenderInput{Platform: p, Instance: inst.in}
+		for _, path := range []struct {
+			name                   string
+			loaderReads, evaluated bool
+		}{{"fast", false, false}, {"loader-reads", true, false}, {"evaluated", false, true}} {
+			b.Run(fmt.Sprintf("components=10/instance=%s/path=%s", inst.form, path.name), func(b *testing.B) {
+				b.ReportAllocs()
+				start, _ := processCPU()
+				for b.Loop() {
+					if _, err := k.RenderSlowly(context.Background(), in, path.loaderReads, path.evaluated); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if end, ok := processCPU(); ok {
+					b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+				}
+			})
+		}
+	}
+}

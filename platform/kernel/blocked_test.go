@@ -7,30 +7,32 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/synctest"
+
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 // blockingSource is a module directory whose file block cannot be opened
 // until release is closed: a read stuck on a slow disk.
 type blockingSource struct {
-	fileSource
+	modread.Source
 	block   string
 	release chan struct{}
 }
 
-func (s blockingSource) open(name string) (fs.File, error) {
+func (s blockingSource) Open(name string) (fs.File, error) {
 	if name == s.block {
 		<-s.release
 	}
-	return s.fileSource.open(name)
+	return s.Source.Open(name)
 }
 
 // blockIn makes every load of a directory in dirs block on opening its
 // file name until the returned function is called.
 func blockIn(t *testing.T, name string, dirs ...string) (release func()) {
 	ch := make(chan struct{})
-	open := openDirSource
-	t.Cleanup(func() { openDirSource = open })
-	openDirSource = func(dir string) (fileSource, func(), error) {
+	open := modread.OpenDir
+	t.Cleanup(func() { modread.OpenDir = open })
+	modread.OpenDir = func(dir string) (modread.Source, func(), error) {
 		src, closeSrc, err := open(dir)
 		for _, d := range dirs {
 			if err == nil && d == dir {
@@ -50,13 +52,13 @@ func blockIn(t *testing.T, name string, dirs ...string) (release func()) {
 func TestCancelWhileBlocked(t *testing.T) {
 	platformDir := t.TempDir()
 	writeFiles(t, platformDir, map[string]string{
-		moduleFile:     "module: \"platform.leasekit.dev/test@v0\"\nlanguage: version: \"v0.14.0\"\n",
-		"platform.cue": "package platform\n\nname: \"acme\"\ncatalogs: \"example.com/catalogs/web@v1\": {version: \"v1.4.0\", kinds: [\"Deployment\"]}\n",
+		modread.ModuleFile: "module: \"platform.leasekit.dev/test@v0\"\nlanguage: version: \"v0.14.0\"\n",
+		"platform.cue":     "package platform\n\nname: \"acme\"\ncatalogs: \"example.com/catalogs/web@v1\": {version: \"v1.4.0\", kinds: [\"Deployment\"]}\n",
 	})
 	instanceDir := t.TempDir()
 	writeFiles(t, instanceDir, map[string]string{
-		moduleFile: "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n",
-		"shop.cue": "package shop\n\nname: \"shop\"\n",
+		modread.ModuleFile: "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n",
+		"shop.cue":         "package shop\n\nname: \"shop\"\n",
 	})
 	p, err := New().BuildPlatform(context.Background(), platformDir)
 	if err != nil {
@@ -69,8 +71,8 @@ func TestCancelWhileBlocked(t *testing.T) {
 		},
 		"render, platform": func(ctx context.Context) error {
 			_, err := New().Render(ctx, RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
-				moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
-				"shop.cue": []byte("package shop\n\nname: \"shop\"\n"),
+				modread.ModuleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+				"shop.cue":         []byte("package shop\n\nname: \"shop\"\n"),
 			}}})
 			return err
 		},
@@ -84,7 +86,7 @@ func TestCancelWhileBlocked(t *testing.T) {
 			if name == "render, instance" {
 				dir, file = instanceDir, "shop.cue"
 			}
-			for _, block := range []string{moduleFile, file} {
+			for _, block := range []string{modread.ModuleFile, file} {
 				synctest.Test(t, func(t *testing.T) {
 					release := blockIn(t, block, filepath.Clean(dir))
 					ctx, cancel := context.WithCancel(context.Background())

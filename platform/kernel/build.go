@@ -47,7 +47,11 @@ type Platform struct {
 // Platform that BuildPlatform did not return.
 func (p *Platform) Size() int64 { return p.size }
 
-// A Catalog is one component catalog a platform carries.
+// A Catalog is one component catalog a platform carries. Its Version is a
+// semantic version as Semantic Versioning 2.0.0 writes it, with or without
+// a leading 'v': "1.4.2" equals "v1.4.2", a prerelease is older than its
+// release and build metadata is ignored. Every result carries a version
+// as its module wrote it.
 type Catalog struct {
 	Path    string   // CUE module path with major version
 	Version string   // semantic version, with or without a leading 'v', as the module writes it
@@ -55,9 +59,9 @@ type Catalog struct {
 	Kinds   []string // the component kinds it provides, sorted; empty: any kind
 }
 
-// Catalog returns the catalog of p with the given path, and whether p
+// catalog returns the catalog of p with the given path, and whether p
 // carries one.
-func (p *Platform) Catalog(path string) (Catalog, bool) {
+func (p *Platform) catalog(path string) (Catalog, bool) {
 	i, ok := slices.BinarySearchFunc(p.Catalogs, path, func(c Catalog, path string) int {
 		return strings.Compare(c.Path, path)
 	})
@@ -119,7 +123,7 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err != nil {
 		return nil, asError("build", abs, err, source{[]string{"#Platform"}, v})
 	}
-	p.Module, p.Dir, p.Digest, p.size = m.info.path, abs, m.digest, m.size
+	p.Module, p.Dir, p.Digest, p.size = m.info.Path, abs, m.digest, m.size
 	p.built = sealPlatform(p, m.digest)
 	return p, nil
 }

@@ -45,20 +45,6 @@ func ParseSkewPolicy(s string) (SkewPolicy, error) {
 	return 0, fmt.Errorf("kernel: skew policy %q: must be Warn or Refuse", s)
 }
 
-// A Diagnostic is a finding that did not fail the render.
-type Diagnostic struct {
-	Severity string // "warning"
-	Message  string
-
-	// For a catalog skew: the catalog, the version the instance requires,
-	// the one the platform carries (which the render used), and whether
-	// the instance's is newer (always, for a skew row).
-	Path            string
-	InstanceVersion string
-	PlatformVersion string
-	Newer           bool
-}
-
 // checkCatalogs checks the catalogs the instance w requires and its
 // components use against those the platform carries, and returns the skew
 // diagnostics under SkewWarn. It reads iv as written, before any
@@ -81,7 +67,7 @@ func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy, dir string
 			shape = append(shape, fieldError(iv, []string{"requires", path}, "%s", rule))
 			continue
 		}
-		c, ok := p.Catalog(path)
+		c, ok := p.catalog(path)
 		switch {
 		case !ok:
 			unusable = append(unusable, &CatalogError{Path: path, Position: at("requires", path), Rule: fmt.Sprintf("is not carried by platform %s", p.Name)})
@@ -112,7 +98,7 @@ func checkCatalogs(w writtenInstance, p *Platform, policy SkewPolicy, dir string
 				"catalog %s is not in the instance's requires", path))
 			continue
 		}
-		c, ok := p.Catalog(path)
+		c, ok := p.catalog(path)
 		if !ok || !c.Enabled || kind == "" || rules.Kind(kind) != "" {
 			continue // reported for requires, by a value rule, or left for the schema
 		}

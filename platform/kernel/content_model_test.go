@@ -18,7 +18,7 @@ import (
 // additions, removals, rewrites to the same bytes and files the loader
 // does not read, rebuilding now and then, against a model that holds the
 // CUE files the last build read and those the directory holds now: a
-// render is refused with ErrPlatformChanged exactly when they differ.
+// render is refused with a *ContentError exactly when they differ.
 func TestContentBindingModel(t *testing.T) {
 	k := kernel.New()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -96,7 +96,7 @@ catalogs: "` + webPath + `": {version: "v1.4.0", kinds: ["Deployment", "Service"
 			"render": func(t *rapid.T) {
 				_, err := k.Render(context.Background(), shop(p, "v1.4.0", 1))
 				changed := !maps.Equal(now, built)
-				if changed != errors.Is(err, kernel.ErrPlatformChanged) || (!changed && err != nil) {
+				if changed != errors.As(err, new(*kernel.ContentError)) || (!changed && err != nil) {
 					t.Fatalf("content changed %v: render = %v", changed, err)
 				}
 			},

@@ -9,24 +9,6 @@ import (
 	"cuelang.org/go/cue"
 )
 
-// RenderOutput is the result of a Render.
-type RenderOutput struct {
-	Instance    string       // the instance's name
-	Resources   []Resource   // one per component, ordered by component name
-	Diagnostics []Diagnostic // findings that did not fail the render, ordered by catalog path
-}
-
-// A Resource is one rendered component.
-type Resource struct {
-	Component string // the component's name in the instance
-	Kind      string
-	Name      string // metadata.name
-
-	// Object is the whole resource: apiVersion, kind, metadata (name,
-	// namespace, labels, annotations) and spec, as decoded JSON values.
-	Object map[string]any
-}
-
 // The names Render decodes a rendered resource by. They mirror #Render in
 // render.cue; TestDecodeMatchesExport holds the two together.
 const (

@@ -10,6 +10,8 @@ import (
 
 	"cuelang.org/go/cue"
 	"pgregory.net/rapid"
+
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 // TestDecodeMatchesExport: for any instance that renders, the resources
@@ -53,8 +55,8 @@ func TestDecodeMatchesExport(t *testing.T) {
 			b.WriteString("}\n")
 		}
 		in := RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
-			moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
-			"shop.cue": []byte(b.String()),
+			modread.ModuleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+			"shop.cue":         []byte(b.String()),
 		}}}
 		e, err := evaluate(context.Background(), Limits{}.mustResolve(), in)
 		if err != nil {
@@ -145,7 +147,7 @@ func buildTestPlatform(t *testing.T, name, fields string) *Platform {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
-		moduleFile: "module: \"platform.leasekit.dev/" + name + "@v0\"\nlanguage: version: \"v0.14.0\"\n",
+		modread.ModuleFile: "module: \"platform.leasekit.dev/" + name + "@v0\"\nlanguage: version: \"v0.14.0\"\n",
 		"platform.cue": "package platform\n\nname: \"" + name + "\"\n" + fields +
 			"\ncatalogs: \"example.com/catalogs/web@v1\": {version: \"v1.4.0\", kinds: [\"Deployment\", \"Service\"]}\n",
 	}

@@ -6,10 +6,12 @@ import (
 
 	"cuelang.org/go/cue/parser"
 	"pgregory.net/rapid"
+
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 // nested draws a CUE expression and returns it with its nesting depth as
-// nestingDepth counts it standing alone (d) and as the value of a field
+// Depth counts it standing alone (d) and as the value of a field
 // (dv): each field label counts, and so do structs, lists, parentheses
 // and interpolations in every string form, save a bracket that opens a
 // field's value, and the operators but & and |; brackets inside strings
@@ -71,7 +73,7 @@ func nested(t *rapid.T, budget int, evaluable bool) (expr string, d, dv int) {
 	return bracket(b.String(), deepest+1)
 }
 
-// TestNestingDepth: over generated CUE, the value of a field, nestingDepth
+// TestNestingDepth: over generated CUE, the value of a field, Depth
 // counts exactly the nesting the generator built, stops exactly one level past its limit,
 // and visits each byte at most twice.
 func TestNestingDepth(t *testing.T) {
@@ -82,9 +84,9 @@ func TestNestingDepth(t *testing.T) {
 			t.Fatalf("the generator made CUE that does not parse: %v\n%s", err, src)
 		}
 		limit := rapid.IntRange(0, depth+2).Draw(t, "limit")
-		got, steps := nestingDepth(src, limit)
+		got, steps := modread.Depth(src, limit)
 		if want := min(depth, limit+1); got != want {
-			t.Fatalf("nestingDepth(limit %d) = %d, want %d in\n%s", limit, got, want, src)
+			t.Fatalf("modread.Depth(limit %d) = %d, want %d in\n%s", limit, got, want, src)
 		}
 		if steps > 2*len(src) {
 			t.Fatalf("%d steps over %d bytes", steps, len(src))
@@ -105,7 +107,7 @@ func TestNestingDepthLinear(t *testing.T) {
 		"lines":       strings.Repeat("a:\n", 1<<16) + "1",
 		"sums":        strings.Repeat("1 +\n", 1<<16) + "1",
 	} {
-		got, steps := nestingDepth([]byte(src), 1<<30)
+		got, steps := modread.Depth([]byte(src), 1<<30)
 		if steps > 2*len(src) {
 			t.Errorf("%s: %d steps over %d bytes", name, steps, len(src))
 		}
@@ -118,7 +120,7 @@ func TestNestingDepthLinear(t *testing.T) {
 			t.Errorf("%s: depth %d, want 0", name, got)
 		}
 	}
-	_, steps := nestingDepth([]byte(strings.Repeat("{a:", 1<<18)), 100)
+	_, steps := modread.Depth([]byte(strings.Repeat("{a:", 1<<18)), 100)
 	if steps > 101*3 {
 		t.Errorf("the scan went %d steps past a limit of 100", steps)
 	}

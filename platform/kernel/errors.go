@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 // An Error reports every problem a build or render found, each with the
@@ -17,7 +19,11 @@ import (
 // An Error is plain data: strings, and a cause that is plain data too. It
 // holds no CUE value, cue.Context, build instance or CUE error, so keeping
 // it (as a controller keeps its last error) keeps nothing of the
-// evaluation that found it.
+// evaluation that found it. So are the kernel's other errors.
+//
+// Its positions name files relative to their module, with the module's
+// directory once, in front. A join of the kernel's errors (one for each
+// catalog at fault) says each on a line of its own.
 type Error struct {
 	Op       string    // "build" or "render"
 	Dir      string    // the module directory (the platform's for a build, the instance's for a render)
@@ -78,84 +84,29 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error, flattened.
 func (e *Error) Unwrap() error { return e.Err }
 
-// ErrFileRefused is the error a build or render returns, wrapped in a
-// *FileError, for a file or directory in a module that the kernel does not
-// read.
-var ErrFileRefused = errors.New("kernel: file refused")
-
 // A FileError reports a file or directory in a module that the kernel
 // refuses to read: one that is not a regular file or directory, a
 // symbolic link leading out of the module, or a directory of vendored
 // packages. It is returned as it is, and nothing of the module is
-// evaluated.
-type FileError struct {
-	Dir  string // the module's directory, "instance" for an instance's Files
-	File string // the file or directory, slash-separated, relative to Dir
-	Rule string // why it is refused: "is a named pipe (p---------), not a regular file", …
-	Err  error  // the underlying error, if any
-}
+// evaluated. Its fields are Dir, File, Rule and Err.
+//
+// A named pipe, socket or device is described before it is opened, and
+// opened without blocking: it is never read. A symbolic link is followed
+// when its target resolves within the module. The directory given to
+// BuildPlatform, or as an instance's Dir, is the caller's path and may
+// itself be a link. A module file is accepted when the loader's own rules
+// accept it and it declares no dependencies, however spelt; vendored
+// packages (a cue.mod/pkg, gen or usr that holds a file, a link or
+// anything but directories) and cue.mod/local-module.cue are refused. An
+// empty cue.mod/pkg, gen or usr, or one of empty directories only,
+// vendors nothing and is read as if it were absent.
+type FileError = modread.FileError
 
-// Error names the module, the file and the rule.
-func (e *FileError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("kernel: %s %s: %v", inModule(e.Dir, e.File), e.Rule, e.Err)
-	}
-	return fmt.Sprintf("kernel: %s %s", inModule(e.Dir, e.File), e.Rule)
-}
-
-// inModule names file, relative to the module directory dir, as an error
-// shows it: "dir: file", or dir alone for the module itself.
-func inModule(dir, file string) string {
-	switch {
-	case dir == "":
-		return file
-	case file == "":
-		return dir
-	}
-	return dir + ": " + file
-}
-
-// Is reports whether target is ErrFileRefused.
-func (e *FileError) Is(target error) bool { return target == ErrFileRefused }
-
-// Unwrap returns the underlying error.
-func (e *FileError) Unwrap() error { return e.Err }
-
-// ErrLimit is the error a build or render returns, wrapped in a
-// *LimitError, when its input goes past one of its Limits.
-var ErrLimit = errors.New("kernel: input past a limit")
-
-// A LimitError reports input past one of a Kernel's Limits. It is returned
-// as it is, before the offending input is parsed or evaluated.
-type LimitError struct {
-	Limit string // the field of Limits: "MaxDepth", "MaxFileSize", ...
-	Dir   string // the module's directory, "instance" for an instance's Files
-	File  string // the file or directory past the limit, slash-separated, relative to Dir; "" for the module itself
-
-	// Value is what the input reached: the file's size, the total size,
-	// the number of files, entries or components. For MaxDepth the scan
-	// stops at the first level past the limit, so Value is Max+1.
-	Value int64
-	Max   int64 // the limit in force
-}
-
-// Error names the limit, the file and both values.
-func (e *LimitError) Error() string {
-	what := map[string]string{
-		"MaxFileSize":   "holds %d bytes, more than the limit of %d (Limits.MaxFileSize)",
-		"MaxTotalSize":  "brings the module to %d bytes, more than the limit of %d (Limits.MaxTotalSize)",
-		"MaxFiles":      "makes %d files or entries, more than the limit of %d (Limits.MaxFiles)",
-		"MaxDepth":      "nests %d levels deep, more than the limit of %d (Limits.MaxDepth)",
-		"MaxComponents": "holds %d components, more than the limit of %d (Limits.MaxComponents)",
-	}[e.Limit]
-	if what == "" {
-		what = "reaches %d, more than the limit of %d (Limits." + e.Limit + ")"
-	}
-	return fmt.Sprintf("kernel: %s "+what, inModule(e.Dir, e.File), e.Value, e.Max)
-}
-
-// Is reports whether target is ErrLimit.
-func (e *LimitError) Is(target error) bool { return target == ErrLimit }
+// A LimitError reports input past one of a Kernel's Limits, the field
+// Limit names, with Dir and File the module and file, Value what the
+// input reached and Max the limit. It is returned as it is, before the
+// offending input is parsed or evaluated.
+type LimitError = modread.LimitError
 
 // A SkewError reports a catalog that an instance requires in a newer
 // version than the platform carries, under SkewRefuse. A render with
@@ -206,11 +157,6 @@ func (e *CatalogError) message() string {
 	return fmt.Sprintf("catalog %s %s", e.Path, e.Rule)
 }
 
-// ErrPlatformChanged is the error a render returns, wrapped in a
-// *ContentError, when the platform's directory no longer holds the content
-// the platform was built from.
-var ErrPlatformChanged = errors.New("kernel: platform changed since it was built")
-
 // A ContentError reports a render refused because the platform's
 // directory no longer holds what the Platform was built from: a file
 // rewritten, added or removed since BuildPlatform read it. The catalog
@@ -239,9 +185,6 @@ func (e *ContentError) Error() string {
 	}
 	return msg
 }
-
-// Is reports whether target is ErrPlatformChanged.
-func (e *ContentError) Is(target error) bool { return target == ErrPlatformChanged }
 
 // Unwrap returns why the platform no longer loads, or nil.
 func (e *ContentError) Unwrap() error { return e.Err }

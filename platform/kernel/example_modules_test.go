@@ -11,8 +11,34 @@ import (
 )
 
 // The two modules a user writes, by hand: a platform module, which
-// BuildPlatform builds, and an instance module, which Render renders
-// against it. The package doc describes each field.
+// BuildPlatform builds (package platformmodule describes its fields), and
+// an instance module, which Render renders against it. Names are DNS
+// labels (lower-case letters, digits and '-', at most 63 bytes), kinds
+// upper-case-initial identifiers, labels Kubernetes label keys and values.
+// An instance module's package holds:
+//
+//	name:      "shop"               // required, a name
+//	namespace: "prod"               // optional; set on every resource when present
+//	requires: "example.com/catalogs/web@v1": "v1.2.0" // the catalog versions it was written against
+//	labels: tier: "frontend"        // optional; added to every resource
+//	components: web: {              // named by a name; each renders one resource
+//		kind:     "Deployment"      // required, a kind its catalog provides
+//		catalog:  "example.com/catalogs/web@v1" // required; must be in requires
+//		replicas: 2                 // optional, an int >= 0; 1 when absent
+//		labels: role: "frontend"    // optional
+//		spec: image: "shop:1"       // optional, concrete; a replicas here must equal the one rendered
+//	}
+//
+// Every catalog a component uses must be in the instance's requires, and
+// every catalog it requires must be one the platform carries, enabled. A
+// component renders as one resource: apiVersion "leasekit.dev/v1alpha1",
+// its kind, metadata.name "<name>-<component>", the namespace, the labels
+// of the platform, the instance and the component together with
+// app.kubernetes.io/instance (the name), app.kubernetes.io/managed-by
+// ("leasekit"), app.kubernetes.io/name (the component),
+// platform.leasekit.dev/name and platform.leasekit.dev/type (a key set
+// twice must agree), annotations naming the catalog and the version the
+// platform carries, and the spec with replicas.
 func Example_modules() {
 	platformDir := writeTemp(map[string][]byte{
 		"cue.mod/module.cue": []byte(`module: "platform.example.com/acme@v0"

@@ -1,12 +1,26 @@
 package kernel
 
-import "fmt"
+import (
+	"fmt"
+
+	"leasekit.dev/platform/kernel/internal/modread"
+)
 
 // A Kernel builds platforms and renders instances. The zero value is ready
 // to use, with the default [Limits], and so is the result of [New]. A
 // Kernel holds no state but its limits, which its calls only read: it is
 // safe for concurrent use by multiple goroutines, with no mutex. Set its
 // fields before the Kernel's first use.
+//
+// Every call builds in a cue.Context of its own and retains nothing, so
+// memory does not grow with the number of calls. Loading runs on
+// goroutines of the call's own: a build loads its module on one, a render
+// loads the platform on one while it loads the instance (on another, for
+// an instance in a directory). A cancelled context stops a call at the
+// next step, and while a load is blocked in a read the call returns
+// ctx.Err() at once; the loading goroutine then reads nothing more and
+// ends once its current read returns. Otherwise a call returns only after
+// its goroutines have ended.
 type Kernel struct {
 	// Limits bounds what each build and render reads and evaluates; its
 	// zero fields mean the defaults.
@@ -78,10 +92,13 @@ const (
 	defaultMaxComponents = 1000
 )
 
-// DefaultMaxDepth is the default of Limits.MaxDepth, for a caller that
-// builds input just past it: under the default Limits, a file nested
-// DefaultMaxDepth+1 levels deep is refused with a *LimitError.
-const DefaultMaxDepth = 100
+// defaultMaxDepth is the default of Limits.MaxDepth.
+const defaultMaxDepth = 100
+
+// read returns the limits a read of one module takes, of l resolved.
+func (l Limits) read() modread.Limits {
+	return modread.Limits{MaxFileSize: l.MaxFileSize, MaxTotalSize: l.MaxTotalSize, MaxFiles: l.MaxFiles, MaxDepth: l.MaxDepth}
+}
 
 // resolved returns l with each zero field set to its default, or an error
 // naming a negative field.
@@ -107,7 +124,7 @@ func (l Limits) resolved() (Limits, error) {
 		MaxFileSize:   def(l.MaxFileSize, defaultMaxFileSize),
 		MaxTotalSize:  def(l.MaxTotalSize, defaultMaxTotalSize),
 		MaxFiles:      int(def(int64(l.MaxFiles), defaultMaxFiles)),
-		MaxDepth:      int(def(int64(l.MaxDepth), DefaultMaxDepth)),
+		MaxDepth:      int(def(int64(l.MaxDepth), defaultMaxDepth)),
 		MaxComponents: int(def(int64(l.MaxComponents), defaultMaxComponents)),
 	}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 const testModuleFile = "module: \"platform.leasekit.dev/test@v0\"\nlanguage: version: \"v0.14.0\"\n"
@@ -19,7 +21,7 @@ const testModuleFile = "module: \"platform.leasekit.dev/test@v0\"\nlanguage: ver
 // extra.
 func platformFiles(extra string) map[string]string {
 	return map[string]string{
-		moduleFile: testModuleFile,
+		modread.ModuleFile: testModuleFile,
 		"platform.cue": "package platform\n\nname: \"acme\"\n" +
 			"catalogs: \"example.com/catalogs/web@v1\": {version: \"v1.4.0\", kinds: [\"Deployment\"]}\n" + extra,
 	}
@@ -33,7 +35,7 @@ func wantLimit(t interface {
 }, err error, limit, file string, value, max int64) {
 	t.Helper()
 	var le *LimitError
-	if !errors.As(err, &le) || !errors.Is(err, ErrLimit) {
+	if !errors.As(err, &le) {
 		t.Fatalf("error %v, want a *LimitError for %s", err, limit)
 	}
 	got := *le
@@ -89,19 +91,19 @@ func TestDeepFileRefusedBeforeParsing(t *testing.T) {
 	deep := strings.Repeat("{a:", 1<<16) + "1" + strings.Repeat("}", 1<<16)
 	writeFiles(t, dir, platformFiles("_deep: "+deep+"\n"))
 	_, err := New().BuildPlatform(context.Background(), dir)
-	wantLimit(t, err, "MaxDepth", filepath.Join(dir, "platform.cue"), DefaultMaxDepth+1, DefaultMaxDepth)
+	wantLimit(t, err, "MaxDepth", filepath.Join(dir, "platform.cue"), defaultMaxDepth+1, defaultMaxDepth)
 
 	// Labels nest as braces do, with none in sight.
 	writeFiles(t, dir, platformFiles("_deep: "+strings.Repeat("a: ", 1<<16)+"1\n"))
 	_, err = New().BuildPlatform(context.Background(), dir)
-	wantLimit(t, err, "MaxDepth", filepath.Join(dir, "platform.cue"), DefaultMaxDepth+1, DefaultMaxDepth)
+	wantLimit(t, err, "MaxDepth", filepath.Join(dir, "platform.cue"), defaultMaxDepth+1, defaultMaxDepth)
 
 	// And in an instance held in memory.
 	p := buildTestPlatform(t, "acme", "")
 	_, err = New().Render(context.Background(), RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
-		moduleFile: []byte(testModuleFile), "shop.cue": []byte("package shop\n\nname: \"shop\"\n_deep: " + deep + "\n"),
+		modread.ModuleFile: []byte(testModuleFile), "shop.cue": []byte("package shop\n\nname: \"shop\"\n_deep: " + deep + "\n"),
 	}}})
-	wantLimit(t, err, "MaxDepth", "instance/shop.cue", DefaultMaxDepth+1, DefaultMaxDepth)
+	wantLimit(t, err, "MaxDepth", "instance/shop.cue", defaultMaxDepth+1, defaultMaxDepth)
 }
 
 // TestSizeLimits: a module exactly at MaxFileSize, MaxTotalSize and
@@ -112,7 +114,7 @@ func TestSizeLimits(t *testing.T) {
 	files := platformFiles("// " + strings.Repeat("x", 1000) + "\n")
 	writeFiles(t, dir, files)
 	size := int64(len(files["platform.cue"]))
-	total := size + int64(len(files[moduleFile]))
+	total := size + int64(len(files[modread.ModuleFile]))
 	platformFile := filepath.Join(dir, "platform.cue")
 	build := func(l Limits) error {
 		_, err := (&Kernel{Limits: l}).BuildPlatform(context.Background(), dir)
@@ -140,7 +142,7 @@ func TestSizeLimits(t *testing.T) {
 	// An instance's files in memory count too, read or not.
 	p := buildTestPlatform(t, "acme", "")
 	_, err = (&Kernel{Limits: Limits{MaxFiles: 2}}).Render(context.Background(), RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
-		moduleFile: []byte(testModuleFile), "shop.cue": []byte("package shop\n\nname: \"shop\"\n"), "notes.txt": nil,
+		modread.ModuleFile: []byte(testModuleFile), "shop.cue": []byte("package shop\n\nname: \"shop\"\n"), "notes.txt": nil,
 	}}})
 	wantLimit(t, err, "MaxFiles", "instance", 3, 2)
 }
@@ -155,7 +157,7 @@ func TestComponentLimit(t *testing.T) {
 		fmt.Fprintf(&b, "components: c%d: {kind: \"Deployment\", catalog: \"example.com/catalogs/web@v1\"}\n", i)
 	}
 	in := RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
-		moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"), "shop.cue": []byte(b.String()),
+		modread.ModuleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"), "shop.cue": []byte(b.String()),
 	}}}
 	out, err := (&Kernel{Limits: Limits{MaxComponents: 5}}).Render(context.Background(), in)
 	if err != nil || len(out.Resources) != 5 {

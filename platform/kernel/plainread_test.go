@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 // TestPlainReadRendersAsTheLoadersRead: a render of an instance read
@@ -29,14 +31,14 @@ func TestPlainReadRendersAsTheLoadersRead(t *testing.T) {
 		limits, _ := k.limits()
 		body, _ := drawInstance(t)
 		files := map[string]string{}
-		switch rapid.IntRange(0, 5).Draw(t, "moduleFile") {
+		switch rapid.IntRange(0, 5).Draw(t, "modread.ModuleFile") {
 		case 0:
 		case 1:
-			files[moduleFile] = "module: 1\n"
+			files[modread.ModuleFile] = "module: 1\n"
 		case 2:
-			files[moduleFile] = "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\ndeps: \"x.com@v0\": v: \"v0.1.0\"\n"
+			files[modread.ModuleFile] = "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\ndeps: \"x.com@v0\": v: \"v0.1.0\"\n"
 		default:
-			files[moduleFile] = module
+			files[modread.ModuleFile] = module
 		}
 		files["shop.cue"] = body
 		for i := range rapid.IntRange(0, 6).Draw(t, "extras") {
@@ -98,18 +100,16 @@ func TestPlainReadRendersAsTheLoadersRead(t *testing.T) {
 		}
 		for _, in := range []Instance{{Dir: dir}, {Files: mem}} {
 			if in.Dir != "" {
-				src, closeSrc, err := openDirSource(dir)
+				src, closeSrc, err := modread.OpenDir(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, ok := readPlain(ctx, limits, src); ok {
+				if _, ok := modread.ReadPlain(ctx, limits.read(), src); ok {
 					plain++
 				}
 				closeSrc()
 			}
-			loaderReads.Store(true)
-			want, werr := k.Render(ctx, RenderInput{Platform: p, Instance: in})
-			loaderReads.Store(false)
+			want, werr := k.render(ctx, RenderInput{Platform: p, Instance: in}, paths{loaderReads: true})
 			got, gerr := k.Render(ctx, RenderInput{Platform: p, Instance: in})
 			if fmt.Sprint(gerr) != fmt.Sprint(werr) || reflect.TypeOf(gerr) != reflect.TypeOf(werr) {
 				t.Fatalf("Dir %v: read plainly: %T %v\nread by the loader: %T %v", in.Dir != "", gerr, gerr, werr, werr)
@@ -130,17 +130,15 @@ func TestPlainReadRendersAsTheLoadersRead(t *testing.T) {
 func TestPlainReadDigest(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		moduleFile: "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n",
-		"shop.cue": "package shop\nname: \"shop\"\n",
+		modread.ModuleFile: "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n",
+		"shop.cue":         "package shop\nname: \"shop\"\n",
 	})
 	ctx := context.Background()
 	plainly, err := New().ReadInstance(ctx, Instance{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaderReads.Store(true)
-	defer loaderReads.Store(false)
-	byLoader, err := New().ReadInstance(ctx, Instance{Dir: dir})
+	byLoader, err := readInstanceSnapshot(ctx, Limits{}.mustResolve(), Instance{Dir: dir}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 	"leasekit.dev/platform/platformmodule"
 )
 

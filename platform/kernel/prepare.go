@@ -46,8 +46,9 @@ type preparedRender struct {
 
 // prepare loads the instance and the platform's module, checks the
 // instance's values and catalogs and the platform's content, and compiles
-// the vocabulary.
-func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRender, error) {
+// the vocabulary. An instance not given as a snapshot is read as the
+// loader reads it when loaderReads is set, else plainly where it can be.
+func prepare(ctx context.Context, limits Limits, in RenderInput, loaderReads bool) (*preparedRender, error) {
 	if err := checkRenderInput(ctx, in); err != nil {
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func prepare(ctx context.Context, limits Limits, in RenderInput) (*preparedRende
 
 	// An instance given as Dir or Files renders as its snapshot does: it is
 	// read once, and rendered from the bytes read.
-	snapshot, err := snapshotOf(ctx, limits, in)
+	snapshot, err := snapshotOf(ctx, limits, in, loaderReads)
 	if err != nil {
 		return nil, err
 	}
@@ -151,48 +152,6 @@ func checkRenderInput(ctx context.Context, in RenderInput) error {
 	}
 	if in.Platform == nil {
 		return errors.New("kernel: render: no platform")
-	}
-	return nil
-}
-
-// snapshotOf returns the instance of in as a snapshot: in.Snapshot, or
-// in.Instance read.
-func snapshotOf(ctx context.Context, limits Limits, in RenderInput) (*InstanceSnapshot, error) {
-	if in.Snapshot == nil {
-		return readInstanceSnapshot(ctx, limits, in.Instance)
-	}
-	if in.Instance.Dir != "" || in.Instance.Files != nil {
-		return nil, errors.New("kernel: render: the input has both an Instance and a Snapshot")
-	}
-	return in.Snapshot, nil
-}
-
-// loadPlatform loads p's module in full, on a goroutine of its own, and
-// checks that it holds the content p was built from.
-func loadPlatform(ctx context.Context, limits Limits, p *Platform) (loadedModule, error) {
-	m, err := loadAside(ctx, func() (loadedModule, error) { return loadDir(ctx, limits, p.Dir) })
-	if cerr := ctx.Err(); cerr != nil {
-		return loadedModule{}, cerr
-	}
-	if err := platformLoaded(p, m, err); err != nil {
-		return loadedModule{}, err
-	}
-	return m, nil
-}
-
-// platformLoaded returns the error of a render whose platform p loaded as
-// m, with err: nil if it loaded and holds the content p was built from.
-func platformLoaded(p *Platform, m loadedModule, err error) error {
-	if err != nil {
-		// A platform that built and no longer loads has changed, unless
-		// it cannot be read at all, or is refused.
-		if got := m.digest; got != "" && p.Digest != "" && got != p.Digest {
-			return &ContentError{Dir: p.Dir, Want: p.Digest, Got: got, Err: moduleError("render", p.Dir, err)}
-		}
-		return moduleError("render", p.Dir, err)
-	}
-	if got := m.digest; got != p.Digest {
-		return &ContentError{Dir: p.Dir, Want: p.Digest, Got: got}
 	}
 	return nil
 }

@@ -6,20 +6,22 @@ import (
 	"path"
 	"sync"
 	"testing"
+
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 // countingSource counts the opens of each file of a module directory.
 type countingSource struct {
-	fileSource
+	modread.Source
 	mu    *sync.Mutex
 	opens map[string]int
 }
 
-func (s countingSource) open(name string) (fs.File, error) {
+func (s countingSource) Open(name string) (fs.File, error) {
 	s.mu.Lock()
 	s.opens[name]++
 	s.mu.Unlock()
-	return s.fileSource.open(name)
+	return s.Source.Open(name)
 }
 
 // TestEachFileReadOnce: a build reads each file of its module once, even
@@ -29,7 +31,7 @@ func (s countingSource) open(name string) (fs.File, error) {
 func TestEachFileReadOnce(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
-		moduleFile: testModuleFile,
+		modread.ModuleFile: testModuleFile,
 		"platform.cue": "package platform\n\nimport \"platform.leasekit.dev/test/sub\"\n\nname: \"acme\"\nlabels: fromsub: sub.x\n" +
 			"catalogs: \"example.com/catalogs/web@v1\": {version: \"v1.4.0\", kinds: [\"Deployment\"]}\n",
 		"sub/sub.cue": "package sub\n\nx: \"y\"\n",
@@ -38,9 +40,9 @@ func TestEachFileReadOnce(t *testing.T) {
 
 	var mu sync.Mutex
 	opens := map[string]int{}
-	open := openDirSource
-	t.Cleanup(func() { openDirSource = open })
-	openDirSource = func(dir string) (fileSource, func(), error) {
+	open := modread.OpenDir
+	t.Cleanup(func() { modread.OpenDir = open })
+	modread.OpenDir = func(dir string) (modread.Source, func(), error) {
 		src, closeSrc, err := open(dir)
 		return countingSource{src, &mu, opens}, closeSrc, err
 	}

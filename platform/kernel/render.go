@@ -17,11 +17,24 @@ import (
 // before it is parsed, or one [*Error] naming the files and positions of
 // either module.
 func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, error) {
+	return k.render(ctx, in, paths{})
+}
+
+// paths says which of its fast paths a render leaves out: none, in
+// Render. Each has a slow twin, which tests hold it equal to and
+// BenchmarkRenderPaths measures it against.
+type paths struct {
+	loaderReads bool // read an instance as the loader reads it, never whole (modread.ReadPlain)
+	evaluated   bool // evaluate #Render, never assemble the resources in Go (assemble)
+}
+
+// render is Render, by the paths via says.
+func (k *Kernel) render(ctx context.Context, in RenderInput, via paths) (RenderOutput, error) {
 	limits, err := k.limits()
 	if err != nil {
 		return RenderOutput{}, err
 	}
-	r, err := prepare(ctx, limits, in)
+	r, err := prepare(ctx, limits, in, via.loaderReads)
 	if err != nil {
 		return RenderOutput{}, err
 	}
@@ -33,8 +46,10 @@ func (k *Kernel) Render(ctx context.Context, in RenderInput) (RenderOutput, erro
 	// are the same. Every file of the platform is still read and hashed,
 	// but only its package clause and imports are parsed. Otherwise
 	// #Render is evaluated, in a cue.Context of this call's own.
-	if out, ok, err := assemble(ctx, in.Platform, r); ok || err != nil {
-		return out, err
+	if !via.evaluated {
+		if out, ok, err := assemble(ctx, in.Platform, r); ok || err != nil {
+			return out, err
+		}
 	}
 	e, err := evaluateRender(ctx, in, r)
 	if err != nil {
@@ -59,7 +74,7 @@ type evaluation struct {
 // evaluate does all of Render but decode the resources, evaluating
 // #Render in CUE.
 func evaluate(ctx context.Context, limits Limits, in RenderInput) (*evaluation, error) {
-	r, err := prepare(ctx, limits, in)
+	r, err := prepare(ctx, limits, in, false)
 	if err != nil {
 		return nil, err
 	}

@@ -2,14 +2,8 @@ package kernel
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
-	"path"
-	"path/filepath"
-	"testing/fstest"
 
-	"cuelang.org/go/cue"
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 // An Instance is an instance module: its files, or a directory holding
@@ -72,96 +66,13 @@ func (k *Kernel) ReadInstance(ctx context.Context, in Instance) (*InstanceSnapsh
 	if err != nil {
 		return nil, err
 	}
-	return readInstanceSnapshot(ctx, limits, in)
+	return readInstanceSnapshot(ctx, limits, in, false)
 }
 
-// readInstanceSnapshot is ReadInstance under limits.
-func readInstanceSnapshot(ctx context.Context, limits Limits, in Instance) (*InstanceSnapshot, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	dir, m, err := readInstanceModule(ctx, limits, in)
-	if err != nil {
-		if dir == "" { // misuse, not a problem in a module
-			return nil, err
-		}
-		return nil, moduleError("render", dir, err)
-	}
-	return &InstanceSnapshot{dir: dir, files: m.files, digest: m.digest, size: m.size}, nil
-}
-
-// readInstanceModule reads the instance module in: every file of a plain
-// tree within limits (see readPlain), or else the files the loader
-// chooses, parsing no more than it needs to choose them. It returns the name its
-// errors give the module: "" for a malformed Instance. A module in a
-// directory is read on a goroutine of its own, waited for as ctx allows;
-// one in memory cannot block.
-func readInstanceModule(ctx context.Context, limits Limits, in Instance) (string, loadedModule, error) {
-	switch {
-	case in.Dir != "" && in.Files != nil:
-		return "", loadedModule{}, errors.New("kernel: render: the instance has both Dir and Files")
-	case in.Dir != "":
-		dir, err := filepath.Abs(in.Dir)
-		if err != nil {
-			return in.Dir, loadedModule{}, err
-		}
-		m, err := loadAside(ctx, func() (loadedModule, error) {
-			src, closeSrc, err := openDirSource(dir)
-			if err != nil {
-				return loadedModule{}, err
-			}
-			defer closeSrc()
-			if !loaderReads.Load() {
-				if m, ok := readPlain(ctx, limits, src); ok {
-					return m, nil
-				}
-				if err := ctx.Err(); err != nil {
-					return loadedModule{}, err
-				}
-			}
-			name := func(p string) string { return filepath.Join(dir, filepath.FromSlash(p)) }
-			return loadSourceMode(ctx, limits, src, name, parseAll)
-		})
-		return dir, m, err
-	case len(in.Files) > 0:
-		const dir = "instance"
-		if n := len(in.Files); n > limits.MaxFiles {
-			return dir, loadedModule{}, &LimitError{Limit: "MaxFiles", File: dir, Value: int64(n), Max: int64(limits.MaxFiles)}
-		}
-		fsys := fstest.MapFS{}
-		for name, data := range in.Files {
-			if !fs.ValidPath(name) {
-				return dir, loadedModule{}, fmt.Errorf("instance file %q: not a valid slash-separated relative path", name)
-			}
-			fsys[name] = &fstest.MapFile{Data: data}
-		}
-		if !loaderReads.Load() {
-			if m, ok := copyPlain(limits, in.Files); ok {
-				return dir, m, nil
-			}
-		}
-		m, err := loadSourceMode(ctx, limits, memSource{fsys}, func(p string) string { return path.Join(dir, p) }, parseAll)
-		return dir, m, err
-	default:
-		return "", loadedModule{}, errors.New("kernel: render: no instance (set Dir or Files)")
-	}
-}
-
-// loadSnapshot loads and builds the instance module s holds into cc,
-// reading nothing but its bytes, under limits. Its errors name s.dir's
-// files.
-func loadSnapshot(ctx context.Context, cc *cue.Context, limits Limits, s *InstanceSnapshot) (cue.Value, error) {
-	fsys := make(fstest.MapFS, len(s.files))
-	for name, data := range s.files {
-		fsys[name] = &fstest.MapFile{Data: data}
-	}
-	name := func(p string) string { return path.Join(s.dir, p) }
-	if s.dir != "instance" {
-		name = func(p string) string { return filepath.Join(s.dir, filepath.FromSlash(p)) }
-	}
-	m, err := loadSource(ctx, limits, memSource{fsys}, name)
-	if err != nil {
-		return cue.Value{}, err
-	}
-	return buildPackage(ctx, cc, m.inst)
-}
+// Digest returns the content digest of a module's files, the one
+// Platform.Digest and InstanceSnapshot.Digest hold: "sha256:" and 64
+// hexadecimal digits over the names in order, each with its length, its
+// contents' length and their SHA-256. It covers every byte a build or
+// render can read of the files and nothing else (not their modes), so
+// equal digests mean equal evaluations.
+func Digest(files map[string][]byte) string { return modread.Digest(files) }

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"leasekit.dev/platform/kernel/internal/modread"
 )
 
 // TestSnapshotRendersAsTheInstance: for any instance, given as Dir or as
@@ -29,8 +31,8 @@ func TestSnapshotRendersAsTheInstance(t *testing.T) {
 			body += "\ncomponents: broken: {\n" // past the package clause: found by the render, not the read
 		}
 		files := map[string][]byte{
-			moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
-			"shop.cue": []byte(body),
+			modread.ModuleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+			"shop.cue":         []byte(body),
 		}
 		var in Instance
 		if rapid.Bool().Draw(t, "onDisk") {
@@ -107,7 +109,7 @@ func TestReadInstanceRefusals(t *testing.T) {
 	k := New()
 	p := buildTestPlatform(t, "bare", "")
 	link := t.TempDir()
-	writeFiles(t, link, map[string]string{moduleFile: "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"})
+	writeFiles(t, link, map[string]string{modread.ModuleFile: "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"})
 	if err := os.Symlink("/etc/passwd", filepath.Join(link, "shop.cue")); err != nil {
 		t.Fatal(err)
 	}
@@ -137,12 +139,12 @@ func TestReadInstanceRefusals(t *testing.T) {
 			}
 		})
 	}
-	if _, err := k.ReadInstance(ctx, Instance{Dir: link}); !errors.Is(err, ErrFileRefused) {
-		t.Fatalf("a link out: %v, want ErrFileRefused", err)
+	if _, err := k.ReadInstance(ctx, Instance{Dir: link}); !errors.As(err, new(*FileError)) {
+		t.Fatalf("a link out: %v, want a *FileError", err)
 	}
 	s, err := k.ReadInstance(ctx, Instance{Files: map[string][]byte{
-		moduleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
-		"shop.cue": []byte("package shop\nname: \"shop\"\nrequires: {}\n"),
+		modread.ModuleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+		"shop.cue":         []byte("package shop\nname: \"shop\"\nrequires: {}\n"),
 	}})
 	if err != nil {
 		t.Fatal(err)

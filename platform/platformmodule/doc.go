@@ -12,5 +12,18 @@
 // with or without a leading 'v' ("1.4.2" or "v1.4.2") and is generated as
 // written, and a catalog that lists no Kinds provides any kind.
 //
+// A platform module's package, which [leasekit.dev/platform/kernel]
+// builds, holds (a module written by hand holds the same, in any of CUE's
+// forms: what counts is the value CUE evaluates):
+//
+//	name: "acme"                    // required, a DNS label
+//	type: "edge"                    // optional, a DNS label; "standard" when absent
+//	labels: team: "platform"        // optional; added to every resource
+//	catalogs: "example.com/catalogs/web@v1": {
+//		version: "v1.4.0"           // required, of the path's major version
+//		enabled: true               // optional; true when absent
+//		kinds: ["Deployment"]       // optional; absent or empty: any kind
+//	}
+//
 // Generate is safe for concurrent use.
 package platformmodule

@@ -117,6 +117,17 @@ type ReleaseStatus struct {
 	// +listType=atomic
 	Diagnostics []string `json:"diagnostics,omitempty"`
 
+	// InputsDigest is "sha256:" and the hex SHA-256 of what the render's
+	// verdict is a function of: the spec's files, the evaluator's limits
+	// and the controller's build, and the platform rendered against (its
+	// generation, module digest and skew policy) or, for a render killed
+	// past a budget, the time and memory budgets instead. Empty when no
+	// render was decided (PlatformNotReady). A controller that reads a
+	// RenderFailed status of the current generation whose InputsDigest
+	// matches the current inputs does not evaluate the spec again.
+	// +optional
+	InputsDigest string `json:"inputsDigest,omitempty"`
+
 	// Conditions holds Rendered.
 	// +optional
 	// +listType=map

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 )
 
 // TestMain serves as a kernel worker when the Workers of a test start this

@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -43,7 +44,9 @@ import (
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/examples/controller/internal/ring"
+	"leasekit.dev/examples/controller/internal/shard"
+	"leasekit.dev/platform/isolate"
 )
 
 // KustomizeEnv names the environment variable holding the kustomize
@@ -89,7 +92,16 @@ func (r rule) String() string {
 // The API server's audit log then shows no request of the ServiceAccount
 // refused, and every rule granted to it exercised (or listed in
 // unexercised with its reason).
-func testDeploy(t *testing.T) {
+func testDeploy(t *testing.T) { testDeployOf(t, "default") }
+
+// testDeploySharded is testDeploy of config/sharded: the manager runs as
+// a member of a ring (of one), through a restart with its identity.
+func testDeploySharded(t *testing.T) { testDeployOf(t, "sharded") }
+
+// testDeployOf deploys config/<overlay>; "sharded" runs the manager as a
+// ring member, as that overlay's Deployment does.
+func testDeployOf(t *testing.T, overlay string) {
+	sharded := overlay == "sharded"
 	kustomize := os.Getenv(KustomizeEnv)
 	if kustomize == "" {
 		t.Skip("kustomize not given; run: " + KustomizeEnv + "=$(tools/kustomize/build.sh) KUBEBUILDER_ASSETS=$(tools/envtest/assets.sh) go test ./examples/controller/...")
@@ -121,7 +133,7 @@ func testDeploy(t *testing.T) {
 		}
 	})
 
-	objs := kustomizeBuild(t, kustomize, filepath.Join("..", "..", "config", "default"))
+	objs := kustomizeBuild(t, kustomize, filepath.Join("..", "..", "config", overlay))
 	ns, sa := deployedIdentity(t, objs)
 	warnings := &warningLog{}
 	applier := rest.CopyConfig(admin)
@@ -132,7 +144,7 @@ func testDeploy(t *testing.T) {
 	}
 	apply(t, c, objs)
 	if w := warnings.all(); len(w) > 0 {
-		t.Fatalf("applying config/default drew %d API warning(s):\n%s", len(w), strings.Join(w, "\n"))
+		t.Fatalf("applying config/%s drew %d API warning(s):\n%s", overlay, len(w), strings.Join(w, "\n"))
 	}
 	var gotNS corev1.Namespace
 	if err := c.Get(ctx, client.ObjectKey{Name: ns}, &gotNS); err != nil {
@@ -152,37 +164,60 @@ func testDeploy(t *testing.T) {
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 	}
 	metricsAddr := freeAddr(t)
-	mgr, err := ctrl.NewManager(asSA, ctrl.Options{
-		Scheme: newScheme(),
-		Metrics: metricsserver.Options{
-			BindAddress: metricsAddr, SecureServing: true,
-			FilterProvider: filters.WithAuthenticationAndAuthorization,
-		},
-		HealthProbeBindAddress:        "0",
-		LeaderElection:                true,
-		LeaderElectionID:              leaseID,
-		LeaderElectionNamespace:       ns,
-		LeaderElectionReleaseOnCancel: true,
-		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
+	// start starts the manager as the Deployment runs it, its metrics on
+	// addr; with sharded, as ring member identity.
+	start := func(addr, identity string) (stop func() error, member *shard.Member, apiReader client.Reader) {
+		t.Helper()
+		opts := ctrl.Options{
+			Scheme: newScheme(),
+			Metrics: metricsserver.Options{
+				BindAddress: addr, SecureServing: true,
+				FilterProvider: filters.WithAuthenticationAndAuthorization,
+			},
+			HealthProbeBindAddress:        "0",
+			LeaderElection:                !sharded,
+			LeaderElectionID:              leaseID,
+			LeaderElectionNamespace:       ns,
+			LeaderElectionReleaseOnCancel: true,
+			Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
+		}
+		if sharded {
+			kube, err := kubernetes.NewForConfig(asSA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			member, err = shard.New(shard.Config{
+				Ring: "platform", Namespace: ns, Identity: identity,
+				LeaseDuration: ringLease, RenewPeriod: ringRenew, Client: kube,
+				Logger: ctrl.Log.WithName("ring"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.Cache.NewInformer = controller.RingInformer(member)
+		}
+		mgr, err := ctrl.NewManager(asSA, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As deployed, two workers; their time budget is the Failover
+		// subtests', so that no render is killed for time on a slow machine.
+		ws := &isolate.Workers{Size: 2, Timeout: failoverTimeout, Memory: 8 << 30}
+		if err := mgr.Add(closeOnStop{ws}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := controller.Setup(mgr, controller.Config{
+			PlatformDir: filepath.Join(dir, "platform-"+identity), NoSync: true,
+			Registerer: prometheus.NewRegistry(), Evaluator: ws,
+			// As deployed (--warm-standby=true): the standby controllers run too.
+			WarmStandby: !sharded,
+			Ring:        member,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return startManager(mgr), member, mgr.GetAPIReader()
 	}
-	// As deployed, two workers; their time budget is the Failover
-	// subtests', so that no render is killed for time on a slow machine.
-	ws := &isolate.Workers{Size: 2, Timeout: failoverTimeout, Memory: 8 << 30}
-	if err := mgr.Add(closeOnStop{ws}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := controller.Setup(mgr, controller.Config{
-		PlatformDir: filepath.Join(dir, "platform"), NoSync: true,
-		Registerer: prometheus.NewRegistry(), Evaluator: ws,
-		// As deployed (--warm-standby=true): the standby controllers run too.
-		WarmStandby: true,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	stop := startManager(mgr)
+	stop, member, apiReader := start(metricsAddr, "replica-0")
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -237,13 +272,32 @@ func testDeploy(t *testing.T) {
 	// cache, through the manager's APIReader; the life cycle meets a
 	// conflict only when a write races the cache. The read is made here
 	// as the reconciler makes it, so the rule is exercised on every run.
-	if err := mgr.GetAPIReader().Get(ctx, relKey, &v1alpha1.Release{}); err != nil {
+	if err := apiReader.Get(ctx, relKey, &v1alpha1.Release{}); err != nil {
 		t.Fatalf("read the Release past the cache as the controller: %v", err)
 	}
 	// Events are recorded asynchronously: wait for the ones the life cycle
 	// recorded to be stored before the manager stops, so that their rules
 	// are exercised on every run.
+	if sharded {
+		// A restart with the same identity, its Lease left behind: the
+		// new run reads it back and takes it over, claiming nothing, and
+		// takes the whole space again.
+		member.Abandon()
+		if err := stop(); err != nil {
+			t.Fatalf("stop the manager: %v", err)
+		}
+		stop, member, _ = start("0", "replica-0")
+		eventually(t, "the restarted member writes for the whole space", func() error {
+			if w := member.Status().Writing; !w.Equal(ring.Full()) {
+				return fmt.Errorf("writes for %v", w)
+			}
+			return nil
+		})
+	}
 	eventually(t, "the leader election's event stored", func() error {
+		if sharded {
+			return nil // no leader election
+		}
 		var evs corev1.EventList
 		if err := c.List(ctx, &evs, client.InNamespace(ns)); err != nil {
 			return err
@@ -279,6 +333,18 @@ func testDeploy(t *testing.T) {
 		t.Fatalf("stop the manager: %v", err)
 	}
 
+	if sharded {
+		eventually(t, "the member's Lease deleted on a clean stop", func() error {
+			var l coordinationv1.LeaseList
+			if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			if len(l.Items) != 0 {
+				return fmt.Errorf("%d Lease(s) left", len(l.Items))
+			}
+			return nil
+		})
+	}
 	exercised, refused := readAudit(t, audit, user)
 	if len(refused) > 0 {
 		t.Errorf("the API server refused %d request(s) of %s:\n%s", len(refused), user, strings.Join(refused, "\n"))
@@ -297,6 +363,9 @@ func testDeploy(t *testing.T) {
 		}
 	}
 	for r := range unexercised {
+		if sharded && r == (rule{"", "events", "patch"}) {
+			continue // the leader elector's: no elector in a ring
+		}
 		if !slices.Contains(granted, r) {
 			t.Errorf("rule %s is listed as unexercised but not granted: drop it from the list", r)
 		}

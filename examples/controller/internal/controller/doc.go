@@ -16,7 +16,10 @@
 // platform the Publisher serves, leasing it for the render, and records the
 // result in the Release's status. It renders again whenever the Publisher
 // serves a different platform: another generation, or the same generation
-// number built for a new object.
+// number built for a new object. The status records the digest of the
+// verdict's inputs; a RenderFailed status whose digest is the current
+// inputs' one is the verdict, kept as it is: no replica, restarted or newly
+// elected, evaluates that spec again.
 //
 // The store and its directory are per process. By default ([Config]
 // WarmStandby) every replica boots its Publisher at start, and a replica
@@ -28,6 +31,15 @@
 // election: only the elected replica boots it, publishes and renders; the
 // others keep their platform directory untouched and their store empty
 // until they are elected.
+//
+// With a ring ([Config] Ring, a *shard.Member), the replicas split the
+// Releases instead: no leader is elected and no standby kept; every
+// replica boots its Publisher and publishes the Platform into its own
+// store, renders the Releases of its part of the hash space and writes
+// the status of those the ring lets it write for ([Shard]); the replica
+// that writes for the Platform's UID writes the Platform's status and
+// events. [RingInformer] narrows the manager's Release informer to the
+// replica's part.
 //
 // Reconcilers are safe for concurrent use, as controller-runtime requires.
 package controller

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
@@ -211,11 +212,14 @@ func testBuildOverBudget(t *testing.T, s *suite) {
 	}
 }
 
-// testLeaderChangeWritesNothing: fifty rendered Releases and an unchanged
-// Platform; leadership passes to a second manager. The new leader
-// publishes the Platform and renders every Release again, and writes no
-// Release: the renders agree with the statuses stored, and no Release is
-// marked PlatformNotReady while the new leader has not yet published.
+// testLeaderChangeWritesNothing: fifty rendered Releases, a bomb the
+// first leader killed past the time budget, and an unchanged Platform;
+// leadership passes to a second manager. The new leader publishes the
+// Platform and renders every Release again but the bomb, whose status
+// holds its verdict for its inputs, and writes no Release: the renders
+// agree with the statuses stored, the bomb's verdict is kept as stored,
+// and no Release is marked PlatformNotReady while the new leader has not
+// yet published.
 func testLeaderChangeWritesNothing(t *testing.T, s *suite) {
 	ctx := context.Background()
 	const n = 50
@@ -259,6 +263,25 @@ func testLeaderChangeWritesNothing(t *testing.T, s *suite) {
 		}
 		return nil
 	})
+	bombRel := newRelease(bomb(), 0)
+	bombRel.Namespace, bombRel.Name = ns, "bomb"
+	if err := s.client.Create(ctx, bombRel); err != nil {
+		t.Fatal(err)
+	}
+	bombKey := client.ObjectKeyFromObject(bombRel)
+	eventually(t, "the bomb killed past the time budget", func() error {
+		var rel v1alpha1.Release
+		if err := s.client.Get(ctx, bombKey, &rel); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered); c == nil || c.Reason != v1alpha1.ReasonRenderFailed || !strings.Contains(c.Message, "time budget") {
+			return fmt.Errorf("Rendered %+v", c)
+		}
+		return nil
+	})
+	if err := s.client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
 
 	mgrB, wB, err := newManager(s.cfg, filepath.Join(t.TempDir(), "b"), regB)
 	if err != nil {
@@ -296,12 +319,28 @@ func testLeaderChangeWritesNothing(t *testing.T, s *suite) {
 	if err := s.client.List(ctx, &all); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the new leader renders every Release", func() error {
-		if c := histogramCountIn(t, regB, "leasekit_platform_render_seconds", map[string]string{"result": "ok"}); c < uint64(len(all.Items)) {
-			return fmt.Errorf("%d renders of %d Releases", c, len(all.Items))
+	eventually(t, "the new leader renders every Release but the bomb", func() error {
+		if c := histogramCountIn(t, regB, "leasekit_platform_render_seconds", map[string]string{"result": "ok"}); c < uint64(len(all.Items)-1) {
+			return fmt.Errorf("%d renders of %d Releases", c, len(all.Items)-1)
 		}
 		return nil
 	})
+	// The new leader's reconcile of the bomb, called here so that its
+	// outcome is known: no evaluation, no error, no write.
+	eventually(t, "the new leader's reconcile of the bomb", func() error {
+		res, err := wB.Release.Reconcile(ctx, ctrl.Request{NamespacedName: bombKey})
+		if err != nil {
+			t.Fatalf("the new leader's reconcile of the bomb: %v; want none (the status holds the verdict)", err)
+		}
+		if res.RequeueAfter > 0 {
+			return errors.New("waits for the Platform")
+		}
+		return nil
+	})
+	if k, o := gathered(t, &suite{registry: regB}, "leasekit_platform_worker_kills_total", map[string]string{"budget": "time"}),
+		histogramCountIn(t, regB, "leasekit_platform_render_seconds", map[string]string{"result": "over-budget"}); k != 0 || o != 0 {
+		t.Fatalf("the new leader evaluated the bomb again: %v kill(s), %d render(s) over budget; want none", k, o)
+	}
 	sentinel := newRelease(shop("v1.4.0"), 0)
 	sentinel.Namespace, sentinel.Name = ns, "sentinel"
 	if err := s.client.Create(ctx, sentinel); err != nil {
@@ -332,9 +371,12 @@ func testLeaderChangeWritesNothing(t *testing.T, s *suite) {
 	for _, c := range writes {
 		total += c
 	}
-	t.Logf("LEADERCHANGE releases=%d status_writes=%d releases_written=%d not_ready_writes=%d", n, total, len(writes), notReady)
+	t.Logf("LEADERCHANGE releases=%d status_writes=%d releases_written=%d not_ready_writes=%d", n+1, total, len(writes), notReady)
 	if total != 0 {
-		t.Fatalf("a leader change wrote %d status(es) to %d of %d Releases (%d PlatformNotReady); want none", total, len(writes), n, notReady)
+		t.Fatalf("a leader change wrote %d status(es) to %d of %d Releases (%d PlatformNotReady): %v; want none", total, len(writes), n+1, notReady, writes)
+	}
+	if err := s.client.Delete(ctx, bombRel); err != nil {
+		t.Fatal(err)
 	}
 }
 

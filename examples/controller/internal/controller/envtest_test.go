@@ -34,7 +34,12 @@ import (
 func TestEnvtest(t *testing.T) {
 	skipWithoutEnv(t)
 	t.Run("Deploy", testDeploy)
+	t.Run("DeploySharded", testDeploySharded)
 	t.Run("Failover", testFailover)
+	t.Run("Shard", func(t *testing.T) {
+		t.Run("server-side", func(t *testing.T) { testShard(t, true) })
+		t.Run("client-side", func(t *testing.T) { testShard(t, false) })
+	})
 	var s *suite // started by the first step that runs
 	steps := []struct {
 		name string

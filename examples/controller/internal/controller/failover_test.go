@@ -21,7 +21,7 @@ import (
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 )
 
 var failoverReleases = flag.Int("failover.releases", 200, "Releases the Failover subtests render, 10 components each")

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
-	"leasekit.dev/platform/kernel"
 )
 
 // specKind is what a drawn spec does when published.
@@ -41,7 +40,7 @@ func drawnSpec(kind specKind, variant int) v1alpha1.PlatformSpec {
 	case specBroken:
 		spec.Overlay = "name: \"other\"\n"
 	case specDeep:
-		spec.Overlay = "x: " + strings.Repeat("a: ", kernel.DefaultMaxDepth+1) + "1\n"
+		spec.Overlay = "x: " + strings.Repeat("a: ", 101) /* past the default Limits.MaxDepth, 100 */ + "1\n"
 	}
 	return spec
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // An outcome is what a build's or render's error says about its input.

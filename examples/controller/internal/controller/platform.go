@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
+	"leasekit.dev/examples/controller/internal/ring"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
@@ -36,6 +38,11 @@ type PlatformReconciler struct {
 	Client    client.Client
 	Publisher *platform.Publisher
 	Recorder  events.EventRecorder
+
+	// Shard, when set, names the one replica of a ring that writes the
+	// Platform's status and events: the one that writes for its UID's
+	// hash. Every replica publishes it into its own store.
+	Shard Shard
 
 	// Changed, when set, is called after every reconcile that may have
 	// changed the record the Publisher serves (a publish or a forget), or
@@ -149,7 +156,16 @@ func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, fmt.Errorf("publish generation %d: %w", p.Generation, err)
 	}
 
-	result, retry := r.outcome(&p, status, rec, before, err)
+	recorder := r.Recorder
+	var hold *ring.Hold
+	if r.Shard != nil {
+		hold = r.Shard.Hold(p.UID)
+		defer hold.Done()
+		if !hold.Writes() {
+			recorder = noEvents{}
+		}
+	}
+	result, retry := r.outcome(&p, status, rec, before, err, recorder)
 	// Published, refused, or failed for now: each is a decision. After a
 	// failure for now, Releases render against what serves (an earlier
 	// generation of this object, or nothing, and they say
@@ -159,8 +175,13 @@ func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if changed && r.Changed != nil {
 		r.Changed()
 	}
-	if uerr := r.updateStatus(ctx, &p, status); uerr != nil {
-		return ctrl.Result{}, uerr
+	// With a ring, only the replica that writes for the Platform's hash
+	// writes its status; the ring wakes another's reconcile when it
+	// comes to write it.
+	if hold == nil || hold.Writes() {
+		if uerr := r.updateStatus(ctx, &p, status); uerr != nil {
+			return ctrl.Result{}, uerr
+		}
 	}
 	if retry != nil && !errors.Is(retry, reconcile.TerminalError(nil)) {
 		logger.V(1).Info("publish failed; retrying with backoff", "generation", p.Generation, "error", retry.Error())
@@ -168,10 +189,10 @@ func (r *PlatformReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return result, retry
 }
 
-// outcome sets status and records events for the result of a publish; it
-// returns the error to retry with, or a terminal error when only a new
-// spec can help.
-func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.PlatformStatus, rec platform.Generated, before int64, err error) (ctrl.Result, error) {
+// outcome sets status and records events with recorder for the result of
+// a publish; it returns the error to retry with, or a terminal error when
+// only a new spec can help.
+func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.PlatformStatus, rec platform.Generated, before int64, err error, recorder events.EventRecorder) (ctrl.Result, error) {
 	gen := p.Generation
 	served := r.Publisher.Store().Generation()
 	status.PublishedGeneration = served
@@ -190,7 +211,7 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 		setNotStale(status, gen, served, "")
 		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionTrue, ReasonPublished, fmt.Sprintf("serving generation %d", rec.Generation))
 		if before != rec.Generation {
-			r.Recorder.Eventf(p, nil, "Normal", ReasonPublished, "Publish", "published generation %d (%d catalogs)", rec.Generation, status.Catalogs)
+			recorder.Eventf(p, nil, "Normal", ReasonPublished, "Publish", "published generation %d (%d catalogs)", rec.Generation, status.Catalogs)
 		}
 		return ctrl.Result{}, nil
 
@@ -207,20 +228,20 @@ func (r *PlatformReconciler) outcome(p *v1alpha1.Platform, status *v1alpha1.Plat
 		}
 		setNotStale(status, gen, served, why)
 		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionFalse, reason, notReady(gen, served, msg))
-		r.Recorder.Eventf(p, nil, "Warning", reason, "Publish", "generation %d: %s", gen, msg)
+		recorder.Eventf(p, nil, "Warning", reason, "Publish", "generation %d: %s", gen, msg)
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("generation %d: %s", gen, msg))
 
 	case errors.As(err, &stale):
 		msg := fmt.Sprintf("generation %d is older than the generation %d served", stale.Key, stale.Current)
 		set(status, gen, v1alpha1.PlatformStale, metav1.ConditionTrue, ReasonStale, msg)
-		r.Recorder.Eventf(p, nil, "Warning", ReasonStale, "Publish", "%s", msg)
+		recorder.Eventf(p, nil, "Warning", ReasonStale, "Publish", "%s", msg)
 		return ctrl.Result{}, nil
 
 	default:
 		msg := describe(err)
 		setNotStale(status, gen, served, "is not published yet (retrying)")
 		set(status, gen, v1alpha1.PlatformReady, metav1.ConditionFalse, "PublishFailed", notReady(gen, served, msg))
-		r.Recorder.Eventf(p, nil, "Warning", "PublishFailed", "Publish", "generation %d: %s (retrying)", gen, msg)
+		recorder.Eventf(p, nil, "Warning", "PublishFailed", "Publish", "generation %d: %s (retrying)", gen, msg)
 		return ctrl.Result{}, fmt.Errorf("publish generation %d: %w", gen, err)
 	}
 }
@@ -359,3 +380,8 @@ func set(status *v1alpha1.PlatformStatus, gen int64, typ string, s metav1.Condit
 		Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen,
 	})
 }
+
+// noEvents records nothing: a replica that does not write the Platform.
+type noEvents struct{}
+
+func (noEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}

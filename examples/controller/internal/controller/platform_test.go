@@ -22,7 +22,6 @@ import (
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
 	"leasekit.dev/platform"
-	"leasekit.dev/platform/kernel"
 )
 
 // fixture is a reconciler pair on the fake client with a booted Publisher.
@@ -63,7 +62,7 @@ func newFixtureWith(t *testing.T, k platform.Evaluator, boot bool, objs ...clien
 	}
 	f := &fixture{client: c, pub: pub, events: events.NewFakeRecorder(100)}
 	f.platform = &controller.PlatformReconciler{Client: c, Publisher: pub, Recorder: f.events, Changed: func() { f.changed++ }}
-	f.release = &controller.ReleaseReconciler{Client: c, Publisher: pub, Recorder: f.events, Platforms: f.platform}
+	f.release = &controller.ReleaseReconciler{Client: c, Publisher: pub, Evaluator: k, Recorder: f.events, Platforms: f.platform}
 	return f
 }
 
@@ -399,7 +398,7 @@ func TestPlatformContentRefusalIsABuildFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	deep := acme()
-	deep.Overlay = "x: " + strings.Repeat("a: ", kernel.DefaultMaxDepth+1) + "1\n"
+	deep.Overlay = "x: " + strings.Repeat("a: ", 101) /* past the default Limits.MaxDepth, 100 */ + "1\n"
 	f.setSpec(t, deep, 2)
 	f.drain()
 

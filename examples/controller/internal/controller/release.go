@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,8 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
+	"leasekit.dev/examples/controller/internal/ring"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/publish"
 )
 
 // platformWait is how long a Release waits, when the Platform object's
@@ -47,6 +52,11 @@ type ReleaseReconciler struct {
 	APIReader client.Reader
 	Publisher *platform.Publisher
 	Recorder  events.EventRecorder
+	// Evaluator is the evaluator Publisher renders with
+	// (Config.Evaluator): its Limits, and its time and memory budgets when
+	// it is an *isolate.Workers, are inputs of a verdict. Nil means
+	// kernel.New(), in this process, with no budgets.
+	Evaluator platform.Evaluator
 	// Platforms is the Platform reconciler of this process: while the
 	// Platform object exists and Platforms has not yet decided on its
 	// generation ([PlatformReconciler.Decided]), a Release waits rather
@@ -55,13 +65,22 @@ type ReleaseReconciler struct {
 	// object exists and none is served.
 	Platforms *PlatformReconciler
 
+	// Shard, when set, splits the Releases among the replicas of a ring:
+	// a Release outside this replica's target and its claim is not
+	// reconciled here; one in its target that it does not write for yet
+	// is rendered into the memo and not written; its status is written
+	// only while [ring.Hold.Writes] says so, checked right before the
+	// write. A cached copy is then trusted only when this process stored
+	// that very status.
+	Shard Shard
+
 	// Observe, when set, is called with the seconds each render took,
 	// its wait for an evaluation's turn included, and its error.
 	Observe func(secs float64, err error)
 
 	mu sync.Mutex
-	// state holds, per Release, the verdict of its last render in this
-	// process and the status this process last stored.
+	// state holds, per Release, the verdict this process last decided or
+	// read from its status, and the status this process last stored.
 	state map[types.NamespacedName]*releaseState
 }
 
@@ -69,38 +88,37 @@ type ReleaseReconciler struct {
 type releaseState struct {
 	uid types.UID
 
-	// The verdict of the last render, of generation gen of the spec,
-	// against platform (the very platform built, not only its generation
-	// number: a Platform deleted and created again publishes its
-	// generation 1 again, with other content). An over-budget verdict
-	// holds whatever the platform: that spec is not rendered again until
-	// it changes.
-	decided  bool
-	gen      int64
-	platform *kernel.Platform
-	over     bool
-	err      error                  // the render's error, nil when it rendered
-	status   v1alpha1.ReleaseStatus // without conditions
-	cond     metav1.Condition
+	// The verdict: the status and condition a render decided (or a status
+	// held, see verdict), status.InputsDigest naming the inputs it holds
+	// for. over: the render was killed past a budget, a verdict that holds
+	// whatever the platform.
+	decided bool
+	over    bool
+	err     error                  // the render's error, after its platform generation; nil when it rendered
+	status  v1alpha1.ReleaseStatus // without conditions
+	cond    metav1.Condition
 
 	// written is the status this process last stored for uid; nil when it
 	// stored none since it started.
 	written *v1alpha1.ReleaseStatus
 }
 
-// Reconcile renders the Release unless this process holds the verdict of
-// a render of its current generation against the platform served now, and
-// records the outcome in its status; it blocks for the render.
+// Reconcile renders the Release unless a verdict holds for its current
+// generation and inputs (see verdict): one this process decided, or a
+// RenderFailed its status holds. It records the outcome in its status; it
+// blocks for the render.
 //
 // The verdict is recorded in memory before the status write, so a write
 // that fails is retried with backoff without rendering again. A render
 // killed past a kernel budget (the spec's evaluation takes too long or too
 // much memory) records RenderFailed naming the budget and returns a
 // reconcile.TerminalError: that spec is not rendered again, whatever the
-// platform and whatever the cache holds, until the Release changes. A
-// failure that says nothing of the spec (a worker that died without
-// answering, the Publisher not booted, the context ending) writes nothing
-// and returns an error, retried with backoff.
+// platform, until the Release or the budgets change. A status that holds
+// RenderFailed for the current inputs is kept as it is, by this process
+// and by any other (a restart, a new leader): it is neither evaluated again
+// nor written. A failure that says nothing of the spec (a worker that died
+// without answering, the Publisher not booted, the context ending) writes
+// nothing and returns an error, retried with backoff.
 //
 // While the Platform object's generation is one the Platform reconciler
 // has not yet decided on (a new leader, a restart, a change not yet
@@ -125,17 +143,27 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !rel.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	var hold *ring.Hold
+	if r.Shard != nil {
+		hold = r.Shard.Hold(rel.UID)
+		defer hold.Done()
+		if !hold.Renders() {
+			return ctrl.Result{}, nil // another replica's
+		}
+	}
 	if wait, err := r.platformPending(ctx); err != nil || wait {
 		return r.waitForPlatform(key, err)
 	}
 
-	st := r.verdict(key, &rel)
+	files := make(map[string][]byte, len(rel.Spec.Files))
+	for name, content := range rel.Spec.Files {
+		files[name] = []byte(content)
+	}
+	spec := kernel.Digest(files)
+	served, ok := r.Publisher.Store().Generated()
+	st := r.verdict(key, &rel, r.inputs(spec, served, ok))
 	rendered := st == nil
 	if rendered {
-		files := make(map[string][]byte, len(rel.Spec.Files))
-		for name, content := range rel.Spec.Files {
-			files[name] = []byte(content)
-		}
 		start := time.Now()
 		out, rec, err := r.Publisher.Render(ctx, kernel.Instance{Files: files})
 		if r.Observe != nil {
@@ -152,10 +180,13 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		case o == transient || ctx.Err() != nil:
 			return ctrl.Result{}, fmt.Errorf("render release %s (retrying): %w", key, errors.Join(err, ctx.Err()))
 		default:
-			st = r.decide(key, &rel, rec, out, err, o)
+			st = r.decide(key, &rel, spec, rec, out, err, o)
 		}
 	}
 
+	if hold != nil && !hold.Writes() {
+		return ctrl.Result{}, nil // rendered into the memo; written once this replica writes for it
+	}
 	wrote, err := r.writeStatus(ctx, key, &rel, st)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -163,38 +194,154 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if st.over && (rendered || wrote) {
 		// Terminal when decided or first stored; a later reconcile of the
 		// same spec finds the verdict and neither renders nor writes.
-		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("render release %s: platform generation %d: %w", key, st.status.PlatformGeneration, st.err))
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("render release %s: %w", key, st.err))
 	}
 	return ctrl.Result{}, nil
 }
 
-// verdict returns the verdict this process holds for rel's current spec
-// that still holds against the platform served, or nil.
-func (r *ReleaseReconciler) verdict(key types.NamespacedName, rel *v1alpha1.Release) *releaseState {
-	served, ok := r.Publisher.Store().Generated()
+// verdict returns the verdict that holds for rel's current generation
+// and inputs in, or nil: the one this process decided last, or else the
+// one rel's status holds, if terminal (Rendered False, RenderFailed),
+// which it then caches. Both are held to one rule ([holds]); memory is
+// only what the status holds or is about to hold. A status that says the
+// spec rendered is not trusted: it is rendered again (a hit in a warm
+// Publisher's memo), so a status can spare an evaluation that failed, and
+// never stand for a render that was not made.
+func (r *ReleaseReconciler) verdict(key types.NamespacedName, rel *v1alpha1.Release, in verdictInputs) *releaseState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := r.state[key]
-	if st == nil || !st.decided || st.uid != rel.UID || st.gen != rel.Generation {
+	if st := r.state[key]; st != nil && st.decided && st.uid == rel.UID {
+		if _, ok := holds(rel.Generation, &st.status, &st.cond, in); ok {
+			c := *st
+			return &c
+		}
+	}
+	c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonRenderFailed {
 		return nil
 	}
-	if st.over || ok && st.platform == served.Platform {
-		c := *st
-		return &c
+	over, ok := holds(rel.Generation, &rel.Status, c, in)
+	if !ok {
+		return nil
 	}
-	return nil
+	st := r.stateOf(key, rel.UID)
+	*st = releaseState{uid: rel.UID, decided: true, over: over, err: errors.New(c.Message), cond: *c, written: st.written}
+	rel.Status.DeepCopyInto(&st.status)
+	st.status.Conditions = nil
+	v := *st
+	return &v
 }
 
-// decide records the verdict of a render of rel (its output out, or err,
-// classified as o) against rec, and returns it.
-func (r *ReleaseReconciler) decide(key types.NamespacedName, rel *v1alpha1.Release, rec platform.Generated, out kernel.RenderOutput, err error, o outcome) *releaseState {
-	v := releaseState{uid: rel.UID, decided: true, gen: rel.Generation, platform: rec.Platform, over: o == overBudget, err: err}
+// holds reports whether a verdict, status with its Rendered condition c,
+// holds for generation gen of a Release's spec with the inputs in, and
+// whether it is one over budget: it observed gen, and its
+// status.InputsDigest is in's digest of its kind. It is the one rule for a
+// verdict this process decided and for one a status holds.
+func holds(gen int64, status *v1alpha1.ReleaseStatus, c *metav1.Condition, in verdictInputs) (over, ok bool) {
+	if status.InputsDigest == "" || status.ObservedGeneration != gen || c.ObservedGeneration != gen {
+		return false, false
+	}
+	switch status.InputsDigest {
+	case in.over:
+		return true, true
+	case in.against:
+		return false, true
+	}
+	return false, false
+}
+
+// verdictInputs are the digests of what a verdict on one Release's spec
+// is a function of, one for each kind of verdict; a verdict holds while
+// its status.InputsDigest is the one of its kind.
+type verdictInputs struct {
+	// against covers a render's output or refusal: the spec's files, the
+	// evaluator's Limits, the controller's build, and the platform (its
+	// generation, module digest and skew policy). Empty when no platform
+	// is served, or its record has no identity (set by hand): no such
+	// verdict holds then.
+	against string
+	// over covers a render killed past a budget, which holds whatever the
+	// platform: the spec's files, the evaluator's Limits, the
+	// controller's build, and the evaluator's time and memory budgets.
+	over string
+}
+
+// inputs returns the inputs of a verdict on a spec whose files have the
+// kernel.Digest spec, against rec when served.
+func (r *ReleaseReconciler) inputs(spec string, rec platform.Generated, served bool) verdictInputs {
+	var limits kernel.Limits
+	budgets := "none"
+	if r.Evaluator != nil {
+		limits = r.Evaluator.Bounds()
+	}
+	if ws, ok := r.Evaluator.(*isolate.Workers); ok {
+		t, m := ws.Timeout, ws.Memory
+		if t == 0 {
+			t = isolate.DefaultTimeout
+		}
+		if m == 0 {
+			m = isolate.DefaultMemory
+		}
+		budgets = fmt.Sprintf("time=%d memory=%d", t, m)
+	}
+	common := fmt.Sprintf("leasekit.dev/examples/controller release verdict v1\nspec %s\nlimits %+v\nbuild %s\n", spec, limits, build())
+	in := verdictInputs{over: digestOf(common + "over budget " + budgets + "\n")}
+	if served && rec.Identity != (publish.Identity[int64]{}) {
+		in.against = digestOf(common + fmt.Sprintf("against %s skew %s\n", rec.Identity, rec.Skew))
+	}
+	return in
+}
+
+// digestOf returns "sha256:" and the hex SHA-256 of s.
+func digestOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// build names the controller's build, an input of every verdict: the
+// main module's version, every module it was built with (path, version
+// and checksum) and the VCS revision, as the binary's build information
+// records them. A build from changed sources that records none of that
+// (a module replaced by a directory is "(devel)"; a build outside a VCS
+// checkout has no revision) counts as the same build.
+var build = sync.OnceValue(func() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s@%s", bi.Main.Path, bi.Main.Version)
+	for _, m := range bi.Deps {
+		if m.Replace != nil {
+			m = m.Replace
+		}
+		fmt.Fprintf(&b, " %s@%s/%s", m.Path, m.Version, m.Sum)
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" || s.Key == "vcs.modified" {
+			fmt.Fprintf(&b, " %s=%s", s.Key, s.Value)
+		}
+	}
+	return b.String()
+})
+
+// decide records the verdict of a render of rel, whose files have the
+// kernel.Digest spec (its output out, or err, classified as o) against
+// rec, and returns it.
+func (r *ReleaseReconciler) decide(key types.NamespacedName, rel *v1alpha1.Release, spec string, rec platform.Generated, out kernel.RenderOutput, err error, o outcome) *releaseState {
+	v := releaseState{uid: rel.UID, decided: true, over: o == overBudget}
+	in := r.inputs(spec, rec, true)
+	v.status.InputsDigest = in.against
+	if v.over {
+		v.status.InputsDigest = in.over
+	}
 	v.status.ObservedGeneration = rel.Generation
 	v.status.PlatformGeneration = rec.Generation
 	v.cond = metav1.Condition{Type: v1alpha1.ReleaseRendered, ObservedGeneration: rel.Generation}
 	if err == nil {
 		fitStatus(&v.status, &v.cond, out, rec.Generation)
 	} else {
+		v.err = fmt.Errorf("platform generation %d: %w", rec.Generation, err)
 		v.cond.Status, v.cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonRenderFailed
 		v.cond.Message = truncate(fmt.Sprintf("platform generation %d: %s", rec.Generation, describe(err)), maxMessage)
 	}
@@ -211,7 +358,7 @@ func (r *ReleaseReconciler) decide(key types.NamespacedName, rel *v1alpha1.Relea
 // platformNotReady returns the PlatformNotReady state of rel; it records no
 // verdict: no render was decided.
 func platformNotReady(rel *v1alpha1.Release) *releaseState {
-	st := &releaseState{uid: rel.UID, gen: rel.Generation}
+	st := &releaseState{uid: rel.UID}
 	st.status.ObservedGeneration = rel.Generation
 	st.cond = metav1.Condition{
 		Type: v1alpha1.ReleaseRendered, ObservedGeneration: rel.Generation,
@@ -304,6 +451,9 @@ func (r *ReleaseReconciler) writeStatus(ctx context.Context, key types.Namespace
 		meta.SetStatusCondition(&status.Conditions, st.cond)
 		if equality.Semantic.DeepEqual(&cur.Status, status) {
 			if fresh || r.trusted(key, cur.UID, status) {
+				if fresh && r.Shard != nil {
+					r.setWritten(key, cur.UID, status) // as stored: trust a cached copy of it
+				}
 				return false, nil
 			}
 			// This process last stored another status: the cache may be
@@ -349,7 +499,23 @@ func (r *ReleaseReconciler) trusted(key types.NamespacedName, uid types.UID, sta
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.state[key]
+	if r.Shard != nil {
+		// Another replica may have written since this one's cache listed.
+		return st != nil && st.uid == uid && st.written != nil && equality.Semantic.DeepEqual(st.written, status)
+	}
 	return st == nil || st.uid != uid || st.written == nil || equality.Semantic.DeepEqual(st.written, status)
+}
+
+// forgetWritten forgets what this process stored for the Releases whose
+// UIDs hash into part, which another replica writes for from now on.
+func (r *ReleaseReconciler) forgetWritten(part ring.Set) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, st := range r.state {
+		if part.Contains(ring.Hash(string(st.uid))) {
+			st.written = nil
+		}
+	}
 }
 
 func (r *ReleaseReconciler) setWritten(key types.NamespacedName, uid types.UID, status *v1alpha1.ReleaseStatus) {

@@ -7,8 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,9 +28,11 @@ import (
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/metrics"
+	"leasekit.dev/examples/controller/internal/ring"
+	"leasekit.dev/examples/controller/internal/shard"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/kernel/isolate"
 )
 
 // Config is what [Setup] needs.
@@ -57,6 +64,32 @@ type Config struct {
 	// so that on election it only writes status. False: only the elected
 	// replica boots its Publisher, and it starts from nothing.
 	WarmStandby bool
+
+	// Ring, when set, splits the Releases among the replicas of a ring
+	// (the manager must not elect a leader): every replica boots its
+	// Publisher at start and publishes the Platform into its own store;
+	// each renders the Releases of its target and writes the status of
+	// those the ring lets it write for, and the one that writes for the
+	// Platform's UID writes the Platform's status and events. The
+	// manager's cache must narrow the Release informer to the member's
+	// cover (cache.Options.NewInformer = [RingInformer]). WarmStandby is
+	// then ignored: the ring is the standby.
+	Ring *shard.Member
+}
+
+// Shard is what a reconciler asks of a ring: a hold on an object's hash
+// for one reconcile. A *shard.Member is one.
+type Shard interface {
+	Hold(uid types.UID) *ring.Hold
+}
+
+// RingInformer returns, for the manager's cache.Options.NewInformer, the
+// constructor that narrows the Release informer to member's cover.
+func RingInformer(member *shard.Member) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+	return member.NewInformer(func(obj runtime.Object) bool {
+		_, ok := obj.(*v1alpha1.Release)
+		return ok
+	})
 }
 
 // Wiring is what [Setup] added to the manager.
@@ -141,7 +174,10 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 			return nil, fmt.Errorf("controller: register worker metrics: %w", err)
 		}
 	}
-	runnable := &electedOnly{pub: pub, warm: cfg.WarmStandby}
+	if cfg.Ring != nil {
+		cfg.WarmStandby = false
+	}
+	runnable := &electedOnly{pub: pub, warm: cfg.WarmStandby || cfg.Ring != nil}
 	if err := mgr.Add(runnable); err != nil {
 		return nil, fmt.Errorf("controller: add the publisher: %w", err)
 	}
@@ -173,11 +209,41 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Publisher: pub,
+			Evaluator: cfg.Evaluator,
 			Recorder:  mgr.GetEventRecorder("release-controller"),
 			Observe:   m.ObserveRender,
 		},
 	}
 	w.Release.Platforms = w.Platform
+	// With a ring: what this replica comes to write for is reconciled
+	// again (rendered already, it is only written); what it stops writing
+	// for is forgotten as written here.
+	gained := make(chan event.GenericEvent, 1)
+	platformGained := make(chan event.GenericEvent, 1)
+	if cfg.Ring != nil {
+		w.Release.Shard, w.Platform.Shard = cfg.Ring, cfg.Ring
+		cfg.Ring.OnChange(func(g, lost ring.Set) {
+			if !lost.Empty() {
+				w.Release.forgetWritten(lost)
+			}
+			if g.Empty() {
+				return
+			}
+			for _, ch := range []chan event.GenericEvent{gained, platformGained} {
+				select {
+				case ch <- event.GenericEvent{Object: &v1alpha1.Platform{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.PlatformName}}}:
+				default:
+				}
+			}
+		})
+		if err := mgr.Add(cfg.Ring); err != nil {
+			return nil, fmt.Errorf("controller: add the ring member: %w", err)
+		}
+		c := mgr.GetClient()
+		if err := cfg.Ring.RegisterMetrics(reg, func() int { return ownedReleases(c, cfg.Ring) }); err != nil {
+			return nil, fmt.Errorf("controller: register ring metrics: %w", err)
+		}
+	}
 	// A warm standby warms the leader's controllers too
 	// (controller-runtime's EnableWarmup): their sources start and fill
 	// their queues on every replica, so that once elected the workers
@@ -188,6 +254,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		Named("platform").
 		WithOptions(crcontroller.Options{EnableWarmup: warmup}).
 		For(&v1alpha1.Platform{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(platformGained, &handler.EnqueueRequestForObject{})).
 		Complete(w.Platform)
 	if err != nil {
 		return nil, fmt.Errorf("controller: platform controller: %w", err)
@@ -208,17 +275,40 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 			func(ctx context.Context, _ client.Object) []reconcile.Request {
 				return allReleases(ctx, c)
 			}))).
+		WatchesRawSource(source.Channel(gained, handler.EnqueueRequestsFromMapFunc(
+			func(ctx context.Context, _ client.Object) []reconcile.Request {
+				// Every Release in the cache: those this replica does not
+				// write for return at once.
+				return allReleases(ctx, c)
+			}))).
 		Complete(w.Release)
 	if err != nil {
 		return nil, fmt.Errorf("controller: release controller: %w", err)
 	}
 	if cfg.WarmStandby {
-		w.Standby, err = setupStandby(mgr, pub, w.Platform, runnable.booted.Load, renders)
+		w.Standby, err = setupStandby(mgr, pub, w.Platform, w.Release, runnable.booted.Load, renders)
 		if err != nil {
 			return nil, err
 		}
 	}
 	return w, nil
+}
+
+// ownedReleases counts the Releases in the cache whose status member
+// writes now.
+func ownedReleases(c client.Client, member *shard.Member) int {
+	var list v1alpha1.ReleaseList
+	if err := c.List(context.Background(), &list); err != nil {
+		return 0
+	}
+	writing := member.Status().Writing
+	n := 0
+	for _, rel := range list.Items {
+		if writing.Contains(ring.Hash(string(rel.UID))) {
+			n++
+		}
+	}
+	return n
 }
 
 // releaseReconciles is how many Release reconciles run at once per render

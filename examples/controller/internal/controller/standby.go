@@ -49,6 +49,10 @@ type Standby struct {
 	// Standby publishes, refuses and forgets, and a Release of the new
 	// leader need not wait for it to publish again what is served.
 	platforms *PlatformReconciler
+	// release, when set, is the leader's Release reconciler in this
+	// process: a Release whose status holds a failure for its current
+	// inputs, the verdict it keeps, is not evaluated here either.
+	release *ReleaseReconciler
 
 	mu sync.Mutex
 	// served is the UID of the object whose generation the Publisher
@@ -202,7 +206,9 @@ func (s *Standby) forget() {
 // reconcileRelease renders the Release against the platform this
 // replica's Publisher serves, so that the render is in its memo when this
 // replica is elected; the output is dropped. It renders a spec once per
-// platform; a spec killed past a budget not again until it changes. Its
+// platform; a spec killed past a budget not again until it changes; and
+// none whose status holds a failure for its current inputs, which the
+// leader's Release reconciler keeps ([ReleaseReconciler.Reconcile]). Its
 // errors are classified as the ReleaseReconciler classifies them
 // ([classify]): a failure that says nothing of the spec (a worker that
 // died without answering, the platform's directory changed, the Publisher
@@ -218,6 +224,9 @@ func (s *Standby) reconcileRelease(ctx context.Context, req ctrl.Request) (ctrl.
 			s.mu.Lock()
 			delete(s.tried, req.NamespacedName)
 			s.mu.Unlock()
+			if s.release != nil {
+				s.release.forget(req.NamespacedName)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -234,6 +243,17 @@ func (s *Standby) reconcileRelease(ctx context.Context, req ctrl.Request) (ctrl.
 	files := make(map[string][]byte, len(rel.Spec.Files))
 	for name, content := range rel.Spec.Files {
 		files[name] = []byte(content)
+	}
+	if s.release != nil {
+		if v := s.release.verdict(req.NamespacedName, &rel, s.release.inputs(kernel.Digest(files), rec, true)); v != nil {
+			s.mu.Lock()
+			if s.tried == nil {
+				s.tried = make(map[types.NamespacedName]tried)
+			}
+			s.tried[req.NamespacedName] = tried{uid: rel.UID, gen: rel.Generation, against: rec.Platform, overBudget: v.over}
+			s.mu.Unlock()
+			return ctrl.Result{}, nil
+		}
 	}
 	s.mu.Lock()
 	s.renders++
@@ -257,8 +277,9 @@ func (s *Standby) reconcileRelease(ctx context.Context, req ctrl.Request) (ctrl.
 
 // setupStandby adds the Standby's two controllers to mgr: they run on
 // every replica and do their work only while it is not elected. platforms
-// is the leader's Platform reconciler on the same Publisher.
-func setupStandby(mgr ctrl.Manager, pub *platform.Publisher, platforms *PlatformReconciler, booted func() bool, renders int) (*Standby, error) {
+// and release are the leader's Platform and Release reconcilers on the
+// same Publisher.
+func setupStandby(mgr ctrl.Manager, pub *platform.Publisher, platforms *PlatformReconciler, release *ReleaseReconciler, booted func() bool, renders int) (*Standby, error) {
 	changed := make(chan event.GenericEvent, 1)
 	s := &Standby{
 		client:    mgr.GetClient(),
@@ -266,6 +287,7 @@ func setupStandby(mgr ctrl.Manager, pub *platform.Publisher, platforms *Platform
 		elected:   mgr.Elected(),
 		booted:    booted,
 		platforms: platforms,
+		release:   release,
 		notify: func() {
 			select {
 			case changed <- event.GenericEvent{Object: &v1alpha1.Platform{}}:

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 )
 
 // RegisterWorkers registers, with reg, the metrics of the kernel's worker

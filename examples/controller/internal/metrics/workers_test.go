@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"leasekit.dev/examples/controller/internal/metrics"
-	"leasekit.dev/platform/kernel/isolate"
+	"leasekit.dev/platform/isolate"
 )
 
 func TestWorkerMetricsReadTheStats(t *testing.T) {
