@@ -26,8 +26,8 @@ type evaluator interface {
 
 // TestErrorsBeginWithKernelOnce: every error an exported method or
 // function of the package returns begins with "kernel: ", and says it
-// once, whatever it wraps (a platform that no longer loads, a worker pool
-// closed); a join of the errors of several catalogs at fault says each on
+// once, whatever it wraps (a platform that no longer loads), but for a
+// pool of workers refused or closed, whose error is isolate's, said once; a join of the errors of several catalogs at fault says each on
 // a line of its own, each so. ctx.Err() is returned as it is, as
 // documented.
 func TestErrorsBeginWithKernelOnce(t *testing.T) {
@@ -183,9 +183,15 @@ components: a: {kind: "Nope", catalog: "`+webPath+`"}`))},
 				t.Errorf("%s: a join of %d errors in %d lines: %q", c.name, n, len(lines), err)
 			}
 		}
+		// A pool of workers speaks for itself: its refusals and its end
+		// are isolate's, said once, with no "kernel: " beside them.
+		prefix, other := "kernel: ", "isolate: "
+		if strings.Contains(c.name, "Workers") {
+			prefix, other = other, prefix
+		}
 		for _, msg := range lines {
-			if !strings.HasPrefix(msg, "kernel: ") || strings.Count(msg, "kernel: ") != 1 {
-				t.Errorf("%s: %q does not begin with \"kernel: \" exactly once", c.name, msg)
+			if !strings.HasPrefix(msg, prefix) || strings.Count(msg, prefix) != 1 || strings.Contains(msg, other) {
+				t.Errorf("%s: %q does not begin with %q exactly once, or also says %q", c.name, msg, prefix, other)
 			}
 		}
 	}
