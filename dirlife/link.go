@@ -11,6 +11,8 @@ import (
 	"path"
 	"path/filepath"
 	"sync"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // The steps of a link, to the fault seam: a hard link of an unchanged file,
@@ -77,37 +79,19 @@ type linkKey struct {
 // was indexed.
 type linkRef struct {
 	dir, rel string
-	at       fileStamp
+	at       sys.Stamp
 	known    bool // its bytes are known while its stamp stays at (see linkEntry)
-}
-
-// A fileStamp is what the system tells of a regular file: its inode
-// (zero where the system tells none), size, modification and change
-// times, and permission bits.
-type fileStamp struct {
-	ino   uint64
-	size  int64
-	mtime int64 // in nanoseconds since the Unix epoch
-	ctime int64 // in nanoseconds since the Unix epoch; zero where the system tells none
-	perm  fs.FileMode
-}
-
-// sameInode reports whether s and t are one inode of one size, mode and
-// modification time: a link of the file s stamps, its change time moved
-// by that link.
-func (s fileStamp) sameInode(t fileStamp) bool {
-	return s.ino != 0 && s.ino == t.ino && s.size == t.size && s.mtime == t.mtime && s.perm == t.perm
 }
 
 // A linkEntry is a file a walk found, for the index.
 type linkEntry struct {
 	key    linkKey
 	rel    string
-	at     fileStamp
+	at     sys.Stamp
 	linked bool // its write linked it from another directory instead of writing it
 	// known: the walk knew the file's bytes (its write wrote them, or the
 	// walk read them after it took at), it did not link it, and the
-	// filesystem's clock had passed at.ctime before at was taken. A change
+	// filesystem's clock had passed at.Ctime before at was taken. A change
 	// since then moves the change time.
 	known bool
 }
@@ -206,8 +190,8 @@ func (l Layout[ID]) linkIndex(claim bool) (*LinkIndex, error) {
 	if l.Link == nil {
 		return nil, nil
 	}
-	if !hardLinks {
-		return nil, errNoLinks
+	if !sys.HardLinks {
+		return nil, sys.ErrNoLinks
 	}
 	if !l.Link.bind(l.Root, claim) {
 		return nil, fmt.Errorf("dirlife: the layout's LinkIndex serves the root %s, not %s: a LinkIndex serves one Root", l.Link.root, l.Root)
@@ -311,9 +295,9 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, data []byte, repl
 	srcBase, base := path.Base(ref.rel), path.Base(rel)
 	// at: the source as it stood when its bytes were last known to be
 	// those of rel; its link must be that inode still.
-	var at fileStamp
+	var at sys.Stamp
 	if ref.known {
-		if at, ok = statAt(src, srcBase); !ok || at.ino != ref.at.ino {
+		if at, ok = sys.StatAt(src, srcBase); !ok || at.Ino != ref.at.Ino {
 			return false // not the file indexed (a rename over it): not even read
 		}
 	}
@@ -329,11 +313,11 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, data []byte, repl
 	if replace {
 		tmp = tempName(linkPrefix)
 	}
-	if linkAt(src, srcBase, dst, tmp) != nil {
+	if sys.LinkAt(src, srcBase, dst, tmp) != nil {
 		return false
 	}
-	if got, ok := statAt(dst, tmp); !ok || !got.sameInode(at) || (replace && renameAt(dst, tmp, base) != nil) {
-		unlinkAt(dst, tmp) // not the file compared: the caller writes it
+	if got, ok := sys.StatAt(dst, tmp); !ok || !got.SameInode(at) || (replace && sys.RenameAt(dst, tmp, base) != nil) {
+		sys.UnlinkAt(dst, tmp) // not the file compared: the caller writes it
 		return false
 	}
 	return true
@@ -344,48 +328,48 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, data []byte, repl
 // written file base in directory dst, and returns its stamp as it was
 // before it was read. It reads the size that stamp tells: the stat after
 // the link tells a file grown or shrunk since.
-func (k *linker) sameBytes(src *os.File, srcBase string, indexed fileStamp, dst *os.File, base string, data []byte, replace bool) (fileStamp, bool) {
-	f, err := openAt(src, srcBase)
+func (k *linker) sameBytes(src *os.File, srcBase string, indexed sys.Stamp, dst *os.File, base string, data []byte, replace bool) (sys.Stamp, bool) {
+	f, err := sys.OpenAt(src, srcBase)
 	if err != nil {
-		return fileStamp{}, false
+		return sys.Stamp{}, false
 	}
 	defer f.Close()
-	at, ok := f.stamp()
-	if !ok || at.ino != indexed.ino || at.size != indexed.size || at.perm != indexed.perm || !replace && int64(len(data)) != at.size {
-		return fileStamp{}, false
+	at, ok := f.Stamp()
+	if !ok || at.Ino != indexed.Ino || at.Size != indexed.Size || at.Perm != indexed.Perm || !replace && int64(len(data)) != at.Size {
+		return sys.Stamp{}, false
 	}
 	buf := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(buf)
-	var staged rawFile
+	var staged sys.RawFile
 	var other []byte
 	if replace {
-		if staged, err = openAt(dst, base); err != nil {
-			return fileStamp{}, false
+		if staged, err = sys.OpenAt(dst, base); err != nil {
+			return sys.Stamp{}, false
 		}
 		defer staged.Close()
 		o := copyBufs.Get().(*[]byte)
 		defer copyBufs.Put(o)
 		other = *o
 	}
-	for off := int64(0); off < at.size; {
+	for off := int64(0); off < at.Size; {
 		if k.ctx.Err() != nil {
-			return fileStamp{}, false
+			return sys.Stamp{}, false
 		}
-		b := (*buf)[:min(int64(len(*buf)), at.size-off)]
+		b := (*buf)[:min(int64(len(*buf)), at.Size-off)]
 		if _, err := io.ReadFull(f, b); err != nil {
-			return fileStamp{}, false
+			return sys.Stamp{}, false
 		}
 		var want []byte
 		if replace {
 			want = other[:len(b)]
 			if _, err := io.ReadFull(staged, want); err != nil {
-				return fileStamp{}, false
+				return sys.Stamp{}, false
 			}
 		} else {
 			want = data[off : off+int64(len(b))]
 		}
 		if !bytes.Equal(b, want) {
-			return fileStamp{}, false
+			return sys.Stamp{}, false
 		}
 		off += int64(len(b))
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // linkWant is what one file of a published directory must hold.
@@ -452,7 +454,7 @@ func checkIndexTrust(t *rapid.T, l Layout[int64]) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			at, ok := statAt(dir, filepath.Base(p))
+			at, ok := sys.StatAt(dir, filepath.Base(p))
 			dir.Close()
 			if !ok || !r.known || at != r.at {
 				continue // read before it is linked
@@ -461,8 +463,8 @@ func checkIndexTrust(t *rapid.T, l Layout[int64]) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sha256.Sum256(data) != k.sum || int64(len(data)) != k.size || at.perm != k.perm {
-				t.Fatalf("the index trusts %s/%s, which holds %q, mode %v: not what it indexed", r.dir, r.rel, trimmed(data), at.perm)
+			if sha256.Sum256(data) != k.sum || int64(len(data)) != k.size || at.Perm != k.perm {
+				t.Fatalf("the index trusts %s/%s, which holds %q, mode %v: not what it indexed", r.dir, r.rel, trimmed(data), at.Perm)
 			}
 		}
 	}

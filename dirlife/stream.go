@@ -15,7 +15,6 @@ import (
 	"sync"
 
 	"leasekit.dev/dirlife/internal/names"
-
 	"leasekit.dev/dirlife/internal/sys"
 )
 
@@ -339,7 +338,7 @@ type queued struct {
 	rel    string
 	perm   fs.FileMode
 	target string    // a link's
-	at     fileStamp // a file's
+	at     sys.Stamp // a file's
 	sum    fileSum   // a file's, once known
 	hashed *hashJob  // a file hashed aside
 }
@@ -411,7 +410,7 @@ func (w *stagedWalk) readClock() int64 {
 		return 0
 	}
 	defer d.Close()
-	if now, ok := fsClock(d); ok {
+	if now, ok := sys.FSClock(d); ok {
 		return now
 	}
 	return 0
@@ -487,7 +486,7 @@ func (w *stagedWalk) hashAside(rel string) *hashJob {
 // hashFile reads the file rel back for its digest, with a buffer and a
 // hash of its own.
 func (w *stagedWalk) hashFile(rel string) (fileSum, error) {
-	f, err := w.sr.OpenFile(rel, syncOpenFlag, 0)
+	f, err := w.sr.OpenFile(rel, sys.SyncOpenFlag, 0)
 	if err != nil {
 		return fileSum{}, err
 	}
@@ -576,7 +575,7 @@ func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (i
 // regular checks and digests the regular file base of directory h.
 func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) error {
 	mode := fi.Mode()
-	if n, ok := linkCount(fi); ok && n > 1 && !(w.shared && mode&0o222 == 0) {
+	if n, ok := sys.LinkCount(fi); ok && n > 1 && !(w.shared && mode&0o222 == 0) {
 		return &NameError{Name: rel, Rule: fmt.Sprintf("has %d hard links: each file of the directory must be its own (or, under Layout.Link, read-only)", n)}
 	}
 	if w.readOnly && mode&0o222 != 0 {
@@ -594,13 +593,13 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 			return err
 		}
 		// The hash is zero on both sides of VerifyFiles's comparison.
-		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: fileStampOf(fi), sum: fileSum{size: fi.Size()}})
+		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: sys.StampOf(fi), sum: fileSum{size: fi.Size()}})
 	}
 	sum, known := w.sums[rel]
 	if known && sum.size != fi.Size() {
 		return fmt.Errorf("dirlife: %s: %d bytes staged, %d copied", path.Join(w.stage, rel), fi.Size(), sum.size)
 	}
-	at := fileStampOf(fi)
+	at := sys.StampOf(fi)
 	if !known && w.hashers > 0 && !w.syncFiles {
 		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: at, hashed: w.hashAside(rel)})
 	}
@@ -619,7 +618,7 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 
 // digestFile adds the regular file rel, stamped at, to the digest and to
 // what the walk counted.
-func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at fileStamp) {
+func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at sys.Stamp) {
 	w.dg.file(rel, perm, sum.size, sum.sum)
 	w.bytes += sum.size
 	if sum.linked {
@@ -627,8 +626,8 @@ func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at fi
 	}
 	if w.shared {
 		// Bytes this write wrote or the walk read after it took at, in a
-		// later tick than at.ctime, are known while at stays.
-		known := !sum.linked && at.ctime != 0 && w.clock != 0 && at.ctime < w.clock
+		// later tick than at.Ctime, are known while at stays.
+		known := !sum.linked && at.Ctime != 0 && w.clock != 0 && at.Ctime < w.clock
 		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, perm}, rel, at, sum.linked, known})
 	}
 }
@@ -684,7 +683,7 @@ func readOnlyPerm(mode fs.FileMode) fs.FileMode { return mode &^ 0o222 }
 func (w *stagedWalk) file(h *dirHandle, base, rel string, digest bool) (fileSum, error) {
 	name := path.Join(w.stage, rel)
 	var sum fileSum
-	f, err := h.dir().OpenFile(base, syncOpenFlag, 0)
+	f, err := h.dir().OpenFile(base, sys.SyncOpenFlag, 0)
 	if err != nil {
 		return sum, err
 	}

@@ -3,6 +3,7 @@
 package sys
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 
@@ -61,3 +62,44 @@ func DeviceOf(fs.FileInfo) uint64 { return 0 }
 // NTFS journals its metadata, and a directory handle refuses
 // FlushFileBuffers.
 func SyncDir(*os.File) error { return nil }
+
+// SyncOpenFlag is how a staged file is opened to be read back and synced:
+// FlushFileBuffers needs write access.
+const SyncOpenFlag = os.O_RDWR
+
+// LinkCount returns the number of hard links of the file fi describes,
+// where the system tells it: a FileInfo here does not.
+func LinkCount(fs.FileInfo) (uint64, bool) { return 0, false }
+
+// StampOf returns the stamp of the regular file fi describes: no inode
+// nor change time, which a FileInfo here does not tell.
+func StampOf(fi fs.FileInfo) Stamp {
+	return Stamp{Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Perm: fi.Mode().Perm()}
+}
+
+// HardLinks reports whether the system has the hard links a layout's Link
+// needs; a write or Verify under Link fails with ErrNoLinks where not.
+const HardLinks = false
+
+var ErrNoLinks = errors.New("dirlife: Layout.Link needs hard links, which this system lacks: leave Link nil")
+
+func LinkAt(*os.File, string, *os.File, string) error { return ErrNoLinks }
+
+func RenameAt(*os.File, string, string) error { return ErrNoLinks }
+
+func UnlinkAt(*os.File, string) error { return ErrNoLinks }
+
+func StatAt(*os.File, string) (Stamp, bool) { return Stamp{}, false }
+
+type RawFile int
+
+func OpenAt(*os.File, string) (RawFile, error) { return -1, ErrNoLinks }
+
+func (RawFile) Read([]byte) (int, error) { return 0, ErrNoLinks }
+
+func (RawFile) Close() error { return ErrNoLinks }
+
+func (RawFile) Stamp() (Stamp, bool) { return Stamp{}, false }
+
+// FSClock reports false: a walk here trusts no stamp.
+func FSClock(*os.File) (int64, bool) { return 0, false }
