@@ -39,7 +39,7 @@ func parseDigest(b []byte) (Digest, bool) {
 // recordDigest records d on the staging directory sr, before it is made
 // durable and renamed into place, so that a directory that was never
 // complete carries none. A filesystem that refuses the attribute is no
-// error: the directory carries none, and [Layout.Adopt] will not keep it.
+// error: the directory carries none, and [Layout.Recorded] will not list it.
 func (l Layout[ID]) recordDigest(sr *os.Root, stage string, d Digest) error {
 	f, err := sr.Open(".")
 	if err != nil {
@@ -56,73 +56,69 @@ func (l Layout[ID]) recordDigest(sr *os.Root, stage string, d Digest) error {
 	return nil
 }
 
-// Adopt is the boot path of a layout that records digests
-// ([Layout.RecordDigest]): [Layout.Reset], but for the ID directories that
-// carry a recorded digest, which it keeps and returns. A directory a write
-// never finished carries none, so only complete ones are kept; Adopt reads
-// only the attribute, and whether their content still matches it is for
-// [Layout.Verify] to tell. recorded
-// reports whether Root's filesystem holds extended attributes: where it
-// does not, Adopt keeps nothing and empties Root as Reset does. Adopt
-// needs a Codec ([ErrNoCodec]). It refuses the roots Reset refuses; on a
-// failure to read an attribute it returns before removing anything, and
-// otherwise fails as Reset fails.
-func (l Layout[ID]) Adopt() (kept map[ID]Digest, recorded bool, err error) {
+// Recorded returns the ID directories under Root that carry a recorded
+// digest ([Layout.RecordDigest]), with their digests: a directory a write
+// never finished carries none. It reads only the attribute; whether a
+// directory's content still matches it is for [Layout.Verify] to tell.
+// held reports whether Root's filesystem holds extended attributes: where
+// it does not, no directory carries a digest and Recorded returns none.
+// Recorded creates and claims Root as Reset does and refuses the roots
+// Reset refuses, removes nothing, and holds Root's shared lock while it
+// reads, so no Prune or Reset runs meanwhile. It needs a Codec
+// ([ErrNoCodec]).
+func (l Layout[ID]) Recorded() (recorded map[ID]Digest, held bool, err error) {
 	if l.Codec == nil {
 		return nil, false, ErrNoCodec
 	}
-	h, err := l.openRoot("adopt", true, exclusive)
+	h, err := l.openRoot("recorded", true, shared)
 	if err != nil {
 		return nil, false, err
 	}
-	defer h.close()
-	kept, keep, recorded, err := l.recordedDirs(h)
+	defer h.release()
+	recorded, held, err = l.recordedDirs(h)
 	if err != nil {
-		h.unlock()
-		return nil, false, fmt.Errorf("dirlife: adopt: %w", err)
+		return nil, false, fmt.Errorf("dirlife: recorded: %w", err)
 	}
-	return kept, recorded, l.reset(h, "adopt", keep)
+	return recorded, held, nil
 }
 
 // recordedDirs returns the ID directories of h that carry a recorded
-// digest, by ID and by name, and whether h's filesystem holds extended
-// attributes.
-func (l Layout[ID]) recordedDirs(h *openRoot) (map[ID]Digest, map[string]bool, bool, error) {
+// digest, and whether h's filesystem holds extended attributes.
+func (l Layout[ID]) recordedDirs(h *openRoot) (map[ID]Digest, bool, error) {
 	if h.own != byAttr {
-		return nil, nil, false, nil // Root's filesystem holds no attribute
+		return nil, false, nil // Root's filesystem holds no attribute
 	}
 	d, err := h.r.Open(".")
 	if err != nil {
-		return nil, nil, false, err
+		return nil, false, err
 	}
 	entries, err := d.ReadDir(-1)
 	d.Close()
 	if err != nil {
-		return nil, nil, false, err
+		return nil, false, err
 	}
 	dev, err := rootDevice(h, l.devOf())
 	if err != nil {
-		return nil, nil, false, err
+		return nil, false, err
 	}
-	kept, keep := map[ID]Digest{}, map[string]bool{}
+	recorded := map[ID]Digest{}
 	for _, e := range entries {
 		id, ok := l.parse(e)
 		if !ok {
 			continue
 		}
-		name := e.Name()
-		dg, ok, err := l.readDigest(h.r, name, dev)
+		dg, ok, err := l.readDigest(h.r, e.Name(), dev)
 		if attrUnsupported(err) {
-			return nil, nil, false, nil
+			return nil, false, nil
 		}
 		if err != nil {
-			return nil, nil, false, err
+			return nil, false, err
 		}
 		if ok {
-			kept[id], keep[name] = dg, true
+			recorded[id] = dg
 		}
 	}
-	return kept, keep, true, nil
+	return recorded, true, nil
 }
 
 // readDigest returns the digest recorded on the directory name of r, which
@@ -153,17 +149,34 @@ func (l Layout[ID]) readDigest(r *os.Root, name string, dev uint64) (Digest, boo
 // differs or an entry is added or missing, and a [*NameError] for an entry
 // no write would publish (a setuid, setgid or sticky bit, a link out of the
 // tree, a file with other hard links but a read-only one under
-// [Layout.Link]). It holds Root's shared lock, so no Prune runs meanwhile,
-// reads up to GOMAXPROCS files (at most 4) at once, with bounded memory
-// and descriptors, and returns ctx.Err() once ctx ends and every read has
-// stopped. It changes nothing but Link: a match enters the directory, any
-// other outcome but the end of ctx takes it out (under Link it also reads
-// the filesystem's clock by setting the directory's times again to what
-// they are, see [LinkIndex]).
-func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
+// [Layout.Link]). files, when not nil, is the content want is the digest
+// of (l.DigestFiles(files), the tree l.Write gives it): each file is then
+// read once and compared with its bytes there instead of being hashed, so
+// a match costs a read of the directory and no hash (under Link, whose
+// index is of the files' hashes, a match hashes files to enter it).
+// Verify holds Root's shared lock, so no Prune runs meanwhile, reads up to
+// GOMAXPROCS files (at most 4; one, with files) at once, with bounded
+// memory and descriptors, and returns ctx.Err() once ctx ends and every
+// read has stopped. It changes nothing but Link: a match enters the
+// directory, any other outcome but the end of ctx takes it out (under Link
+// it also reads the filesystem's clock by setting the directory's times
+// again to what they are, see [LinkIndex]).
+func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest, files Files) error {
 	name, err := l.name(id)
 	if err != nil {
 		return err
+	}
+	var expect map[string][]byte
+	if files != nil {
+		p, err := planFiles(files)
+		if err != nil {
+			return err
+		}
+		want = l.digestPlan(p, files, false) // the shape alone: files are compared, not hashed
+		expect = make(map[string][]byte, len(p.Names))
+		for i, n := range p.Names {
+			expect[n] = files[p.From[i]]
+		}
 	}
 	h, err := l.openRoot("verify", false, shared)
 	if err != nil {
@@ -173,38 +186,7 @@ func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest) error {
 		return &os.PathError{Op: "verify", Path: filepath.Join(l.Root, name), Err: fs.ErrNotExist}
 	}
 	defer h.release()
-	return l.verifyDir(ctx, h, name, want)
-}
-
-// VerifyFiles is [Layout.Verify] of id's directory against the tree
-// l.Write gives files under the usual umask, the one whose digest is
-// l.DigestFiles(files), with the same checks and outcomes, for a caller
-// that holds the files: each file is read and compared with its bytes in
-// files instead of being hashed, so a match costs a read of the directory
-// and no hash (but under Link, whose index is of the files' hashes: a
-// match hashes files to enter the directory). It reads one file at a time.
-func (l Layout[ID]) VerifyFiles(ctx context.Context, id ID, files Files) error {
-	name, err := l.name(id)
-	if err != nil {
-		return err
-	}
-	p, err := planFiles(files)
-	if err != nil {
-		return err
-	}
-	h, err := l.openRoot("verify", false, shared)
-	if err != nil {
-		return err
-	}
-	if h == nil {
-		return &os.PathError{Op: "verify", Path: filepath.Join(l.Root, name), Err: fs.ErrNotExist}
-	}
-	defer h.release()
-	expect := make(map[string][]byte, len(p.Names))
-	for i, n := range p.Names {
-		expect[n] = files[p.From[i]]
-	}
-	return l.checkDir(ctx, h, name, l.digestPlan(p, files, false), expect)
+	return l.checkDir(ctx, h, name, want, expect)
 }
 
 // verifyName is Verify of the directory name of h, which the caller holds,
@@ -217,16 +199,11 @@ func (l Layout[ID]) verifyName(ctx context.Context, h *openRoot, name string, wa
 	if !ok || names.CheckElement(name) != nil || l.Codec.Format(id) != name {
 		return &NameError{Name: name, Rule: "is not the directory name of an ID: verify checks only ID directories"}
 	}
-	return l.verifyDir(ctx, h, name, want)
-}
-
-// verifyDir is Verify of the directory name of h, which the caller holds.
-func (l Layout[ID]) verifyDir(ctx context.Context, h *openRoot, name string, want Digest) error {
 	return l.checkDir(ctx, h, name, want, nil)
 }
 
 // checkDir is Verify of the directory name of h, which the caller holds,
-// against want; with expect, VerifyFiles's: each regular file is compared
+// against want; with expect, as Verify with files: each regular file is compared
 // with expect's bytes under its path, not hashed, and want is the digest
 // of the shape alone ([Layout.digestPlan] without hash).
 func (l Layout[ID]) checkDir(ctx context.Context, h *openRoot, name string, want Digest, expect map[string][]byte) error {

@@ -33,14 +33,14 @@ func linkedTree(ctx context.Context, dir *os.Root) error {
 	return dir.Symlink("sub/b", "to-b")
 }
 
-// TestAdoptKeepsRecordedAndVerifies: a layout under RecordDigest records
-// each directory's digest; Adopt, in a layout value of its own (another
-// process), keeps exactly the ID directories that carry one, with the
-// digest each write reported, and removes the rest (an ID directory made
-// by hand, a staging leftover, a file); Verify matches an intact
-// directory, and tells a retargeted link, a changed mode and a setgid
-// directory.
-func TestAdoptKeepsRecordedAndVerifies(t *testing.T) {
+// TestRecordedReadsAndVerifyChecks: a layout under RecordDigest records
+// each directory's digest; Recorded, in a layout value of its own (another
+// process), lists exactly the ID directories that carry one, with the
+// digest each write reported, and removes nothing (an ID directory made by
+// hand, a staging leftover, a file stay until a Prune to the recorded IDs
+// removes them); Verify matches an intact directory, and tells a
+// retargeted link, a changed mode and a setgid directory.
+func TestRecordedReadsAndVerifyChecks(t *testing.T) {
 	ctx := context.Background()
 	l := genLayout(t)
 	l.RecordDigest = true
@@ -59,20 +59,27 @@ func TestAdoptKeepsRecordedAndVerifies(t *testing.T) {
 	os.WriteFile(filepath.Join(l.Root, "stray"), nil, 0o644)
 
 	next := Layout[int64]{Root: l.Root, Codec: l.Codec, RecordDigest: true}
-	kept, recorded, err := next.Adopt()
+	before := rootEntries(t, l.Root)
+	kept, recorded, err := next.Recorded()
 	if err != nil || !recorded {
-		t.Fatalf("Adopt: %v, recorded %v", err, recorded)
+		t.Fatalf("Recorded: %v, recorded %v", err, recorded)
 	}
 	if !slices.Equal(slices.Sorted(maps.Keys(kept)), []int64{1, 2}) || kept[1] != w1.Digest {
-		t.Fatalf("Adopt kept %v, want 1 (%v) and 2", kept, w1.Digest)
+		t.Fatalf("Recorded listed %v, want 1 (%v) and 2", kept, w1.Digest)
+	}
+	if got := rootEntries(t, l.Root); !slices.Equal(got, before) {
+		t.Fatalf("after Recorded, Root holds %v, want %v as before", got, before)
+	}
+	if err := next.Prune(slices.Collect(maps.Keys(kept))...); err != nil {
+		t.Fatal(err)
 	}
 	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{"gen-1", "gen-2"}) {
-		t.Fatalf("after Adopt, Root holds %v", got)
+		t.Fatalf("after a Prune to the recorded IDs, Root holds %v", got)
 	}
-	if err := next.Verify(ctx, 1, kept[1]); err != nil {
+	if err := next.Verify(ctx, 1, kept[1], nil); err != nil {
 		t.Fatalf("Verify of an intact directory: %v", err)
 	}
-	if err := next.Verify(ctx, 1, kept[2]); !errors.Is(err, ErrDigestMismatch) {
+	if err := next.Verify(ctx, 1, kept[2], nil); !errors.Is(err, ErrDigestMismatch) {
 		t.Fatalf("Verify against another digest: %v, want ErrDigestMismatch", err)
 	}
 
@@ -89,7 +96,7 @@ func TestAdoptKeepsRecordedAndVerifies(t *testing.T) {
 		if err := c.do(); err != nil {
 			t.Fatal(err)
 		}
-		err := next.Verify(ctx, 1, kept[1])
+		err := next.Verify(ctx, 1, kept[1], nil)
 		_, isName := errors.AsType[*NameError](err)
 		if c.refused && !isName || !c.refused && !errors.Is(err, ErrDigestMismatch) {
 			t.Errorf("Verify after %s: %v", c.what, err)
@@ -97,13 +104,13 @@ func TestAdoptKeepsRecordedAndVerifies(t *testing.T) {
 		if err := c.undo(); err != nil {
 			t.Fatal(err)
 		}
-		if err := next.Verify(ctx, 1, kept[1]); err != nil {
+		if err := next.Verify(ctx, 1, kept[1], nil); err != nil {
 			t.Fatalf("Verify after %s was undone: %v", c.what, err)
 		}
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := next.Verify(cctx, 1, kept[1]); !errors.Is(err, context.Canceled) {
+	if err := next.Verify(cctx, 1, kept[1], nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Verify with an ended context: %v", err)
 	}
 }
@@ -116,21 +123,21 @@ func relink(dir, name, target string) error {
 	return os.Symlink(target, p)
 }
 
-// TestAdoptWithoutAttributes: where Root's filesystem holds no extended
-// attributes, Adopt keeps nothing, says so, and empties Root as Reset
-// does; where it refuses only the digest's attribute, writes succeed and
-// record nothing, and Adopt keeps none of them.
-func TestAdoptWithoutAttributes(t *testing.T) {
+// TestRecordedWithoutAttributes: where Root's filesystem holds no extended
+// attributes, Recorded lists nothing and says so; where it refuses only
+// the digest's attribute, writes succeed and record nothing, and Recorded
+// lists none of them. It removes nothing either way.
+func TestRecordedWithoutAttributes(t *testing.T) {
 	l := genLayout(t)
 	l.RecordDigest = true
 	l.faults = noAttrs
 	mustWrite(t, l, 1, Files{"f": []byte("one")})
-	kept, recorded, err := l.Adopt()
+	kept, recorded, err := l.Recorded()
 	if err != nil || recorded || len(kept) != 0 {
-		t.Fatalf("Adopt without attributes = %v, %v, %v; want nothing kept, not recorded", kept, recorded, err)
+		t.Fatalf("Recorded without attributes = %v, %v, %v; want nothing, not held", kept, recorded, err)
 	}
-	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{markerName}) {
-		t.Fatalf("after Adopt without attributes, Root holds %v, want only the marker", got)
+	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{markerName, "gen-1"}) {
+		t.Fatalf("after Recorded without attributes, Root holds %v, want gen-1 and the marker", got)
 	}
 
 	l = genLayout(t)
@@ -143,11 +150,52 @@ func TestAdoptWithoutAttributes(t *testing.T) {
 	}
 	mustWrite(t, l, 1, Files{"f": []byte("one")})
 	l.faults = nil
-	kept, recorded, err = l.Adopt()
+	kept, recorded, err = l.Recorded()
 	if err != nil || !recorded || len(kept) != 0 {
-		t.Fatalf("Adopt of a directory without a record = %v, %v, %v; want nothing kept", kept, recorded, err)
+		t.Fatalf("Recorded of a directory without a record = %v, %v, %v; want nothing listed", kept, recorded, err)
 	}
-	if got := rootEntries(t, l.Root); len(got) != 0 {
-		t.Fatalf("after Adopt, Root holds %v", got)
+	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{"gen-1"}) {
+		t.Fatalf("after Recorded, Root holds %v, want gen-1", got)
+	}
+}
+
+// TestRecordedOpensRootAsReset: Recorded creates a missing Root and claims
+// it, refuses a root another owner's files fill, a root that is a
+// symbolic link, and a layout without a Codec, touching nothing, as Reset
+// does.
+func TestRecordedOpensRootAsReset(t *testing.T) {
+	l := genLayout(t)
+	l.Root = filepath.Join(t.TempDir(), "a", "root")
+	if kept, _, err := l.Recorded(); err != nil || len(kept) != 0 {
+		t.Fatalf("Recorded of a missing Root = %v, %v; want it created, empty", kept, err)
+	}
+	// Claimed: a root holding what no layout wrote is still the layout's.
+	os.WriteFile(filepath.Join(l.Root, "stray"), []byte("x"), 0o644)
+	if err := (Layout[int64]{Root: l.Root}).Reset(); err != nil {
+		t.Fatalf("Reset after Recorded created Root: %v", err)
+	}
+
+	foreign := t.TempDir()
+	os.WriteFile(filepath.Join(foreign, "theirs"), []byte("x"), 0o644)
+	l.Root = foreign
+	_, _, err := l.Recorded()
+	rerr := (Layout[int64]{Root: foreign}).Reset()
+	if !errors.Is(err, ErrNotOwned) || !errors.Is(rerr, ErrNotOwned) {
+		t.Fatalf("Recorded of a foreign root: %v; Reset: %v; want ErrNotOwned from both", err, rerr)
+	}
+	if got := rootEntries(t, foreign); !slices.Equal(got, []string{"theirs"}) {
+		t.Fatalf("a refused Recorded left %v", got)
+	}
+
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(t.TempDir(), link); err != nil {
+		t.Fatal(err)
+	}
+	l.Root = link
+	if _, _, err := l.Recorded(); !errors.Is(err, ErrUnsafeRoot) {
+		t.Fatalf("Recorded of a symbolic link: %v, want ErrUnsafeRoot", err)
+	}
+	if _, _, err := (Layout[int64]{Root: t.TempDir()}).Recorded(); !errors.Is(err, ErrNoCodec) {
+		t.Fatalf("Recorded without a Codec: %v, want ErrNoCodec", err)
 	}
 }

@@ -56,8 +56,8 @@ func (l Layout[ID]) DigestFiles(files Files) (Digest, error) {
 
 // digestPlan returns the digest of files, planned as p, as DigestFiles
 // does; without hash it takes the SHA-256 of every file to be zero: the
-// digest of the tree's names, modes and sizes alone, which VerifyFiles
-// sets beside a walk that compared the bytes instead of hashing them.
+// digest of the tree's names, modes and sizes alone, which Verify
+// with files sets beside a walk that compared the bytes instead of hashing them.
 func (l Layout[ID]) digestPlan(p *names.Plan, files Files, hash bool) Digest {
 	filePerm := l.filePerm()
 	type entry struct {

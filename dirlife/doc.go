@@ -14,9 +14,9 @@
 // goes through an [os.Root]; removal never enters another filesystem
 // mounted under the root ([ErrMountPoint]); a non-empty root no layout
 // claimed is refused ([ErrNotOwned]). Under [Layout.RecordDigest] each
-// directory carries its digest, which [Layout.Adopt] keeps at boot,
+// directory carries its digest, which [Layout.Recorded] lists at boot,
 // reading nothing else, and [Layout.Verify] checks by reading every file
-// again (no size, mtime or inode is trusted), as [Layout.VerifyFiles] does
+// again (no size, mtime or inode is trusted), against the digest or
 // against files held in memory; [StreamOptions].Existing has a streamed
 // write keep nothing when the content it staged verifies on disk already.
 // Under [Layout.Link] unchanged files are hard-linked from directories a

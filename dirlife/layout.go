@@ -92,7 +92,7 @@ type Layout[ID cmp.Ordered] struct {
 	// RecordDigest makes every write record its directory's [Digest] as an
 	// extended attribute on the directory, set before the directory is made
 	// durable and renamed into place, so that a directory a write never
-	// finished carries none; [Layout.Adopt] keeps the directories that
+	// finished carries none; [Layout.Recorded] lists the directories that
 	// carry one. Where Root's filesystem refuses extended attributes,
 	// writes record nothing. The digest detects accidents (a torn write, a
 	// stray edit, a failing disk), not tampering: whoever can change a

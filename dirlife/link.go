@@ -35,7 +35,7 @@ const linkBufSize = 1 << 20
 // published or verified in this process, so that its writes hard-link an
 // unchanged file instead of writing it again. A directory enters the index
 // when a write of it is published or [Layout.Verify] finds it intact, and
-// leaves it when Prune, Reset or Adopt set it aside, a rewrite replaces
+// leaves it when Prune or Reset set it aside, a rewrite replaces
 // it, or Verify finds it otherwise.
 //
 // With each file the index keeps its stamp: inode, size, modification

@@ -59,7 +59,7 @@ func TestVerifyMismatchLeavesTheIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	corruptInPlace(t, dir1, "f", []byte("BAD! content"))
-	if err := l.Verify(context.Background(), 1, want); !errors.Is(err, ErrDigestMismatch) {
+	if err := l.Verify(context.Background(), 1, want, nil); !errors.Is(err, ErrDigestMismatch) {
 		t.Fatalf("Verify of a corrupted directory: %v, want ErrDigestMismatch", err)
 	}
 	if _, _, ok := l.Link.Linked("gen-1"); ok {
@@ -72,7 +72,7 @@ func TestVerifyMismatchLeavesTheIndex(t *testing.T) {
 	if got := readTree(t, dir2); !equalFiles(got, files) {
 		t.Fatalf("a write after a failed Verify published %q", got)
 	}
-	if err := l.Verify(context.Background(), 2, want); err != nil {
+	if err := l.Verify(context.Background(), 2, want, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -117,7 +117,7 @@ func TestLinkSkipsASourceWrittenInPlace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := l.Verify(context.Background(), 2, want); err != nil {
+			if err := l.Verify(context.Background(), 2, want, nil); err != nil {
 				t.Fatal(err)
 			}
 			if same := sameInode(t, filepath.Join(dir2, "f"), p); same {
@@ -202,7 +202,7 @@ func TestCopyFSLinksAtTheBufferBounds(t *testing.T) {
 	if i, _, _ := stat(t, dir2, "empty"); i == func() uint64 { j, _, _ := stat(t, dir2, "x/empty"); return j }() {
 		t.Fatal("files of one content and two modes share an inode")
 	}
-	if err := l.Verify(ctx, 2, w.Digest); err != nil {
+	if err := l.Verify(ctx, 2, w.Digest, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -249,7 +249,7 @@ func TestLinkWhilePruning(t *testing.T) {
 					return
 				}
 				want, _ := l.DigestFiles(version(id))
-				if err := l.Verify(context.Background(), id, want); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				if err := l.Verify(context.Background(), id, want, nil); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					errs <- fmt.Errorf("verify %d: %w", id, err)
 				}
 				if err := l.Prune(id); err != nil {
@@ -383,7 +383,7 @@ func TestLinkFromADirectoryRewrittenMeanwhile(t *testing.T) {
 		t.Fatalf("the rewrite did not run: gen-1 holds %q", got)
 	}
 	want, _ := l.DigestFiles(old)
-	if err := l.Verify(context.Background(), 2, want); err != nil {
+	if err := l.Verify(context.Background(), 2, want, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -418,7 +418,7 @@ func TestLinkUnderSetgidRoot(t *testing.T) {
 			t.Fatalf("%s: inodes %d and %d", name, i1, i2)
 		}
 	}
-	if err := l.Verify(context.Background(), 2, w.Digest); err != nil {
+	if err := l.Verify(context.Background(), 2, w.Digest, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -288,7 +288,7 @@ func TestLinkStampModel(t *testing.T) {
 			id := rapid.SampledFrom(ids).Draw(t, "verify")
 			g := gens[id]
 			intact := maps.EqualFunc(g.want, g.published, func(a, b linkWant) bool { return a.perm == b.perm && bytes.Equal(a.data, b.data) })
-			err := l.Verify(ctx, id, g.digest)
+			err := l.Verify(ctx, id, g.digest, nil)
 			var ne *NameError
 			switch {
 			case intact && err != nil:
@@ -409,7 +409,7 @@ func TestLinkReadsWhatTheIndexDoesNotKnow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Verify(context.Background(), 3, want); err != nil {
+	if err := l.Verify(context.Background(), 3, want, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := write(4, true, false); len(got) != 0 {

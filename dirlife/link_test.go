@@ -58,7 +58,7 @@ func TestWriteLinksUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Verify(context.Background(), 2, want); err != nil {
+	if err := l.Verify(context.Background(), 2, want, nil); err != nil {
 		t.Fatalf("Verify of a linked directory with the digest DigestFiles gives under Link: %v", err)
 	}
 	// Removing one directory changes no other; a pruned directory is
@@ -168,7 +168,7 @@ func TestLinkFailureWrites(t *testing.T) {
 	}
 }
 
-// A directory kept by Adopt is linked from only once Verify found it
+// A directory Recorded lists is linked from only once Verify found it
 // intact.
 func TestLinkOnlyFromVerified(t *testing.T) {
 	l := genLayout(t)
@@ -178,7 +178,7 @@ func TestLinkOnlyFromVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Link = new(LinkIndex) // a new process
-	kept, recorded, err := l.Adopt()
+	kept, recorded, err := l.Recorded()
 	if err != nil || !recorded {
 		t.Skipf("no digest records here: %v", err)
 	}
@@ -189,7 +189,7 @@ func TestLinkOnlyFromVerified(t *testing.T) {
 	if _, n, _ := stat(t, dir, "a"); n != 1 {
 		t.Fatal("a write linked from a kept directory not verified")
 	}
-	if err := l.Verify(context.Background(), 1, kept[1]); err != nil {
+	if err := l.Verify(context.Background(), 1, kept[1], nil); err != nil {
 		t.Fatal(err)
 	}
 	dir, err = l.Write(3, files)

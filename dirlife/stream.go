@@ -303,7 +303,7 @@ type stagedWalk struct {
 	cur       *dirCursor
 	stage     string
 	sums      map[string]fileSum // files whose digest the fill knows
-	expect    map[string][]byte  // VerifyFiles's: each file's bytes, compared instead of hashed
+	expect    map[string][]byte  // Verify's with files: each file's bytes, compared instead of hashed
 	fault     faultFunc
 	syncFiles bool  // fsync each file as it is visited
 	shared    bool  // under Link: read-only files may have other hard links, and files are collected
@@ -592,7 +592,7 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 		if err := w.compare(h, base, rel, fi.Size()); err != nil {
 			return err
 		}
-		// The hash is zero on both sides of VerifyFiles's comparison.
+		// The hash is zero on both sides of Verify's comparison with files.
 		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: sys.StampOf(fi), sum: fileSum{size: fi.Size()}})
 	}
 	sum, known := w.sums[rel]

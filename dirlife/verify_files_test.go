@@ -16,18 +16,18 @@ import (
 	"pgregory.net/rapid"
 )
 
-// verifyAccidents are what TestVerifyFilesAgrees does to a written
+// verifyAccidents are what TestVerifyWithFilesAgrees does to a written
 // directory before both verifications; "none" does nothing.
 var verifyAccidents = []string{"none", "flip", "truncate", "grow", "add-file", "add-dir", "remove", "rename", "mode", "dir-mode", "setuid", "symlink", "hard-link"}
 
-// TestVerifyFilesAgrees: VerifyFiles of a directory against the files a
+// TestVerifyWithFilesAgrees: Verify with files of a directory against the files a
 // Write wrote there, after a random accident to it (or none), agrees with
 // Verify against their digest: both match an intact directory, both
 // refuse with a NameError what a write would refuse, and both report a
 // mismatch for anything else, under Link too. A match under Link enters
 // the directory into the index with the files' hashes: a Write of the
 // same files links them all.
-func TestVerifyFilesAgrees(t *testing.T) {
+func TestVerifyWithFilesAgrees(t *testing.T) {
 	ctx := context.Background()
 	rapid.Check(t, func(t *rapid.T) {
 		dir, err := os.MkdirTemp("", "verify-files-")
@@ -100,28 +100,28 @@ func TestVerifyFilesAgrees(t *testing.T) {
 			t.Fatal(aerr)
 		}
 
-		byDigest := l.Verify(ctx, 1, want)
+		byDigest := l.Verify(ctx, 1, want, nil)
 		if l.Link != nil {
 			l.Link = new(LinkIndex)
 		}
-		byFiles := l.VerifyFiles(ctx, 1, files)
+		byFiles := l.Verify(ctx, 1, want, files)
 		_, nameA := errors.AsType[*NameError](byDigest)
 		_, nameB := errors.AsType[*NameError](byFiles)
 		if (byDigest == nil) != (byFiles == nil) || nameA != nameB || errors.Is(byDigest, ErrDigestMismatch) != errors.Is(byFiles, ErrDigestMismatch) {
-			t.Fatalf("after %s of %s: Verify = %v, VerifyFiles = %v", kind, name, byDigest, byFiles)
+			t.Fatalf("after %s of %s: Verify = %v, Verify with files = %v", kind, name, byDigest, byFiles)
 		}
 		if kind == "none" && byFiles != nil {
-			t.Fatalf("VerifyFiles of an intact directory: %v", byFiles)
+			t.Fatalf("Verify with files of an intact directory: %v", byFiles)
 		}
 		if byFiles != nil && !nameB && !errors.Is(byFiles, ErrDigestMismatch) {
-			t.Fatalf("after %s: VerifyFiles = %v, want a NameError or a mismatch", kind, byFiles)
+			t.Fatalf("after %s: Verify with files = %v, want a NameError or a mismatch", kind, byFiles)
 		}
 		if byFiles == nil && l.Link != nil {
 			if _, err := l.Write(2, files); err != nil {
 				t.Fatal(err)
 			}
 			if n, _, _ := l.Link.Linked("gen-2"); n != len(files) {
-				t.Fatalf("a Write of the files VerifyFiles matched linked %d of %d", n, len(files))
+				t.Fatalf("a Write of the files Verify with files matched linked %d of %d", n, len(files))
 			}
 		}
 	})
@@ -130,13 +130,13 @@ func TestVerifyFilesAgrees(t *testing.T) {
 	mustWrite(t, l, 1, files)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := l.VerifyFiles(cctx, 1, files); !errors.Is(err, context.Canceled) {
-		t.Fatalf("VerifyFiles with an ended context: %v", err)
+	if err := l.Verify(cctx, 1, Digest{}, files); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Verify with files with an ended context: %v", err)
 	}
-	if err := l.VerifyFiles(ctx, 2, files); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("VerifyFiles of a missing directory: %v", err)
+	if err := l.Verify(ctx, 2, Digest{}, files); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Verify with files of a missing directory: %v", err)
 	}
-	if err := l.VerifyFiles(ctx, 1, Files{"../x": nil}); !errors.As(err, new(*NameError)) {
-		t.Fatalf("VerifyFiles of a refused name: %v", err)
+	if err := l.Verify(ctx, 1, Digest{}, Files{"../x": nil}); !errors.As(err, new(*NameError)) {
+		t.Fatalf("Verify with files of a refused name: %v", err)
 	}
 }

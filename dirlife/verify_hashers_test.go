@@ -110,7 +110,7 @@ func TestDigestFilesHashersAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Verify(context.Background(), 1, d); err != nil {
+	if err := l.Verify(context.Background(), 1, d, nil); err != nil {
 		t.Fatalf("the digest of %d files, 2.4 MiB: %v", len(files), err)
 	}
 }

@@ -216,3 +216,66 @@ func TestAdoptKeptAwaitClaim(t *testing.T) {
 		t.Fatalf("after Forget, Root holds %v, want nothing", got)
 	}
 }
+
+// TestBootAdoptKeepsOnlyRecorded: Boot under Adopt keeps exactly the
+// directories a write completed (those carrying a recorded digest) and
+// removes, before it returns, what no complete write left: a directory of
+// a key's name made by hand, a staging leftover, a stray file.
+func TestBootAdoptKeepsOnlyRecorded(t *testing.T) {
+	if !digestRecords(t) {
+		t.Skip("the temporary directory's filesystem holds no extended attributes")
+	}
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "root")
+	opts := publish.Options[int64, dirlife.Digest, int]{Adopt: true, NoSync: true}
+	first := newPublisher(t, root, opts)
+	if _, err := first.Publish(ctx, 1, dirlife.Files{"f": []byte("one")}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "gen-2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "gen-2", "f"), []byte("by hand"), 0o644)
+	os.Mkdir(filepath.Join(root, ".stage-0123456789abcdef"), 0o755)
+	os.WriteFile(filepath.Join(root, "stray"), nil, 0o644)
+
+	second := newPublisher(t, root, opts)
+	if got := onDisk(t, root); !slices.Equal(got, []string{"gen-1"}) {
+		t.Fatalf("after Boot under Adopt, Root holds %v, want only gen-1", got)
+	}
+	if st := second.Stats(); st.Kept != 1 || st.NoDigestRecords {
+		t.Fatalf("Stats after Boot: Kept %d, NoDigestRecords %v; want 1 kept", st.Kept, st.NoDigestRecords)
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() == ".stage-0123456789abcdef" {
+			t.Fatalf("after Boot under Adopt, the staging leftover %s is still there", e.Name())
+		}
+	}
+}
+
+// TestBootAdoptOpensRootAsReset: Boot under Adopt creates a missing Root,
+// and refuses a root another owner's files fill, touching nothing and
+// leaving the Publisher unbooted, as Boot without Adopt does.
+func TestBootAdoptOpensRootAsReset(t *testing.T) {
+	for _, adopt := range []bool{false, true} {
+		opts := publish.Options[int64, dirlife.Digest, int]{Adopt: adopt, NoSync: true}
+		root := filepath.Join(t.TempDir(), "a", "root")
+		newPublisher(t, root, opts)
+		if got := onDisk(t, root); len(got) != 0 {
+			t.Fatalf("adopt %v: Boot of a missing Root left %v", adopt, got)
+		}
+		foreign := t.TempDir()
+		os.WriteFile(filepath.Join(foreign, "theirs"), []byte("x"), 0o644)
+		p := publish.New(foreign, genCodec, build, opts)
+		if err := p.Boot(); !errors.Is(err, dirlife.ErrNotOwned) || p.Booted() {
+			t.Fatalf("adopt %v: Boot of a foreign root = %v, booted %v; want ErrNotOwned, unbooted", adopt, err, p.Booted())
+		}
+		if got := onDisk(t, foreign); !slices.Equal(got, []string{"theirs"}) {
+			t.Fatalf("adopt %v: a refused Boot left %v", adopt, got)
+		}
+	}
+}

@@ -293,7 +293,7 @@ func (p *Publisher[K, A, V]) plainName(key K) (string, error) {
 // claim verifies, when no directory this process wrote or verified holds
 // id, the directories Boot kept for id, one at a time in name order, until
 // one matches; it compares each with files, id's content
-// ([dirlife.Layout.VerifyFiles]: a read, and no hash). The one that
+// ([dirlife.Layout.Verify] with files: a read, and no hash). The one that
 // matches is claimed (no longer kept, so place serves it), and the other
 // kept copies of id are forgotten, garbage for the next removal pass,
 // unread. Each that fails is forgotten too, and recorded in claim; when
@@ -308,7 +308,7 @@ func (p *Publisher[K, A, V]) claim(ctx context.Context, id Identity[K], files di
 	start := time.Now()
 	defer func() { t.Write = time.Since(start) }()
 	for _, name := range names {
-		err := p.layout.VerifyFiles(ctx, name, files)
+		err := p.layout.Verify(ctx, name, id.Digest, files)
 		if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -107,7 +108,7 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// byte; no size, mtime or inode is trusted) and serves that very
 	// directory, without writing, only on a match. Publish knows its
 	// digest before it writes, and verifies first, comparing the directory
-	// with its files ([dirlife.Layout.VerifyFiles]); PublishFS knows it
+	// with its files ([dirlife.Layout.Verify] with files); PublishFS knows it
 	// once its copy is staged, verifies then, hashing the directory
 	// ([dirlife.Layout.Verify]), and on a match discards the copy unsynced,
 	// keeping nothing of it. Several kept directories may claim one
@@ -340,13 +341,7 @@ func (p *Publisher[K, A, V]) Boot() error {
 	if p.booted.Load() {
 		return nil
 	}
-	kept, recorded := map[string]dirlife.Digest(nil), false
-	var err error
-	if p.adopt {
-		kept, recorded, err = p.layout.Adopt()
-	} else {
-		err = p.layout.Reset()
-	}
+	kept, recorded, err := p.bootRoot()
 	if err != nil {
 		p.log.Error("publish: boot failed", "root", p.root, "err", err)
 		return err
@@ -372,6 +367,24 @@ func (p *Publisher[K, A, V]) Boot() error {
 		p.log.Info("publish: booted", "root", p.root)
 	}
 	return nil
+}
+
+// bootRoot empties Root but, under Adopt, for the directories that carry
+// a recorded digest, which it keeps and returns, with whether Root's
+// filesystem records digests. It reads every record before it removes
+// anything, and keeps nothing where Root's filesystem records none.
+func (p *Publisher[K, A, V]) bootRoot() (kept map[string]dirlife.Digest, recorded bool, err error) {
+	if p.adopt {
+		if kept, recorded, err = p.layout.Recorded(); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(kept) == 0 {
+		return kept, recorded, p.layout.Reset()
+	}
+	l := p.layout
+	l.DeferRemoval = false // Boot waits for what it removes, as Reset does
+	return kept, recorded, l.Prune(slices.Collect(maps.Keys(kept))...)
 }
 
 // Booted reports whether Boot has succeeded.

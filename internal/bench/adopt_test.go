@@ -124,7 +124,7 @@ func BenchmarkRestartUnchanged256MiB(b *testing.B) {
 // BenchmarkVerify256MiB is the integrity check of a kept directory on its
 // own, on a 256 MiB directory a durable write left: impl=leasekit is
 // [dirlife.Layout.Verify] against a digest (check=digest: every file read
-// and hashed, PublishFS's check) and [dirlife.Layout.VerifyFiles] against
+// and hashed, PublishFS's check) and Verify against
 // the files in memory (check=files: every file read and compared,
 // Publish's); impl=baseline reads every file to the end and checks
 // nothing.
@@ -145,7 +145,7 @@ func BenchmarkVerify256MiB(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(256 << 20)
 		for b.Loop() {
-			if err := l.Verify(ctx, 1, want); err != nil {
+			if err := l.Verify(ctx, 1, want, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -154,7 +154,7 @@ func BenchmarkVerify256MiB(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(256 << 20)
 		for b.Loop() {
-			if err := l.VerifyFiles(ctx, 1, files); err != nil {
+			if err := l.Verify(ctx, 1, want, files); err != nil {
 				b.Fatal(err)
 			}
 		}
