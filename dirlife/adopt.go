@@ -11,6 +11,7 @@ import (
 	"runtime"
 
 	"leasekit.dev/dirlife/internal/names"
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 // digestAttr is the extended attribute in which a write under
@@ -229,7 +230,7 @@ func (l Layout[ID]) checkDir(ctx context.Context, h *openRoot, name string, want
 		for i, e := range found {
 			data[i] = expect[e.rel]
 		}
-		for i, sum := range sumAll(data, min(runtime.GOMAXPROCS(0), maxHashers)) {
+		for i, sum := range tree.SumAll(data, min(runtime.GOMAXPROCS(0), maxHashers)) {
 			found[i].key.sum = sum
 		}
 	}
@@ -293,5 +294,5 @@ func (l Layout[ID]) walkDir(ctx context.Context, h *openRoot, name string, hashe
 	if found != nil {
 		*found = w.found
 	}
-	return w.dg.sum(), nil
+	return Digest(w.dg.Sum()), nil
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"leasekit.dev/dirlife/internal/names"
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 // CopyFS is [Layout.WriteStream] with a fill that copies fsys's tree, a
@@ -28,8 +29,8 @@ import (
 // [Layout.Link] files lose their write bits, and unchanged ones are linked.
 func (l Layout[ID]) CopyFS(ctx context.Context, id ID, fsys fs.FS, opts StreamOptions) (Written, error) {
 	return l.stream(ctx, id, func(ctx context.Context, sr *os.Root, stage string, k *linker) (filled, error) {
-		c := &copier{l: l.fault, ctx: ctx, fsys: fsys, cur: newDirCursor(sr), stage: stage, k: k, sums: map[string]fileSum{}, hash: sha256.New()}
-		defer c.cur.close()
+		c := &copier{l: l.fault, ctx: ctx, fsys: fsys, cur: tree.NewCursor(sr), stage: stage, k: k, sums: map[string]fileSum{}, hash: sha256.New()}
+		defer c.cur.Close()
 		defer func() {
 			if c.held != nil {
 				b := c.held[:0] // not &c.held, which would keep c
@@ -72,7 +73,7 @@ func (c *copier) walkDir(dir string) error {
 			}
 			return &NameError{Name: given, Rule: fmt.Sprintf("is an entry named %q in the fs.FS's directory %q: an entry's name must be one path element (not empty, \".\" or \"..\", and without a slash)", base, dir)}
 		}
-		name := pathJoin(dir, base)
+		name := tree.PathJoin(dir, base)
 		if err := c.visit(name, e, nil); err != nil {
 			return err
 		}
@@ -86,13 +87,13 @@ func (c *copier) walkDir(dir string) error {
 }
 
 // A copier copies an fs.FS into a staging directory. It creates each
-// entry in its directory, opened by a dirCursor: the walk's depth-first
+// entry in its directory, opened by a tree.Cursor: the walk's depth-first
 // order keeps the cursor's moves short, and its descriptors bounded.
 type copier struct {
 	l     faultFunc
 	ctx   context.Context
 	fsys  fs.FS
-	cur   *dirCursor
+	cur   *tree.Cursor
 	stage string
 	k     *linker
 	sums  map[string]fileSum
@@ -118,12 +119,12 @@ func (c *copier) visit(name string, d fs.DirEntry, err error) error {
 		return err
 	}
 	full := path.Join(c.stage, name)
-	h, err := c.cur.at(path.Dir(name))
+	h, err := c.cur.At(path.Dir(name))
 	if err != nil {
 		return err
 	}
-	defer h.release()
-	dir, base := h.dir(), path.Base(name)
+	defer h.Release()
+	dir, base := h.Root(), path.Base(name)
 	info, err := d.Info()
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 
 	"leasekit.dev/dirlife/internal/names"
 	"leasekit.dev/dirlife/internal/sys"
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 // The steps of a streamed write beyond those of a Write, as named to the
@@ -252,7 +253,7 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 	if w.entries == 0 {
 		return Digest{}, walked{}, ErrNoFiles
 	}
-	sum := w.dg.sum()
+	sum := Digest(w.dg.Sum())
 	if skipped, err := skip(sum); err != nil || skipped {
 		return sum, w.walked, err
 	}
@@ -295,12 +296,12 @@ type walked struct {
 }
 
 // A stagedWalk visits a filled staging tree depth first, each directory's
-// entries in byte order (the order of a Digest), through a dirCursor, so
+// entries in byte order (the order of a Digest), through a tree.Cursor, so
 // that it holds a bounded number of descriptors.
 type stagedWalk struct {
 	ctx       context.Context
 	sr        *os.Root
-	cur       *dirCursor
+	cur       *tree.Cursor
 	stage     string
 	sums      map[string]fileSum // files whose digest the fill knows
 	expect    map[string][]byte  // Verify's with files: each file's bytes, compared instead of hashed
@@ -311,7 +312,7 @@ type stagedWalk struct {
 	clock     int64 // under Link: the filesystem's clock before any file was stamped; zero if unknown
 
 	walked
-	dg      digester
+	dg      tree.Digester
 	hash    hash.Hash
 	buf     *[]byte  // from copyBufs, once needed
 	dirs    []string // visited, in walk order
@@ -320,7 +321,7 @@ type stagedWalk struct {
 	// With hashers set, the files whose digest is read back are hashed
 	// that many at once, each on a goroutine of its own; the entries wait
 	// in walk order in queue, at most hashWindow of them, for the
-	// digester. Only a walk that syncs nothing hashes aside.
+	// tree.Digester. Only a walk that syncs nothing hashes aside.
 	hashers int
 	slots   chan struct{}
 	running sync.WaitGroup
@@ -328,13 +329,13 @@ type stagedWalk struct {
 }
 
 // hashWindow is how many entries a walk that hashes aside holds back
-// for the digester, per hasher.
+// for the tree.Digester, per hasher.
 const hashWindow = 8
 
-// A queued entry awaits its turn at the digester, and, for a file hashed
+// A queued entry awaits its turn at the tree.Digester, and, for a file hashed
 // aside, its hash.
 type queued struct {
-	kind   byte // 'd', 'f' or 'l', as the digester's
+	kind   byte // 'd', 'f' or 'l', as the tree.Digester's
 	rel    string
 	perm   fs.FileMode
 	target string    // a link's
@@ -356,9 +357,9 @@ type hashJob struct {
 // Verify's of a kept directory. sums are the files whose digest is known;
 // syncFiles fsyncs each file as it is visited. Close releases it.
 func (l Layout[ID]) newStagedWalk(ctx context.Context, sr *os.Root, stage string, sums map[string]fileSum, syncFiles bool) *stagedWalk {
-	w := &stagedWalk{ctx: ctx, sr: sr, cur: newDirCursor(sr), stage: stage, sums: sums,
+	w := &stagedWalk{ctx: ctx, sr: sr, cur: tree.NewCursor(sr), stage: stage, sums: sums,
 		fault: l.fault, syncFiles: syncFiles, shared: l.Link != nil, hash: sha256.New()}
-	w.dg.init()
+	w.dg.Init()
 	return w
 }
 
@@ -366,7 +367,7 @@ func (l Layout[ID]) newStagedWalk(ctx context.Context, sr *os.Root, stage string
 // descriptors and its buffer.
 func (w *stagedWalk) close() {
 	w.running.Wait()
-	w.cur.close()
+	w.cur.Close()
 	if w.buf != nil {
 		copyBufs.Put(w.buf)
 		w.buf = nil
@@ -431,9 +432,9 @@ func (w *stagedWalk) emit(q queued) error {
 func (w *stagedWalk) digest(q queued) {
 	switch q.kind {
 	case 'd':
-		w.dg.dir(q.rel, q.perm)
+		w.dg.Dir(q.rel, q.perm)
 	case 'l':
-		w.dg.link(q.rel, q.target)
+		w.dg.Link(q.rel, q.target)
 	default:
 		w.digestFile(q.rel, q.perm, q.sum, q.at)
 	}
@@ -499,12 +500,12 @@ func (w *stagedWalk) hashFile(rel string) (fileSum, error) {
 // walk visits the entries of dir; setgid reports whether dir has the
 // setgid bit that Root passed on (see passedOn).
 func (w *stagedWalk) walk(dir string, setgid bool) error {
-	h, err := w.cur.at(dir)
+	h, err := w.cur.At(dir)
 	if err != nil {
 		return err
 	}
-	list, err := readNames(h.dir())
-	h.release()
+	list, err := readNames(h.Root())
+	h.Release()
 	if err != nil {
 		return err
 	}
@@ -516,17 +517,17 @@ func (w *stagedWalk) walk(dir string, setgid bool) error {
 		if err := w.ctx.Err(); err != nil {
 			return err
 		}
-		rel := pathJoin(dir, base)
+		rel := tree.PathJoin(dir, base)
 		if _, err := names.CleanFile(rel); err != nil {
 			return err
 		}
 		w.entries++
-		h, err := w.cur.at(dir)
+		h, err := w.cur.At(dir)
 		if err != nil {
 			return err
 		}
 		isDir, sub, err := w.entry(h, base, rel, setgid)
-		h.release() // before descending: the cursor bounds what stays open
+		h.Release() // before descending: the cursor bounds what stays open
 		if err != nil {
 			return err
 		}
@@ -543,8 +544,8 @@ func (w *stagedWalk) walk(dir string, setgid bool) error {
 // tree, whose parent's setgid bit Root passed on when parentSetgid is
 // set. It reports whether the entry is a directory to descend into, and
 // whether that directory has the bit so passed on.
-func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (isDir, setgid bool, err error) {
-	fi, err := h.dir().Lstat(base)
+func (w *stagedWalk) entry(h *tree.Dir, base, rel string, parentSetgid bool) (isDir, setgid bool, err error) {
+	fi, err := h.Root().Lstat(base)
 	if err != nil {
 		return false, false, err
 	}
@@ -557,7 +558,7 @@ func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (i
 		w.dirs = append(w.dirs, rel)
 		return true, setgid, w.emit(queued{kind: 'd', rel: rel, perm: mode.Perm()})
 	case fs.ModeSymlink:
-		target, err := h.dir().Readlink(base)
+		target, err := h.Root().Readlink(base)
 		if err != nil {
 			return false, false, err
 		}
@@ -573,18 +574,18 @@ func (w *stagedWalk) entry(h *dirHandle, base, rel string, parentSetgid bool) (i
 }
 
 // regular checks and digests the regular file base of directory h.
-func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) error {
+func (w *stagedWalk) regular(h *tree.Dir, base, rel string, fi fs.FileInfo) error {
 	mode := fi.Mode()
 	if n, ok := sys.LinkCount(fi); ok && n > 1 && !(w.shared && mode&0o222 == 0) {
 		return &NameError{Name: rel, Rule: fmt.Sprintf("has %d hard links: each file of the directory must be its own (or, under Layout.Link, read-only)", n)}
 	}
 	if w.readOnly && mode&0o222 != 0 {
 		mode = readOnlyPerm(mode)
-		if err := h.dir().Chmod(base, mode); err != nil {
+		if err := h.Root().Chmod(base, mode); err != nil {
 			return err
 		}
 		var err error
-		if fi, err = h.dir().Lstat(base); err != nil { // its stamp, changed by the chmod
+		if fi, err = h.Root().Lstat(base); err != nil { // its stamp, changed by the chmod
 			return err
 		}
 	}
@@ -619,7 +620,7 @@ func (w *stagedWalk) regular(h *dirHandle, base, rel string, fi fs.FileInfo) err
 // digestFile adds the regular file rel, stamped at, to the digest and to
 // what the walk counted.
 func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at sys.Stamp) {
-	w.dg.file(rel, perm, sum.size, sum.sum)
+	w.dg.File(rel, perm, sum.size, sum.sum)
 	w.bytes += sum.size
 	if sum.linked {
 		w.linked++
@@ -635,7 +636,7 @@ func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at sy
 // compare reads the file base of directory h, rel in the tree, of size
 // bytes as its directory entry says, to its end, and returns an error
 // wrapping ErrDigestMismatch unless it holds exactly w.expect[rel].
-func (w *stagedWalk) compare(h *dirHandle, base, rel string, size int64) error {
+func (w *stagedWalk) compare(h *tree.Dir, base, rel string, size int64) error {
 	name := path.Join(w.stage, rel)
 	want, ok := w.expect[rel]
 	if !ok || int64(len(want)) != size {
@@ -644,7 +645,7 @@ func (w *stagedWalk) compare(h *dirHandle, base, rel string, size int64) error {
 	if err := w.fault(stepHash, name); err != nil {
 		return &os.PathError{Op: "read", Path: name, Err: err}
 	}
-	f, err := h.dir().OpenFile(base, os.O_RDONLY, 0)
+	f, err := h.Root().OpenFile(base, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
@@ -680,10 +681,10 @@ func readOnlyPerm(mode fs.FileMode) fs.FileMode { return mode &^ 0o222 }
 
 // file opens a staged file, reads it back for its digest when digest is
 // set, and fsyncs it under syncFiles.
-func (w *stagedWalk) file(h *dirHandle, base, rel string, digest bool) (fileSum, error) {
+func (w *stagedWalk) file(h *tree.Dir, base, rel string, digest bool) (fileSum, error) {
 	name := path.Join(w.stage, rel)
 	var sum fileSum
-	f, err := h.dir().OpenFile(base, sys.SyncOpenFlag, 0)
+	f, err := h.Root().OpenFile(base, sys.SyncOpenFlag, 0)
 	if err != nil {
 		return sum, err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 
 	"leasekit.dev/dirlife/internal/names"
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 // A File is one entry of a test's Tree: a regular file with its content
@@ -57,12 +58,12 @@ func filesOf(tree Tree) (Files, bool) {
 	return files, plain
 }
 
-// treeDigest is the Digest of tree as the tests expect it, computed from
+// treeDigest is the Digest of t as the tests expect it, computed from
 // the description alone: the model the writers' digests are held to. It
 // refuses the names Write refuses.
-func treeDigest(tree Tree) (Digest, error) {
-	given := make([]string, 0, len(tree))
-	for name := range tree {
+func treeDigest(t Tree) (Digest, error) {
+	given := make([]string, 0, len(t))
+	for name := range t {
 		given = append(given, name)
 	}
 	p, err := names.PlanNames(given)
@@ -80,22 +81,22 @@ func treeDigest(tree Tree) (Digest, error) {
 	for i, name := range p.Names {
 		entries = append(entries, entry{name, i})
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return comparePaths(a.name, b.name) })
-	var dg digester
-	dg.init()
+	slices.SortFunc(entries, func(a, b entry) int { return tree.ComparePaths(a.name, b.name) })
+	var dg tree.Digester
+	dg.Init()
 	for _, e := range entries {
 		if e.file < 0 {
-			dg.dir(e.name, defaultDirPerm)
+			dg.Dir(e.name, defaultDirPerm)
 			continue
 		}
-		f := tree[p.From[e.file]]
+		f := t[p.From[e.file]]
 		if f.Mode&fs.ModeSymlink != 0 {
-			dg.link(e.name, string(f.Data))
+			dg.Link(e.name, string(f.Data))
 			continue
 		}
-		dg.file(e.name, f.perm(), int64(len(f.Data)), sha256.Sum256(f.Data))
+		dg.File(e.name, f.perm(), int64(len(f.Data)), sha256.Sum256(f.Data))
 	}
-	return dg.sum(), nil
+	return Digest(dg.Sum()), nil
 }
 
 // treeMode returns the mode f is on disk, under umask 022.

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"leasekit.dev/dirlife/internal/sys"
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 // A syncMode says how a durable Write makes its staging tree durable.
@@ -28,6 +29,15 @@ const (
 // nothing measurable.
 const syncWorkers = 8
 
+// maxWriteFDs is the most descriptors one Write holds open at once: the
+// cursor's (each file in flight in the pool may keep its own directory
+// open besides) directories, under syncFiles one directory and one file per
+// worker and one more directory queued, a directory being synced or
+// created in, the staging root, the root's own descriptors (the root, its
+// lock, the directory used to sync it) and slack for the runtime's os.Root
+// walks, which open and close one directory at a time.
+const maxWriteFDs = tree.MaxCursorDirs + 2*syncWorkers + 1 + 8
+
 // A filePool creates, writes, syncs (under syncFiles) and closes the files
 // of one staging tree: in turn, or under syncFiles on workers of its own.
 type filePool struct {
@@ -44,10 +54,10 @@ type filePool struct {
 }
 
 type fileJob struct {
-	dir  *dirHandle // the file's directory in the staging tree, released once the file is done
-	base string     // the file's name in dir
-	name string     // its root-relative name, for errors and the fault seam
-	data []byte     // its content
+	dir  *tree.Dir // the file's directory in the staging tree, released once the file is done
+	base string    // the file's name in dir
+	name string    // its root-relative name, for errors and the fault seam
+	data []byte    // its content
 }
 
 func (l Layout[ID]) newFilePool(stage string, perm fs.FileMode) *filePool {
@@ -73,7 +83,7 @@ func (p *filePool) add(j fileJob) {
 		if !p.failed() {
 			p.record(p.writeFile(j))
 		}
-		j.dir.release()
+		j.dir.Release()
 		return
 	}
 	if p.jobs == nil {
@@ -92,7 +102,7 @@ func (p *filePool) work() {
 		if !p.failed() {
 			p.record(p.writeFile(j))
 		}
-		j.dir.release()
+		j.dir.Release()
 	}
 }
 
@@ -100,7 +110,7 @@ func (p *filePool) writeFile(j fileJob) error {
 	if err := p.fault(stepCreate, j.name); err != nil {
 		return &os.PathError{Op: "create", Path: j.name, Err: err}
 	}
-	f, err := j.dir.dir().OpenFile(j.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, p.perm)
+	f, err := j.dir.Root().OpenFile(j.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, p.perm)
 	if err != nil {
 		return err
 	}

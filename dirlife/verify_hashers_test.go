@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 // TestVerifyHashersAgreeWithTheWalk: Verify's walk hashing files aside,
@@ -93,9 +95,9 @@ func TestDigestFilesHashersAgree(t *testing.T) {
 			}
 			data = append(data, b)
 		}
-		one := sumAll(data, 1)
+		one := tree.SumAll(data, 1)
 		for _, n := range []int{2, 3, maxHashers} {
-			if got := sumAll(data, n); !slices.Equal(got, one) {
+			if got := tree.SumAll(data, n); !slices.Equal(got, one) {
 				rt.Fatalf("with %d hashers the sums differ from one by one", n)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"leasekit.dev/dirlife/internal/removal"
 
 	"leasekit.dev/dirlife/internal/sys"
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 // defaultFilePerm and defaultDirPerm are the modes Write gives a file and
@@ -62,7 +63,7 @@ func planFiles(files Files) (*names.Plan, error) {
 
 // fillFiles returns the fill of a Write: the files of the validated plan
 // p, in sorted order, every directory made before what it holds. Each
-// directory is opened by a dirCursor from its nearest open ancestor while
+// directory is opened by a tree.Cursor from its nearest open ancestor while
 // its entries are made, and closed once they are, which bounds the
 // descriptors (see maxWriteFDs). It reports each file's size and SHA-256,
 // which spares the check reading them back, and, under syncFiles, that it
@@ -70,10 +71,10 @@ func planFiles(files Files) (*names.Plan, error) {
 func (l Layout[ID]) fillFiles(p *names.Plan, files Files) filler {
 	return func(ctx context.Context, sr *os.Root, stage string, k *linker) (filled, error) {
 		out := filled{sums: make(map[string]fileSum, len(p.Names)), counted: true}
-		cur := newDirCursor(sr)
+		cur := tree.NewCursor(sr)
 		pool := l.newFilePool(stage, k.filePerm)
 		err := l.fill(ctx, cur, pool, k, p, files, &out)
-		cur.close()
+		cur.Close()
 		if perr := pool.stop(); err == nil {
 			err = perr
 		}
@@ -85,7 +86,7 @@ func (l Layout[ID]) fillFiles(p *names.Plan, files Files) filler {
 // fill creates the directories and files of p in the staging tree, in
 // sorted order, so that every directory is made before what it holds. A
 // file k links is not written.
-func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, k *linker, p *names.Plan, files Files, out *filled) error {
+func (l Layout[ID]) fill(ctx context.Context, cur *tree.Cursor, pool *filePool, k *linker, p *names.Plan, files Files, out *filled) error {
 	stage := k.stage
 	di, fi := 0, 0
 	for di < len(p.Dirs) || fi < len(p.Names) {
@@ -95,12 +96,12 @@ func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, k 
 		if di < len(p.Dirs) && (fi == len(p.Names) || p.Dirs[di] < p.Names[fi]) {
 			d := p.Dirs[di]
 			di++
-			h, err := cur.at(path.Dir(d))
+			h, err := cur.At(path.Dir(d))
 			if err != nil {
 				return err
 			}
-			err = l.mkdirIn(h.dir(), path.Base(d), path.Join(stage, d))
-			h.release()
+			err = l.mkdirIn(h.Root(), path.Base(d), path.Join(stage, d))
+			h.Release()
 			if err != nil {
 				return err
 			}
@@ -116,7 +117,7 @@ func (l Layout[ID]) fill(ctx context.Context, cur *dirCursor, pool *filePool, k 
 			continue
 		}
 		out.wrote += s.size
-		h, err := cur.at(path.Dir(name))
+		h, err := cur.At(path.Dir(name))
 		if err != nil {
 			return err
 		}
@@ -235,17 +236,17 @@ func (l Layout[ID]) discard(h *openRoot, name, was string) error {
 }
 
 // syncStaged syncs directory d of the staging tree.
-func (l Layout[ID]) syncStaged(cur *dirCursor, stage, d string) error {
+func (l Layout[ID]) syncStaged(cur *tree.Cursor, stage, d string) error {
 	name := path.Join(stage, d)
 	if err := l.fault(stepSyncDir, name); err != nil {
 		return &os.PathError{Op: "sync", Path: name, Err: err}
 	}
-	h, err := cur.at(d)
+	h, err := cur.At(d)
 	if err != nil {
 		return err
 	}
-	defer h.release()
-	return syncDir(h.dir(), ".")
+	defer h.Release()
+	return syncDir(h.Root(), ".")
 }
 
 // mkdirIn makes directory base in parent; name is its root-relative name,
