@@ -8,6 +8,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 // CheckMode refuses a mode the layout does not write: the setuid, setgid
@@ -102,7 +104,7 @@ func CheckSiblingCase(dir string, names []string) error {
 		}
 		if ok {
 			a, b := min(other, n), max(other, n)
-			return &NameError{pathJoin(dir, b), fmt.Sprintf("%s: %q and %q", RuleCase, pathJoin(dir, a), pathJoin(dir, b))}
+			return &NameError{tree.PathJoin(dir, b), fmt.Sprintf("%s: %q and %q", RuleCase, tree.PathJoin(dir, a), tree.PathJoin(dir, b))}
 		}
 		if folded == nil {
 			folded = map[string]string{}
@@ -110,12 +112,4 @@ func CheckSiblingCase(dir string, names []string) error {
 		folded[key] = n
 	}
 	return nil
-}
-
-// pathJoin joins a directory of a walk ("." for the top) and a name.
-func pathJoin(dir, name string) string {
-	if dir == "." {
-		return name
-	}
-	return path.Join(dir, name)
 }
