@@ -11,6 +11,7 @@ import (
 	"runtime"
 
 	"leasekit.dev/dirlife/internal/names"
+	"leasekit.dev/dirlife/internal/rootlock"
 	"leasekit.dev/dirlife/internal/tree"
 )
 
@@ -71,7 +72,7 @@ func (l Layout[ID]) Recorded() (recorded map[ID]Digest, held bool, err error) {
 	if l.Codec == nil {
 		return nil, false, ErrNoCodec
 	}
-	h, err := l.openRoot("recorded", true, shared)
+	h, err := l.openRoot("recorded", true, rootlock.Shared)
 	if err != nil {
 		return nil, false, err
 	}
@@ -179,7 +180,7 @@ func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest, files Files)
 			expect[n] = files[p.From[i]]
 		}
 	}
-	h, err := l.openRoot("verify", false, shared)
+	h, err := l.openRoot("verify", false, rootlock.Shared)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,8 @@ import (
 	"testing/fstest"
 	"testing/synctest"
 	"time"
+
+	"leasekit.dev/dirlife/internal/rootlock"
 )
 
 // corruptInPlace rewrites the file name under dir with data of the same
@@ -300,7 +302,7 @@ func TestVerifyCancelledWhileHashing(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			h, err := l.openRoot("verify", false, shared)
+			h, err := l.openRoot("verify", false, rootlock.Shared)
 			if err != nil {
 				done <- err
 				return
@@ -335,7 +337,7 @@ func TestVerifyFoundAgreesWithHashers(t *testing.T) {
 	mustWrite(t, l, 1, files)
 	mustWrite(t, l, 2, files)
 	found := func(hashers int) []linkEntry {
-		h, err := l.openRoot("verify", false, shared)
+		h, err := l.openRoot("verify", false, rootlock.Shared)
 		if err != nil {
 			t.Fatal(err)
 		}

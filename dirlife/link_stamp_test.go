@@ -19,6 +19,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"leasekit.dev/dirlife/internal/rootlock"
 	"leasekit.dev/dirlife/internal/sys"
 )
 
@@ -139,7 +140,7 @@ func TestLinkStampModel(t *testing.T) {
 			}
 			gens[id] = g
 			// The record's digest is that of what is on disk.
-			h, err := l.openRoot("verify", false, shared)
+			h, err := l.openRoot("verify", false, rootlock.Shared)
 			if err != nil {
 				t.Fatal(err)
 			}

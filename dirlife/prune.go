@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"leasekit.dev/dirlife/internal/removal"
+	"leasekit.dev/dirlife/internal/rootlock"
 	"leasekit.dev/dirlife/internal/sys"
 )
 
@@ -51,7 +52,7 @@ func (l Layout[ID]) prune(ctx context.Context, keep ...ID) error {
 	if l.Codec == nil {
 		return ErrNoCodec // it could not tell the kept directories
 	}
-	h, err := l.openRoot("prune", false, exclusive)
+	h, err := l.openRoot("prune", false, rootlock.Exclusive)
 	if err != nil || h == nil {
 		return err
 	}
@@ -62,9 +63,9 @@ func (l Layout[ID]) prune(ctx context.Context, keep ...ID) error {
 			keepNames[name] = true
 		}
 	}
-	st := h.lock.st
-	st.retain()
-	defer putState(st)
+	st := h.lock.St
+	st.Retain()
+	defer rootlock.Put(st)
 	doomed, busy, err := l.setAside(h, "prune", keepNames, !l.DeferRemoval)
 	batch, rerr := l.removeGarbage(st, h, doomed, l.DeferRemoval)
 	h.unlock()
@@ -75,7 +76,7 @@ func (l Layout[ID]) prune(ctx context.Context, keep ...ID) error {
 		// succeeded.
 		err = errors.Join(err, l.wait(ctx, st, append(batch, busy...), removal.CollectOwn))
 	}
-	return errors.Join(err, st.rm.TakeErr(h.r))
+	return errors.Join(err, st.Removals.TakeErr(h.r))
 }
 
 // Reset empties Root and makes sure it exists afterwards: the boot path,
@@ -88,7 +89,7 @@ func (l Layout[ID]) prune(ctx context.Context, keep ...ID) error {
 // still running at [Layout.RemovalDeadline]: then Reset returns a
 // [*StalledError] naming it, and it goes on.
 func (l Layout[ID]) Reset() error {
-	h, err := l.openRoot("reset", true, exclusive)
+	h, err := l.openRoot("reset", true, rootlock.Exclusive)
 	if err != nil {
 		return err
 	}
@@ -99,9 +100,9 @@ func (l Layout[ID]) Reset() error {
 // reset is Reset on the opened root h, which it unlocks, keeping the ID
 // directories named in keep.
 func (l Layout[ID]) reset(h *openRoot, op string, keep map[string]bool) error {
-	st := h.lock.st
-	st.retain()
-	defer putState(st)
+	st := h.lock.St
+	st.Retain()
+	defer rootlock.Put(st)
 	doomed, busy, err := l.setAside(h, op, keep, true)
 	batch, rerr := l.removeGarbage(st, h, doomed, false)
 	h.unlock()
@@ -111,7 +112,7 @@ func (l Layout[ID]) reset(h *openRoot, op string, keep map[string]bool) error {
 	// its failure is Reset's too.
 	err = errors.Join(err, l.wait(context.Background(), st, append(batch, busy...), removal.CollectOwn))
 	if err == nil {
-		st.rm.TakeErr(nil) // whatever failed before is gone now
+		st.Removals.TakeErr(nil) // whatever failed before is gone now
 	}
 	return err
 }
@@ -141,7 +142,7 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join 
 		return nil, nil, fmt.Errorf("dirlife: %s: %w", op, err)
 	}
 	restore := strandedCopies(entries, keep)
-	rm := &h.lock.st.rm
+	rm := &h.lock.St.Removals
 	for _, e := range entries {
 		name := e.Name()
 		if h.ownEntry(name) {

@@ -10,18 +10,18 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"leasekit.dev/dirlife/internal/rootlock"
 	"leasekit.dev/dirlife/internal/sys"
 )
 
 // registered returns how many roots this process keeps state for.
 func registered() int {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	return len(registry.roots)
+	n, _ := rootlock.Registered(sys.Key{})
+	return n
 }
 
 // rootKeyOf returns the registry key of the directory dir.
-func rootKeyOf(t *testing.T, dir string) rootKey {
+func rootKeyOf(t *testing.T, dir string) sys.Key {
 	t.Helper()
 	d, err := os.Open(dir)
 	if err != nil {
@@ -39,11 +39,11 @@ func rootKeyOf(t *testing.T, dir string) rootKey {
 // taking their failures, as a process that never calls Settle leaves them.
 func awaitRemovals(t *testing.T, root string) {
 	t.Helper()
-	if st := lookupState(rootKeyOf(t, root)); st != nil {
-		for _, r := range st.rm.Pending() {
+	if st := rootlock.Lookup(rootKeyOf(t, root)); st != nil {
+		for _, r := range st.Removals.Pending() {
 			<-r.Done()
 		}
-		putState(st)
+		rootlock.Put(st)
 	}
 }
 
@@ -52,7 +52,7 @@ func awaitRemovals(t *testing.T, root string) {
 // them once they are idle.
 func TestRegistryForgetsIdleRoots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var keys []rootKey
+		var keys []sys.Key
 		for range 40 {
 			l := genLayout(t)
 			mustWrite(t, l, 1, versionFiles(1, 1))
@@ -65,10 +65,8 @@ func TestRegistryForgetsIdleRoots(t *testing.T) {
 			keys = append(keys, rootKeyOf(t, l.Root))
 		}
 		synctest.Wait() // every remover goroutine has ended: none is blocked
-		registry.mu.Lock()
-		defer registry.mu.Unlock()
 		for i, key := range keys {
-			if registry.roots[key] != nil {
+			if _, kept := rootlock.Registered(key); kept {
 				t.Errorf("root %d of %d is still registered after it went idle", i, len(keys))
 			}
 		}
@@ -80,7 +78,7 @@ func TestRegistryForgetsIdleRoots(t *testing.T) {
 // only up to a bound: their state does not grow with their number.
 func TestRegistryBoundsUnreportedFailures(t *testing.T) {
 	before := registered()
-	for range maxUnreportedRoots + 8 {
+	for range rootlock.MaxUnreported + 8 {
 		l := genLayout(t)
 		l.devices = fakeMounts("sub")
 		l.DeferRemoval = true
@@ -88,8 +86,8 @@ func TestRegistryBoundsUnreportedFailures(t *testing.T) {
 		mustWrite(t, l, 1, Files{"f": nil}) // the old copy fails to go
 		awaitRemovals(t, l.Root)
 	}
-	if n := registered() - before; n > maxUnreportedRoots {
-		t.Fatalf("%d idle roots registered for their unreported failures, want at most %d", n, maxUnreportedRoots)
+	if n := registered() - before; n > rootlock.MaxUnreported {
+		t.Fatalf("%d idle roots registered for their unreported failures, want at most %d", n, rootlock.MaxUnreported)
 	}
 }
 

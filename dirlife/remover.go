@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"leasekit.dev/dirlife/internal/removal"
+	"leasekit.dev/dirlife/internal/rootlock"
 	"leasekit.dev/dirlife/internal/sys"
 )
 
@@ -21,7 +22,7 @@ const DefaultRemovalDeadline = 30 * time.Second
 // [removal.Removals.Start]), with a handle of the root of their own, so the
 // caller may release h at once. Unless deferred, the caller is counted as
 // their waiter, and must then wait for them with wait.
-func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []removal.Garbage, deferred bool) ([]*removal.Removal, error) {
+func (l Layout[ID]) removeGarbage(st *rootlock.State, h *openRoot, entries []removal.Garbage, deferred bool) ([]*removal.Removal, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
@@ -33,10 +34,10 @@ func (l Layout[ID]) removeGarbage(st *rootState, h *openRoot, entries []removal.
 	if err != nil {
 		return nil, fmt.Errorf("dirlife: remove garbage in %s: %w", l.Root, err)
 	}
-	st.retain() // the caller holds a reference: st is still registered
+	st.Retain() // the caller holds a reference: st is still registered
 	b := removal.Batch{Root: l.Root, R: r, Dev: dev, DevOf: l.devOf(), Hook: l.removing, Fault: l.faults,
-		Done: func() { putState(st) }}
-	return st.rm.Start(b, entries, deferred), nil
+		Done: func() { rootlock.Put(st) }}
+	return st.Removals.Start(b, entries, deferred), nil
 }
 
 // deadline returns the removal deadline in force.
@@ -49,15 +50,8 @@ func (l Layout[ID]) deadline() time.Duration {
 
 // wait waits for the removals in batch up to the removal deadline, or
 // until ctx ends (see [removal.Removals.Wait]).
-func (l Layout[ID]) wait(ctx context.Context, st *rootState, batch []*removal.Removal, c removal.Collect) error {
-	return st.rm.Wait(ctx, batch, c, l.Root, l.deadline())
-}
-
-// retain adds a reference to a state already referenced.
-func (st *rootState) retain() {
-	registry.mu.Lock()
-	st.refs++
-	registry.mu.Unlock()
+func (l Layout[ID]) wait(ctx context.Context, st *rootlock.State, batch []*removal.Removal, c removal.Collect) error {
+	return st.Removals.Wait(ctx, batch, c, l.Root, l.deadline())
 }
 
 // rootDevice returns the device of h's root, as devOf reports it.
@@ -104,11 +98,11 @@ func (l Layout[ID]) Settle(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dirlife: settle: %w", err)
 	}
-	st := lookupState(key)
+	st := rootlock.Lookup(key)
 	if st == nil {
 		return nil
 	}
-	defer putState(st)
-	err = l.wait(ctx, st, st.rm.Pending(), removal.CollectNone)
-	return errors.Join(err, st.rm.TakeErr(r))
+	defer rootlock.Put(st)
+	err = l.wait(ctx, st, st.Removals.Pending(), removal.CollectNone)
+	return errors.Join(err, st.Removals.TakeErr(r))
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"leasekit.dev/dirlife/internal/rootlock"
 	"leasekit.dev/dirlife/internal/sys"
 )
 
@@ -41,9 +42,9 @@ func checkRoot(op, root string) (exists bool, err error) {
 type openRoot struct {
 	r    *os.Root
 	dir  *os.File // Root's directory, for its attribute and syncs
-	key  rootKey
+	key  sys.Key
 	own  ownership // byAttr or byMarker
-	lock *rootLock
+	lock *rootlock.Lock
 }
 
 // release unlocks and closes the root.
@@ -55,7 +56,7 @@ func (h *openRoot) release() {
 // unlock releases the lock; the root stays open.
 func (h *openRoot) unlock() {
 	if h.lock != nil {
-		h.lock.release()
+		h.lock.Release()
 		h.lock = nil
 	}
 }
@@ -78,7 +79,7 @@ func (h *openRoot) ownEntry(name string) bool {
 // Root was empty, claims it. Refusals touch nothing. For a missing Root
 // when create is not set, it returns nil and no error. The caller releases
 // what it returns.
-func (l Layout[ID]) openRoot(op string, create bool, mode lockMode) (*openRoot, error) {
+func (l Layout[ID]) openRoot(op string, create bool, mode rootlock.Mode) (*openRoot, error) {
 	exists, err := checkRoot(op, l.Root)
 	if err != nil {
 		return nil, err
@@ -121,7 +122,7 @@ func (l Layout[ID]) openRoot(op string, create bool, mode lockMode) (*openRoot, 
 	if err != nil {
 		return fail(fmt.Errorf("dirlife: %s: %w", op, err))
 	}
-	if h.lock, err = lockRoot(r, lockDir, h.key, mode); err != nil {
+	if h.lock, err = rootlock.Acquire(r, lockDir, h.key, mode); err != nil {
 		return fail(fmt.Errorf("dirlife: %s: lock %s: %w", op, l.Root, err))
 	}
 	if h.own == unclaimed || h.own == legacy {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"leasekit.dev/dirlife/internal/rootlock"
 )
 
 // threads returns the number of OS threads of this process.
@@ -64,14 +65,14 @@ func TestWaitersParkNoThreads(t *testing.T) {
 	const waiters = 200
 	cases := []struct {
 		name string
-		held lockMode
+		held rootlock.Mode
 		call func(l Layout[int64], i int) error
 	}{
-		{"writes behind a prune", exclusive, func(l Layout[int64], i int) error {
+		{"writes behind a prune", rootlock.Exclusive, func(l Layout[int64], i int) error {
 			_, err := l.Write(int64(i), Files{"f": []byte("x")})
 			return err
 		}},
-		{"prunes behind a write", shared, func(l Layout[int64], i int) error { return l.Prune() }},
+		{"prunes behind a write", rootlock.Shared, func(l Layout[int64], i int) error { return l.Prune() }},
 	}
 	for _, c := range cases {
 		for _, holder := range []string{"this process", "another process"} {
@@ -88,7 +89,7 @@ func TestWaitersParkNoThreads(t *testing.T) {
 
 // holdLock takes Root's lock in mode: through the layout, or as another
 // process does, by flock on a descriptor of its own.
-func holdLock(t *testing.T, l Layout[int64], mode lockMode, foreign bool) (release func()) {
+func holdLock(t *testing.T, l Layout[int64], mode rootlock.Mode, foreign bool) (release func()) {
 	t.Helper()
 	if !foreign {
 		h, err := l.openRoot("test", false, mode)
@@ -102,7 +103,7 @@ func holdLock(t *testing.T, l Layout[int64], mode lockMode, foreign bool) (relea
 		t.Fatal(err)
 	}
 	how := unix.LOCK_SH
-	if mode == exclusive {
+	if mode == rootlock.Exclusive {
 		how = unix.LOCK_EX
 	}
 	if err := unix.Flock(int(d.Fd()), how); err != nil {

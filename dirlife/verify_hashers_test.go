@@ -13,6 +13,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"leasekit.dev/dirlife/internal/rootlock"
 	"leasekit.dev/dirlife/internal/tree"
 )
 
@@ -65,7 +66,7 @@ func TestVerifyHashersAgreeWithTheWalk(t *testing.T) {
 		}
 
 		digest := func(hashers int) (Digest, error) {
-			h, err := l.openRoot("verify", false, shared)
+			h, err := l.openRoot("verify", false, rootlock.Shared)
 			if err != nil {
 				rt.Fatal(err)
 			}

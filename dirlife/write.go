@@ -12,6 +12,7 @@ import (
 
 	"leasekit.dev/dirlife/internal/names"
 	"leasekit.dev/dirlife/internal/removal"
+	"leasekit.dev/dirlife/internal/rootlock"
 
 	"leasekit.dev/dirlife/internal/sys"
 	"leasekit.dev/dirlife/internal/tree"
@@ -158,7 +159,7 @@ type stager func(h *openRoot, stage string) (publish bool, err error)
 // directory that is not published is discarded, also when fill panics or
 // exits its goroutine.
 func (l Layout[ID]) write(name string, fill stager, onPublish func()) (published bool, err error) {
-	h, err := l.openRoot("write", true, shared)
+	h, err := l.openRoot("write", true, rootlock.Shared)
 	if err != nil {
 		return false, err
 	}
@@ -224,9 +225,9 @@ func (l Layout[ID]) discard(h *openRoot, name, was string) error {
 			return nil // the next Prune removes it
 		}
 	}
-	st := h.lock.st
-	st.retain()
-	defer putState(st)
+	st := h.lock.St
+	st.Retain()
+	defer rootlock.Put(st)
 	batch, err := l.removeGarbage(st, h, []removal.Garbage{{Name: aside, Was: was}}, l.DeferRemoval)
 	h.unlock()
 	if err != nil || l.DeferRemoval {

@@ -1,27 +1,31 @@
-package dirlife
+// Package rootlock holds a process's locks on root directories and its
+// state for each: an in-process reader/writer lock in front of the
+// system's lock (flock(2), or LockFileEx on Windows), and the removals of
+// the root's garbage under way. Every holder of one root in a process
+// shares one State, found by the root directory's identity ([sys.Key]), so
+// goroutines wait parked, not in the kernel: a shared holder joins the
+// process's shared system lock, and only the first one, or the one
+// Exclusive holder, waits in the system call.
+package rootlock
 
 import (
 	"os"
 	"slices"
 	"sync"
 
-	"leasekit.dev/dirlife/internal/sys"
-
 	"leasekit.dev/dirlife/internal/removal"
+	"leasekit.dev/dirlife/internal/sys"
 )
 
-// A lockMode says how a method holds the root's lock.
-type lockMode int
+// A Mode says how a lock is held.
+type Mode int
 
 const (
-	shared    lockMode = iota // Write: many at once
-	exclusive                 // Prune, Reset: alone
+	Shared    Mode = iota // Write: many at once
+	Exclusive             // Prune, Reset: alone
 )
 
-// A rootKey identifies a root directory within the machine.
-type rootKey = sys.Key
-
-// A rootState is this process's state for one root directory, shared by
+// A State is this process's state for one root directory, shared by
 // every Layout whose Root resolves to it: the in-process reader/writer lock
 // in front of the system lock, the system lock held on behalf of the
 // process's shared holders, and the removals of the root's garbage under
@@ -32,51 +36,51 @@ type rootKey = sys.Key
 // the first one, or the one exclusive holder, waits in flock(2). So at most
 // one OS thread per root and process is ever blocked on the system lock,
 // however many goroutines wait.
-type rootState struct {
-	key  rootKey
+type State struct {
+	key  sys.Key
 	refs int // guarded by registry.mu
 
-	rw sync.RWMutex // shared: Writes; exclusive: Prune, Reset
+	rw sync.RWMutex // shared: Writes; Exclusive: Prune, Reset
 
 	mu         sync.Mutex // guards the fields below; held while taking the shared system lock
 	sharedN    int        // shared holders in this process
 	sharedDir  *os.File   // the descriptor holding the shared system lock while sharedN > 0
 	sharedLock sys.Lock
 
-	rm removal.Removals
+	Removals removal.Removals
 }
 
 // registry maps root keys to this process's states.
 var registry = struct {
 	mu    sync.Mutex
-	roots map[rootKey]*rootState
+	roots map[sys.Key]*State
 	// unreported lists, oldest first, the keys of states that no call
 	// references and that are kept only for failures not reported yet:
-	// at most maxUnreportedRoots.
-	unreported []rootKey
-}{roots: map[rootKey]*rootState{}}
+	// at most MaxUnreported.
+	unreported []sys.Key
+}{roots: map[sys.Key]*State{}}
 
-// maxUnreportedRoots bounds the roots whose state this process keeps,
+// MaxUnreported bounds the roots whose state this process keeps,
 // when no call uses them, only to report their failed removals: a process
 // that uses many roots and never settles them keeps no more.
-const maxUnreportedRoots = 16
+const MaxUnreported = 16
 
-// getState returns the state for key, creating it, with one more reference.
-func getState(key rootKey) *rootState {
+// Get returns the state for key, creating it, with one more reference.
+func Get(key sys.Key) *State {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	st := registry.roots[key]
 	if st == nil {
-		st = &rootState{key: key}
+		st = &State{key: key}
 		registry.roots[key] = st
 	}
 	st.refs++
 	return st
 }
 
-// lookupState returns the state for key with one more reference, or nil
+// Lookup returns the state for key with one more reference, or nil
 // when this process has none.
-func lookupState(key rootKey) *rootState {
+func Lookup(key sys.Key) *State {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	st := registry.roots[key]
@@ -86,23 +90,23 @@ func lookupState(key rootKey) *rootState {
 	return st
 }
 
-// putState drops a reference; the last one forgets the state, unless its
+// Put drops a reference; the last one forgets the state, unless its
 // remover has a failure still to report: then it is kept, among at most
-// maxUnreportedRoots such states, the oldest forgotten first.
-func putState(st *rootState) {
+// MaxUnreported such states, the oldest forgotten first.
+func Put(st *State) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	st.refs--
 	if st.refs > 0 {
 		return
 	}
-	registry.unreported = slices.DeleteFunc(registry.unreported, func(k rootKey) bool { return k == st.key })
-	if !st.rm.HasErr() {
+	registry.unreported = slices.DeleteFunc(registry.unreported, func(k sys.Key) bool { return k == st.key })
+	if !st.Removals.HasErr() {
 		delete(registry.roots, st.key)
 		return
 	}
 	registry.unreported = append(registry.unreported, st.key)
-	for len(registry.unreported) > maxUnreportedRoots {
+	for len(registry.unreported) > MaxUnreported {
 		old := registry.unreported[0]
 		registry.unreported = registry.unreported[1:]
 		if o := registry.roots[old]; o != nil && o.refs == 0 {
@@ -111,29 +115,29 @@ func putState(st *rootState) {
 	}
 }
 
-// A rootLock is a held lock on a root: in process and on the system.
-type rootLock struct {
-	st   *rootState
-	mode lockMode
-	dir  *os.File // exclusive: the descriptor holding the system lock
+// A Lock is a held lock on a root: in process and on the system.
+type Lock struct {
+	St   *State
+	mode Mode
+	dir  *os.File // Exclusive: the descriptor holding the system lock
 	held sys.Lock
 }
 
-// lockRoot takes the lock of the root r in mode, blocking until it can.
-// dir is a descriptor of r's directory; lockRoot takes it over, closing it
+// Acquire takes the lock of the root r in mode, blocking until it can.
+// dir is a descriptor of r's directory; Acquire takes it over, closing it
 // on failure or at release.
-func lockRoot(r *os.Root, dir *os.File, key rootKey, mode lockMode) (*rootLock, error) {
-	st := getState(key)
-	if mode == exclusive {
+func Acquire(r *os.Root, dir *os.File, key sys.Key, mode Mode) (*Lock, error) {
+	st := Get(key)
+	if mode == Exclusive {
 		st.rw.Lock()
 		held, err := sys.Acquire(r, dir, true)
 		if err != nil {
 			st.rw.Unlock()
 			dir.Close()
-			putState(st)
+			Put(st)
 			return nil, err
 		}
-		return &rootLock{st: st, mode: exclusive, dir: dir, held: held}, nil
+		return &Lock{St: st, mode: Exclusive, dir: dir, held: held}, nil
 	}
 	st.rw.RLock()
 	st.mu.Lock()
@@ -143,7 +147,7 @@ func lockRoot(r *os.Root, dir *os.File, key rootKey, mode lockMode) (*rootLock, 
 			st.mu.Unlock()
 			st.rw.RUnlock()
 			dir.Close()
-			putState(st)
+			Put(st)
 			return nil, err
 		}
 		st.sharedDir, st.sharedLock = dir, held
@@ -152,13 +156,13 @@ func lockRoot(r *os.Root, dir *os.File, key rootKey, mode lockMode) (*rootLock, 
 	}
 	st.sharedN++
 	st.mu.Unlock()
-	return &rootLock{st: st, mode: shared}, nil
+	return &Lock{St: st, mode: Shared}, nil
 }
 
-// release releases the lock.
-func (l *rootLock) release() {
-	st := l.st
-	if l.mode == exclusive {
+// Release releases the lock.
+func (l *Lock) Release() {
+	st := l.St
+	if l.mode == Exclusive {
 		l.held.Release()
 		l.dir.Close()
 		st.rw.Unlock()
@@ -173,5 +177,20 @@ func (l *rootLock) release() {
 		st.mu.Unlock()
 		st.rw.RUnlock()
 	}
-	putState(st)
+	Put(st)
+}
+
+// Retain adds a reference to a state already referenced.
+func (st *State) Retain() {
+	registry.mu.Lock()
+	st.refs++
+	registry.mu.Unlock()
+}
+
+// Registered returns the number of roots whose state this process keeps,
+// and whether it keeps key's.
+func Registered(key sys.Key) (n int, kept bool) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return len(registry.roots), registry.roots[key] != nil
 }
