@@ -31,7 +31,7 @@ var ErrDigestMismatch = errors.New("content does not match its recorded digest")
 // parseDigest parses a recorded digest: exactly its lower-case hexadecimal.
 func parseDigest(b []byte) (Digest, bool) {
 	var d Digest
-	if len(b) != 2*len(d) || !isLowerHex(string(b)) {
+	if len(b) != 2*len(d) || !names.IsLowerHex(string(b)) {
 		return d, false
 	}
 	_, err := hex.Decode(d[:], b)

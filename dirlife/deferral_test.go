@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"leasekit.dev/dirlife/internal/names"
 	"pgregory.net/rapid"
 )
 
@@ -196,7 +197,7 @@ func TestBlockedRemoval(t *testing.T) {
 				stalled := func(call string, err error) string {
 					t.Helper()
 					var se *StalledError
-					if !errors.As(err, &se) || !errors.Is(err, ErrRemovalStalled) || len(se.Entries) != 1 || se.Entries[0].Name != "gen-1" || !isPlainAside(se.Entries[0].Aside) {
+					if !errors.As(err, &se) || !errors.Is(err, ErrRemovalStalled) || len(se.Entries) != 1 || se.Entries[0].Name != "gen-1" || !names.IsPlainAside(se.Entries[0].Aside) {
 						t.Fatalf("%s past the deadline = %v, want a StalledError naming gen-1 under an aside name", call, err)
 					}
 					return se.Entries[0].Aside

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+	"leasekit.dev/dirlife/internal/names"
 )
 
 var errInjected = errors.New("injected fault")
@@ -394,6 +395,6 @@ func TestNoSyncSyncsNothing(t *testing.T) {
 
 // isHeld reports whether entry is a moved-aside copy that records its ID.
 func isHeld(entry string) bool {
-	_, _, ok := parseHeld(entry)
+	_, _, ok := names.ParseHeld(entry)
 	return ok
 }

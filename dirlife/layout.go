@@ -34,7 +34,7 @@ const (
 	markerName  = ".dirlife-root"
 	lockName    = sys.LockFile
 	stagePrefix = ".stage-"
-	asidePrefix = ".aside-"
+	asidePrefix = names.AsidePrefix
 	markerTemp  = ".marker-"
 	linkPrefix  = ".link-" // a link in the staging tree, before it replaces a written file
 	markerText  = "This directory is managed by leasekit.dev/dirlife: Prune and Reset remove everything in it.\n"

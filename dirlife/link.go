@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"leasekit.dev/dirlife/internal/names"
 	"leasekit.dev/dirlife/internal/sys"
 )
 
@@ -311,7 +312,7 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, data []byte, repl
 	}
 	tmp := base
 	if replace {
-		tmp = tempName(linkPrefix)
+		tmp = names.TempName(linkPrefix)
 	}
 	if sys.LinkAt(src, srcBase, dst, tmp) != nil {
 		return false

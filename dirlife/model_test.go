@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"leasekit.dev/dirlife/internal/names"
 	"pgregory.net/rapid"
 )
 
@@ -153,7 +154,7 @@ func TestLayoutModel(t *testing.T) {
 			"InterruptRewrite": func(t *rapid.T) {
 				id := heldID(t)
 				name := l.Codec.Format(id)
-				if err := os.Rename(l.Dir(id), filepath.Join(l.Root, heldName(name))); err != nil {
+				if err := os.Rename(l.Dir(id), filepath.Join(l.Root, names.HeldName(name))); err != nil {
 					t.Fatal(err)
 				}
 				held[id] = append(held[id], model[id])
@@ -267,7 +268,7 @@ func TestLayoutModel(t *testing.T) {
 					heldTags := map[string]int{}
 					stages := 0
 					for _, name := range rootEntries(t, l.Root) {
-						switch tag, _, ok := parseHeld(name); {
+						switch tag, _, ok := names.ParseHeld(name); {
 						case ok:
 							heldTags[tag]++
 						case strings.HasPrefix(name, stagePrefix) && !junk[name]:
@@ -282,7 +283,7 @@ func TestLayoutModel(t *testing.T) {
 					wantTags := map[string]int{}
 					for id, copies := range held {
 						if len(copies) > 0 {
-							wantTags[heldTagOf(l.Codec.Format(id))] = len(copies)
+							wantTags[names.HeldTagOf(l.Codec.Format(id))] = len(copies)
 						}
 					}
 					if !maps.Equal(heldTags, wantTags) || stages != strays {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"leasekit.dev/dirlife/internal/names"
 	"leasekit.dev/dirlife/internal/sys"
 )
 
@@ -182,7 +183,7 @@ func (l Layout[ID]) claim(op string, r *os.Root, dir *os.File) (ownership, error
 // writeMarker writes the marker file atomically: a temporary file renamed
 // into place, so no reader ever sees a partial marker.
 func (l Layout[ID]) writeMarker(r *os.Root) error {
-	tmp := tempName(markerTemp)
+	tmp := names.TempName(markerTemp)
 	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("dirlife: write marker: %w", err)

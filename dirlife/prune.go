@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"strings"
 
+	"leasekit.dev/dirlife/internal/names"
 	"leasekit.dev/dirlife/internal/removal"
 	"leasekit.dev/dirlife/internal/rootlock"
 	"leasekit.dev/dirlife/internal/sys"
@@ -118,7 +118,7 @@ func (l Layout[ID]) reset(h *openRoot, op string, keep map[string]bool) error {
 }
 
 // setAside lists Root, under its exclusive lock, restores the moved-aside
-// copy of each ID in keep whose path is empty (see strandedCopies), and
+// copy of each ID in keep whose path is empty (see names.StrandedCopies), and
 // sets aside the garbage: every entry but the layout's own, the kept IDs'
 // directories and those another call of this process is removing (busy:
 // when join is set, returned as such, with the caller counted as a waiter
@@ -141,7 +141,7 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join 
 	if err != nil {
 		return nil, nil, fmt.Errorf("dirlife: %s: %w", op, err)
 	}
-	restore := strandedCopies(entries, keep)
+	restore := names.StrandedCopies(entries, keep)
 	rm := &h.lock.St.Removals
 	for _, e := range entries {
 		name := e.Name()
@@ -153,7 +153,7 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join 
 				continue
 			}
 		}
-		if _, ok := restore.from[name]; ok {
+		if _, ok := restore.From[name]; ok {
 			continue // restored below
 		}
 		if inflight, ok := rm.InFlight(name, join); ok {
@@ -182,8 +182,8 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join 
 			err = &removal.MountError{Root: l.Root, Path: name}
 		}
 		aside := name
-		if err == nil && !isPlainAside(name) {
-			aside = tempName(asidePrefix)
+		if err == nil && !names.IsPlainAside(name) {
+			aside = names.TempName(asidePrefix)
 			err = h.r.Rename(name, aside)
 		}
 		if err != nil {
@@ -193,7 +193,7 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join 
 		l.dropLinked(name) // before its files go
 		doomed = append(doomed, removal.Garbage{Name: aside, Was: name})
 	}
-	for from, to := range restore.from {
+	for from, to := range restore.From {
 		// The last published copy of a kept ID whose path is empty: back
 		// into place.
 		if err := h.r.Rename(from, to); err != nil {
@@ -201,13 +201,6 @@ func (l Layout[ID]) setAside(h *openRoot, op string, keep map[string]bool, join 
 		}
 	}
 	return doomed, busy, errs
-}
-
-// isPlainAside reports whether name is an aside name as tempName makes
-// them: one that no ID, staging directory or other aside entry takes.
-func isPlainAside(name string) bool {
-	rest, ok := strings.CutPrefix(name, asidePrefix)
-	return ok && len(rest) == 16 && isLowerHex(rest) && rest[0] >= '8'
 }
 
 // devOf returns the device seam: deviceOf unless a test set another.

@@ -18,6 +18,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"leasekit.dev/dirlife/internal/names"
 	"leasekit.dev/dirlife/internal/removal"
 )
 
@@ -105,7 +106,7 @@ func TestConcurrentPrunesShareAFailedRemoval(t *testing.T) {
 					t.Errorf("%d attempts at gen-2's removal, want 1", a)
 				}
 				left := leftovers(t, l.Root)
-				if len(left) != 1 || !isPlainAside(left[0]) {
+				if len(left) != 1 || !names.IsPlainAside(left[0]) {
 					t.Fatalf("leftovers %v, want gen-2 under an aside name", left)
 				}
 				if err := l.Settle(context.Background()); err != nil {
@@ -193,7 +194,7 @@ func TestPruneStopsWaitingAlone(t *testing.T) {
 				switch {
 				case c.byCtx && !errors.Is(err, context.DeadlineExceeded):
 					t.Fatalf("Prune %d, its ctx ended = %v, want ctx's error", c.stopping, err)
-				case !c.byCtx && (!errors.As(err, &se) || len(se.Entries) != 1 || se.Entries[0].Name != "gen-2" || !isPlainAside(se.Entries[0].Aside)):
+				case !c.byCtx && (!errors.As(err, &se) || len(se.Entries) != 1 || se.Entries[0].Name != "gen-2" || !names.IsPlainAside(se.Entries[0].Aside)):
 					t.Fatalf("Prune %d past its deadline = %v, want a StalledError naming gen-2 under its aside name", c.stopping, err)
 				}
 				if errors.Is(err, errRemovalFault) {
@@ -461,7 +462,7 @@ func TestConcurrentPrunesReportEveryFailure(tt *testing.T) {
 					switch {
 					case keptByAll(v) && before[v] != name:
 						t.Fatalf("version %d, kept by every Prune, moved from %s to %s", v, before[v], name)
-					case !keptByAll(v) && (!isPlainAside(name) || !slices.Contains(fails, v)):
+					case !keptByAll(v) && (!names.IsPlainAside(name) || !slices.Contains(fails, v)):
 						t.Fatalf("version %d is in Root as %s; no removal of it failed", v, name)
 					}
 				}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"leasekit.dev/dirlife/internal/names"
 	"leasekit.dev/dirlife/internal/sys"
 )
 
@@ -59,14 +60,14 @@ func (e *strandedError) Unwrap() error { return e.err }
 
 // moveAside replaces name with stage where no atomic exchange exists: name
 // is renamed aside, stage into place, and on failure name back. The aside
-// name records the ID (see heldName), so that a crash between the renames,
+// name records the ID (see names.HeldName), so that a crash between the renames,
 // or a failure of the move back, leaves the last published copy where the
 // next Prune that keeps the ID restores it. Once stage is in place, the old
 // copy is renamed again, to a plain garbage name, so that no Prune restores
 // it later; should that rename fail, it returns no old copy and the next
 // Prune, finding the ID's path full, removes it.
 func (l Layout[ID]) moveAside(r *os.Root, stage, name string) (old string, err error) {
-	held := heldName(name)
+	held := names.HeldName(name)
 	if err := l.rename(r, name, held); err != nil {
 		return "", err
 	}
@@ -76,7 +77,7 @@ func (l Layout[ID]) moveAside(r *os.Root, stage, name string) (old string, err e
 		}
 		return "", err
 	}
-	garbage := tempName(asidePrefix)
+	garbage := names.TempName(asidePrefix)
 	if err := l.rename(r, held, garbage); err != nil {
 		return "", nil
 	}

@@ -16,7 +16,7 @@ import (
 // moved aside under the name the layout gives it, the ID's path empty.
 func interruptRewrite(t tb, l Layout[int64], id int64) string {
 	t.Helper()
-	held := heldName(l.Codec.Format(id))
+	held := names.HeldName(l.Codec.Format(id))
 	if err := os.Rename(l.Dir(id), filepath.Join(l.Root, held)); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestPruneRestoresLongName(t *testing.T) {
 		if _, err := l.Write(id, files); err != nil {
 			t.Fatal(err)
 		}
-		held := heldName(l.Codec.Format(id))
+		held := names.HeldName(l.Codec.Format(id))
 		if len(held) > names.MaxElement {
 			t.Fatalf("moved-aside name is %d bytes, over %d", len(held), names.MaxElement)
 		}
@@ -191,32 +191,6 @@ func TestResetRemovesMovedAsideCopies(t *testing.T) {
 	checkRootHolds(t, l)
 	mustPrune(t, l, 7)
 	checkIDs(t, l)
-}
-
-// TestParseHeld refuses the names that do not record an ID: the plain
-// garbage names, and hand-made names of the wrong shape.
-func TestParseHeld(t *testing.T) {
-	tag, _, ok := parseHeld(heldName("gen-7"))
-	if !ok || tag != "gen-7" {
-		t.Fatalf("parseHeld(heldName(gen-7)) = %q, %v", tag, ok)
-	}
-	for _, name := range []string{
-		tempName(asidePrefix), tempName(stagePrefix), ".aside-", ".aside-1", "gen-7",
-		asidePrefix + strings.Repeat("0", 24) + "-", // no tag
-		asidePrefix + strings.Repeat("0", 24) + "+gen-7",
-		asidePrefix + strings.Repeat("A", 24) + "-gen-7", // upper case
-		asidePrefix + strings.Repeat("0", 23) + "-gen-7",
-	} {
-		if tag, _, ok := parseHeld(name); ok {
-			t.Errorf("parseHeld(%q) = %q, want no ID", name, tag)
-		}
-	}
-	a, b := heldName("x"), heldName("x")
-	_, sa, _ := parseHeld(a)
-	_, sb, _ := parseHeld(b)
-	if sa[:heldStamp] >= sb[:heldStamp] {
-		t.Fatalf("stamps %s then %s: not increasing", sa, sb)
-	}
 }
 
 // TestRestoreMeetsConcurrentWrite: a Write of an interrupted ID and a

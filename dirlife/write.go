@@ -167,7 +167,7 @@ func (l Layout[ID]) write(name string, fill stager, onPublish func()) (published
 	defer h.unlock()
 	r, dir := h.r, h.dir
 
-	stage := tempName(stagePrefix)
+	stage := names.TempName(stagePrefix)
 	if err := l.mkdir(r, stage); err != nil {
 		return false, err
 	}
@@ -219,8 +219,8 @@ func (l Layout[ID]) write(name string, fill stager, onPublish func()) (published
 // left to the next Prune, as is what a failed removal leaves.
 func (l Layout[ID]) discard(h *openRoot, name, was string) error {
 	aside := name
-	if !isPlainAside(name) {
-		aside = tempName(asidePrefix)
+	if !names.IsPlainAside(name) {
+		aside = names.TempName(asidePrefix)
 		if err := h.r.Rename(name, aside); err != nil {
 			return nil // the next Prune removes it
 		}

@@ -2,6 +2,9 @@
 // staged entry against before it publishes it, and the [NameError] that
 // reports a refusal: names that stay inside the directory and hold as
 // written on Linux, Windows and macOS, and entries a layout can remove.
+// It also makes and reads the names a layout gives its own entries in a
+// root: temporary names, and the names of copies moved aside that record
+// their ID, from which a Prune restores an interrupted rewrite.
 package names
 
 import (
