@@ -113,7 +113,7 @@ func TestLinkStampModel(t *testing.T) {
 			if useFS {
 				tree := Tree{}
 				for name, w := range files {
-					tree[name] = File{Data: w.data, Mode: w.perm}
+					tree[name] = Entry{Data: w.data, Mode: w.perm}
 				}
 				w, err := l.CopyFS(ctx, id, treeFS(tree), StreamOptions{})
 				if err != nil {
