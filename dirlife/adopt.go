@@ -154,15 +154,15 @@ func (l Layout[ID]) readDigest(r *os.Root, name string, dev uint64) (Digest, boo
 // [Layout.Link]). files, when not nil, is the content want is the digest
 // of (l.DigestFiles(files), the tree l.Write gives it): each file is then
 // read once and compared with its bytes there instead of being hashed, so
-// a match costs a read of the directory and no hash (under Link, whose
-// index is of the files' hashes, a match hashes files to enter it).
-// Verify holds Root's shared lock, so no Prune runs meanwhile, reads up to
-// GOMAXPROCS files (at most 4; one, with files) at once, with bounded
-// memory and descriptors, and returns ctx.Err() once ctx ends and every
-// read has stopped. It changes nothing but Link: a match enters the
-// directory, any other outcome but the end of ctx takes it out (under Link
-// it also reads the filesystem's clock by setting the directory's times
-// again to what they are, see [LinkIndex]).
+// a match costs a read of the directory and no hash (under Link, which is
+// told of the files' hashes, a match hashes files). Verify holds Root's
+// shared lock, so no Prune runs meanwhile, reads up to GOMAXPROCS files
+// (at most 4; one, with files) at once, with bounded memory and
+// descriptors, and returns ctx.Err() once ctx ends and every read has
+// stopped. It changes nothing but what it tells Link, holding the lock:
+// Found on a match, Gone on any other outcome but the end of ctx (under
+// Link it also reads the filesystem's clock by setting the directory's
+// times again to what they are, see [File]).
 func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest, files Files) error {
 	name, err := l.name(id)
 	if err != nil {
@@ -210,7 +210,7 @@ func (l Layout[ID]) verifyName(ctx context.Context, h *openRoot, name string, wa
 // of the shape alone ([Layout.digestPlan] without hash).
 func (l Layout[ID]) checkDir(ctx context.Context, h *openRoot, name string, want Digest, expect map[string][]byte) error {
 	dir := filepath.Join(l.Root, name)
-	var found []linkEntry
+	var found []File
 	hashers := min(runtime.GOMAXPROCS(0), maxHashers)
 	if expect != nil {
 		hashers = 1
@@ -226,21 +226,21 @@ func (l Layout[ID]) checkDir(ctx context.Context, h *openRoot, name string, want
 		err = fmt.Errorf("dirlife: verify %s: its tree's digest is %s, recorded %s: %w", dir, got, want, ErrDigestMismatch)
 	}
 	if err == nil && expect != nil && l.Link != nil {
-		// The index is of the files' hashes: the walk took them as zero.
+		// Link is told of the files' hashes: the walk took them as zero.
 		data := make([][]byte, len(found))
 		for i, e := range found {
-			data[i] = expect[e.rel]
+			data[i] = expect[e.Path]
 		}
 		for i, sum := range tree.SumAll(data, min(runtime.GOMAXPROCS(0), maxHashers)) {
-			found[i].key.sum = sum
+			found[i].Sum = sum
 		}
 	}
-	if x, xerr := l.linkIndex(true); x != nil && xerr == nil {
+	if l.linking() {
 		switch {
 		case err == nil:
-			x.set(name, found)
+			l.found(h.key, name, found)
 		case ctx.Err() == nil || !errors.Is(err, ctx.Err()):
-			x.drop(name) // even one this process wrote: no write links from it
+			l.Link.Gone(name) // even one this process wrote: no write links from it
 		}
 	}
 	return err
@@ -253,13 +253,13 @@ const maxHashers = 4
 // staged tree, without syncing anything, hashing up to hashers files at
 // once (one, in the walk, below two); under Link, it sets *found, if not
 // nil, to its files.
-func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string, hashers int, found *[]linkEntry) (Digest, error) {
+func (l Layout[ID]) digestDir(ctx context.Context, h *openRoot, name string, hashers int, found *[]File) (Digest, error) {
 	return l.walkDir(ctx, h, name, hashers, nil, found)
 }
 
 // walkDir is digestDir, but with expect it compares each file with
 // expect's bytes instead of hashing it, and takes its hash as zero.
-func (l Layout[ID]) walkDir(ctx context.Context, h *openRoot, name string, hashers int, expect map[string][]byte, found *[]linkEntry) (Digest, error) {
+func (l Layout[ID]) walkDir(ctx context.Context, h *openRoot, name string, hashers int, expect map[string][]byte, found *[]File) (Digest, error) {
 	rfi, err := h.dir.Stat()
 	if err != nil {
 		return Digest{}, err

@@ -19,10 +19,7 @@
 // again (no size, mtime or inode is trusted), against the digest or
 // against files held in memory; [StreamOptions].Existing has a streamed
 // write keep nothing when the content it staged verifies on disk already.
-// Under [Layout.Link] unchanged files are hard-linked from directories a
-// [LinkIndex] holds: unread only while a file's stamp, change time
-// included, is the one taken when its bytes were known, else read and
-// compared first.
+// Writes under [Layout.Link] hard-link unchanged files a [Linker] offers.
 //
 // Layout values are safe for concurrent use by multiple goroutines and by
 // several processes sharing one root: the last write of an ID to publish
@@ -45,7 +42,6 @@
 // layout.
 //
 // Between systems:
-//
 //   - Replacement is atomic with renameat2(RENAME_EXCHANGE) on Linux 3.15 or
 //     later. Elsewhere, or where the filesystem refuses it, the old directory
 //     is moved aside first: the ID is missing between the two renames, and a

@@ -102,23 +102,24 @@ type Layout[ID cmp.Ordered] struct {
 	// Link, when set, makes every write clear its files' write bits
 	// (Write's are 0o444 under the usual umask, so the Digest differs),
 	// and Write and CopyFS hard-link, instead of writing, a file whose
-	// content and permission bits equal those of a file of a directory in
-	// Link. Write hashes each file first; CopyFS hashes a file of up to 1
-	// MiB in memory first, and a larger one as it writes it, replacing it
-	// then by a link (disk shared, bytes written). A source is linked
-	// without reading it only while its inode, size, modification time,
-	// change time and permission bits are those Link took when it knew its
-	// bytes; any other (one Link linked before, whose change time the link
-	// moved; one changed since) is read and compared byte for byte with the
-	// new file first ([LinkIndex] says exactly when). A link that fails
+	// content and permission bits equal those of the source Link offers,
+	// a file of a directory the layout published or verified ([Linker]).
+	// Write hashes each file first; CopyFS hashes a file of up to 1 MiB in
+	// memory first, and a larger one as it writes it, replacing it then by
+	// a link (disk shared, bytes written). A source is linked without
+	// reading it only while its inode, size, modification time, change
+	// time and permission bits are those the layout took when it knew its
+	// bytes; any other (one linked before, whose change time the link
+	// moved; one changed since) is read and compared byte for byte with
+	// the new file first ([File] says exactly when). A link that fails
 	// (EMLINK, EXDEV, a source whose bytes differ) falls back to writing.
-	// Link serves one Root; where the system has no hard links (not Unix),
-	// a write or Verify under Link fails.
+	// Where the system has no hard links (not Unix), a write under Link
+	// fails.
 	//
 	// A linked file is one inode in several directories: a chmod, write
 	// or truncation in one changes them all, a rename or removal only its
 	// own. Readers must treat published files as read-only.
-	Link *LinkIndex
+	Link Linker
 
 	// RemovalDeadline bounds how long a call waits for a removal (zero:
 	// [DefaultRemovalDeadline]). Past it, the call returns a

@@ -35,7 +35,7 @@ func FuzzLinkConfinement(f *testing.F) {
 		if _, ok := tree[name]; ok {
 			return
 		}
-		tree[name] = File{Data: []byte(target), Mode: fs.ModeSymlink}
+		tree[name] = Entry{Data: []byte(target), Mode: fs.ModeSymlink}
 		n++
 		l := Layout[int64]{Root: filepath.Join(root, "root"), Codec: IntCodec[int64]{}, NoSync: true}
 		w, err := l.CopyFS(context.Background(), int64(n), treeFS(tree), StreamOptions{})

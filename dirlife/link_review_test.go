@@ -46,11 +46,11 @@ func corruptInPlace(t *testing.T, dir, name string, data []byte) {
 	}
 }
 
-// A directory Verify finds corrupted leaves the index, even one this
-// process wrote: no later write links from it.
-func TestVerifyMismatchLeavesTheIndex(t *testing.T) {
+// A directory Verify finds corrupted is Gone from the Linker, even one
+// this process wrote: no later write links from it.
+func TestVerifyMismatchIsGone(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	files := Files{"f": []byte("good content"), "g": []byte("other")}
 	dir1, err := l.Write(1, files)
 	if err != nil {
@@ -64,8 +64,8 @@ func TestVerifyMismatchLeavesTheIndex(t *testing.T) {
 	if err := l.Verify(context.Background(), 1, want, nil); !errors.Is(err, ErrDigestMismatch) {
 		t.Fatalf("Verify of a corrupted directory: %v, want ErrDigestMismatch", err)
 	}
-	if _, _, ok := l.Link.Linked("gen-1"); ok {
-		t.Fatal("the index still holds a directory Verify found corrupted")
+	if _, _, ok := l.Link.(*testLinker).linked("gen-1"); ok {
+		t.Fatal("the Linker still holds a directory Verify found corrupted")
 	}
 	dir2, err := l.Write(2, files)
 	if err != nil {
@@ -79,7 +79,7 @@ func TestVerifyMismatchLeavesTheIndex(t *testing.T) {
 	}
 }
 
-// A source written in place since it was indexed (same inode, size and
+// A source written in place since it was found (same inode, size and
 // mode: an accident the read-only bits did not stop) is not linked, whether
 // its modification time moved on or was put back as it was (cp -p, rsync
 // -t, a coarse clock): its change time, which no call sets back, tells. The
@@ -89,7 +89,7 @@ func TestLinkSkipsASourceWrittenInPlace(t *testing.T) {
 	for _, restore := range []bool{false, true} {
 		t.Run(fmt.Sprintf("mtime restored=%v", restore), func(t *testing.T) {
 			l := genLayout(t)
-			l.Link = new(LinkIndex)
+			l.Link = new(testLinker)
 			files := Files{"f": []byte("good content"), "g": []byte("other")}
 			dir1, err := l.Write(1, files)
 			if err != nil {
@@ -123,7 +123,7 @@ func TestLinkSkipsASourceWrittenInPlace(t *testing.T) {
 				t.Fatal(err)
 			}
 			if same := sameInode(t, filepath.Join(dir2, "f"), p); same {
-				t.Fatal("the file was linked to a source written in place since it was indexed")
+				t.Fatal("the file was linked to a source written in place since it was found")
 			}
 			if !sameInode(t, filepath.Join(dir2, "g"), filepath.Join(dir1, "g")) {
 				t.Fatal("the unchanged source was not linked")
@@ -132,11 +132,11 @@ func TestLinkSkipsASourceWrittenInPlace(t *testing.T) {
 	}
 }
 
-// A source whose mode changed since it was indexed is not linked; the
+// A source whose mode changed since it was found is not linked; the
 // file is written instead, with its own content and mode.
-func TestLinkSkipsASourceChmoddedSinceIndexed(t *testing.T) {
+func TestLinkSkipsASourceChmoddedSinceFound(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	files := Files{"f": []byte("content")}
 	dir1, err := l.Write(1, files)
 	if err != nil {
@@ -162,7 +162,7 @@ func TestLinkSkipsASourceChmoddedSinceIndexed(t *testing.T) {
 // whose mode differs.
 func TestCopyFSLinksAtTheBufferBounds(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	sizes := map[string]int{"empty": 0, "one": 1, "buf": linkBufSize, "buf+1": linkBufSize + 1, "big": 3*linkBufSize + 7}
 	fsys := fstest.MapFS{}
 	for name, n := range sizes {
@@ -209,18 +209,23 @@ func TestCopyFSLinksAtTheBufferBounds(t *testing.T) {
 	}
 }
 
-// A LinkIndex stays bound to no root after a call that failed on its
-// Root: a call on a good one then links.
-func TestLinkIndexNotBoundByAFailedCall(t *testing.T) {
-	x := new(LinkIndex)
+// A call that fails on its Root tells the Linker nothing; writes on a
+// good Root then link through it.
+func TestLinkerToldNothingByAFailedCall(t *testing.T) {
+	x := new(testLinker)
 	bad := Layout[int64]{Root: "", Codec: IntCodec[int64]{Prefix: "gen-"}, Link: x}
 	if _, err := bad.Write(1, Files{"f": []byte("x")}); err == nil {
 		t.Fatal("a Write to the empty Root succeeded")
 	}
+	if held := x.held(); len(held) != 0 {
+		t.Fatalf("a failed Write told the Linker of %v", held)
+	}
 	l := genLayout(t)
 	l.Link = x
-	if _, err := l.Write(1, Files{"f": []byte("x")}); err != nil {
-		t.Fatalf("a Write after a failed one on another Root: %v", err)
+	mustWrite(t, l, 1, Files{"f": []byte("x")})
+	mustWrite(t, l, 2, Files{"f": []byte("x")})
+	if n, _, _ := x.linked("gen-2"); n != 1 {
+		t.Fatalf("a Write after a failed one on another Root linked %d files, want 1", n)
 	}
 }
 
@@ -229,7 +234,7 @@ func TestLinkIndexNotBoundByAFailedCall(t *testing.T) {
 // files, and Verify agrees.
 func TestLinkWhilePruning(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	version := func(id int64) Files {
 		files := Files{}
 		for i := range 6 {
@@ -326,23 +331,23 @@ func TestVerifyCancelledWhileHashing(t *testing.T) {
 }
 
 // Verify's walk hashing files aside and the walk hashing each in turn
-// collect the same files for the index, in the same order.
+// collect the same files for the Linker, in the same order.
 func TestVerifyFoundAgreesWithHashers(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	files := Files{}
 	for i := range 30 {
 		files[fmt.Sprintf("d%d/f%02d", i%3, i)] = bytes.Repeat([]byte{byte(i % 4)}, i*hashBufSize/7)
 	}
 	mustWrite(t, l, 1, files)
 	mustWrite(t, l, 2, files)
-	found := func(hashers int) []linkEntry {
+	found := func(hashers int) []File {
 		h, err := l.openRoot("verify", false, rootlock.Shared)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer h.release()
-		var found []linkEntry
+		var found []File
 		if _, err := l.digestDir(context.Background(), h, "gen-2", hashers, &found); err != nil {
 			t.Fatal(err)
 		}
@@ -363,7 +368,7 @@ func TestVerifyFoundAgreesWithHashers(t *testing.T) {
 // a file of the same name, size and mode, publishes its own content.
 func TestLinkFromADirectoryRewrittenMeanwhile(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	old := Files{"f": []byte("old content"), "g": []byte("kept")}
 	mustWrite(t, l, 1, old)
 	rewriter := l
@@ -394,7 +399,7 @@ func TestLinkFromADirectoryRewrittenMeanwhile(t *testing.T) {
 // CopyFS link unchanged files as under any other, and Verify agrees.
 func TestLinkUnderSetgidRoot(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	if err := os.Mkdir(l.Root, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -50,8 +50,8 @@ type linkGen struct {
 // says (an edit in place reaches every directory sharing the inode, a
 // rename over only its own); a directory just published holds exactly its
 // content, under the digest its write returned; Verify agrees with the
-// model; and the index trusts, without reading, no file whose bytes are
-// not those it recorded.
+// model; and the layout trusts, without reading, no file whose bytes are
+// not those it found.
 func TestLinkStampModel(t *testing.T) {
 	tmp := t.TempDir()
 	ctx := context.Background()
@@ -63,7 +63,7 @@ func TestLinkStampModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer os.RemoveAll(base)
-		l := Layout[int64]{Root: filepath.Join(base, "root"), Codec: IntCodec[int64]{Prefix: "gen-"}, NoSync: true, Link: new(LinkIndex)}
+		l := Layout[int64]{Root: filepath.Join(base, "root"), Codec: IntCodec[int64]{Prefix: "gen-"}, NoSync: true, Link: new(testLinker)}
 		gens := map[int64]*linkGen{}
 		var last map[string]linkWant // the content of the last publish
 		next := int64(1)
@@ -114,7 +114,7 @@ func TestLinkStampModel(t *testing.T) {
 			if useFS {
 				tree := Tree{}
 				for name, w := range files {
-					tree[name] = File{Data: w.data, Mode: w.perm}
+					tree[name] = Entry{Data: w.data, Mode: w.perm}
 				}
 				w, err := l.CopyFS(ctx, id, treeFS(tree), StreamOptions{})
 				if err != nil {
@@ -300,7 +300,7 @@ func TestLinkStampModel(t *testing.T) {
 		}
 
 		// check holds every published directory to the model, and the
-		// index to its files.
+		// files the Linker holds to their bytes.
 		check := func(t *rapid.T) {
 			for id, g := range gens {
 				got := readTree(t, g.dir)
@@ -320,7 +320,7 @@ func TestLinkStampModel(t *testing.T) {
 					}
 				}
 			}
-			checkIndexTrust(t, l)
+			checkTrusted(t, l)
 		}
 
 		steps := rapid.IntRange(2, 16).Draw(t, "steps")
@@ -351,14 +351,14 @@ func TestLinkStampModel(t *testing.T) {
 	})
 }
 
-// A write links unread only a file whose bytes the index knew when it
+// A write links unread only a file whose bytes the layout knew when it
 // took its stamp, in a later tick of the filesystem's clock: one its own
 // write wrote, or Verify read. It reads and compares first a file it
-// linked (its link moved the change time), and every file indexed while
+// linked (its link moved the change time), and every file found while
 // the clock was unknown.
-func TestLinkReadsWhatTheIndexDoesNotKnow(t *testing.T) {
+func TestLinkReadsWhatTheLayoutDoesNotKnow(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	files := Files{"a": []byte("one"), "d/b": []byte("two"), "d/c": bytes.Repeat([]byte("3"), 3*hashBufSize)}
 	noClock := false
 	var compared []string
@@ -381,7 +381,7 @@ func TestLinkReadsWhatTheIndexDoesNotKnow(t *testing.T) {
 		if got := readTree(t, dir); !equalFiles(got, files) {
 			t.Fatalf("gen-%d holds %q", id, got)
 		}
-		if n, _, _ := l.Link.Linked(filepath.Base(dir)); n != len(files) && !first || n != 0 && first {
+		if n, _, _ := l.Link.(*testLinker).linked(filepath.Base(dir)); n != len(files) && !first || n != 0 && first {
 			t.Fatalf("gen-%d linked %d files of %d", id, n, len(files))
 		}
 		var names []string
@@ -437,35 +437,28 @@ func trimmed(data []byte) []byte {
 	return data
 }
 
-// checkIndexTrust fails unless every file the index would link without
-// reading it (its bytes known, its stamp as indexed) holds the bytes and
-// mode its key says.
-func checkIndexTrust(t *rapid.T, l Layout[int64]) {
-	x := l.Link
-	x.mu.Lock()
-	refs := map[linkKey][]linkRef{}
-	for k, rs := range x.files {
-		refs[k] = slices.Clone(rs)
-	}
-	x.mu.Unlock()
-	for k, rs := range refs {
-		for _, r := range rs {
-			p := filepath.Join(l.Root, r.dir, filepath.FromSlash(r.rel))
+// checkTrusted fails unless every file the Linker holds that a write
+// would link without reading it (its bytes known, its stamp as found)
+// holds the bytes and mode it says.
+func checkTrusted(t *rapid.T, l Layout[int64]) {
+	for d, files := range l.Link.(*testLinker).held() {
+		for _, f := range files {
+			p := filepath.Join(l.Root, d, filepath.FromSlash(f.Path))
 			dir, err := os.Open(filepath.Dir(p))
 			if err != nil {
 				t.Fatal(err)
 			}
 			at, ok := sys.StatAt(dir, filepath.Base(p))
 			dir.Close()
-			if !ok || !r.known || at != r.at {
+			if !ok || !f.known || at != f.at {
 				continue // read before it is linked
 			}
 			data, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sha256.Sum256(data) != k.sum || int64(len(data)) != k.size || at.Perm != k.perm {
-				t.Fatalf("the index trusts %s/%s, which holds %q, mode %v: not what it indexed", r.dir, r.rel, trimmed(data), at.Perm)
+			if sha256.Sum256(data) != f.Sum || int64(len(data)) != f.Size || at.Perm != f.Perm {
+				t.Fatalf("the layout trusts %s/%s, which holds %q, mode %v: not what it found", d, f.Path, trimmed(data), at.Perm)
 			}
 		}
 	}

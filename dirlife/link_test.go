@@ -25,12 +25,12 @@ func stat(t *testing.T, dir, name string) (ino, nlink uint64, mode fs.FileMode) 
 	return uint64(st.Ino), uint64(st.Nlink), fi.Mode()
 }
 
-// Under Link, a Write links the files a directory of the index holds
-// with the same content and mode, writes the others, and publishes every
+// Under Link, a Write links the files of a directory the Linker was told
+// of with the same content and mode, writes the others, and publishes every
 // file read-only; the digest is the one DigestFiles gives under Link.
 func TestWriteLinksUnchanged(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	one := Files{"a": []byte("same"), "sub/b": []byte("old"), "c": bytes.Repeat([]byte("x"), 3<<20)}
 	two := Files{"a": []byte("same"), "sub/b": []byte("new"), "c": one["c"]}
 	dir1, err := l.Write(1, one)
@@ -51,7 +51,7 @@ func TestWriteLinksUnchanged(t *testing.T) {
 	if i1, _, _ := stat(t, dir1, "sub/b"); i1 == func() uint64 { i, _, _ := stat(t, dir2, "sub/b"); return i }() {
 		t.Fatal("a changed file shares its inode")
 	}
-	if files, bytes, ok := l.Link.Linked("gen-2"); !ok || files != 2 || bytes != int64(4+len(one["c"])) {
+	if files, bytes, ok := l.Link.(*testLinker).linked("gen-2"); !ok || files != 2 || bytes != int64(4+len(one["c"])) {
 		t.Fatalf("Linked(gen-2) = %d files, %d bytes, %v", files, bytes, ok)
 	}
 	want, err := l.DigestFiles(two)
@@ -69,8 +69,8 @@ func TestWriteLinksUnchanged(t *testing.T) {
 	if got := readTree(t, dir2); !equalFiles(got, two) {
 		t.Fatal("pruning gen-1 changed gen-2")
 	}
-	if _, _, ok := l.Link.Linked("gen-1"); ok {
-		t.Fatal("the index still holds a pruned directory")
+	if _, _, ok := l.Link.(*testLinker).linked("gen-1"); ok {
+		t.Fatal("the Linker still holds a pruned directory")
 	}
 }
 
@@ -106,7 +106,7 @@ func TestWriteWithoutLinkSharesNothing(t *testing.T) {
 // counts both.
 func TestCopyFSLinksUnchanged(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	big := bytes.Repeat([]byte("y"), 3<<20)
 	fsys := fstest.MapFS{"small": {Data: []byte("s"), Mode: 0o644}, "big": {Data: big, Mode: 0o600}, "x": {Data: []byte("1"), Mode: 0o755}}
 	ctx := context.Background()
@@ -137,7 +137,7 @@ func TestCopyFSLinksUnchanged(t *testing.T) {
 // A link that fails is written instead, and the write succeeds.
 func TestLinkFailureWrites(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	files := Files{"a": []byte("same")}
 	if _, err := l.Write(1, files); err != nil {
 		t.Fatal(err)
@@ -172,12 +172,12 @@ func TestLinkFailureWrites(t *testing.T) {
 // intact.
 func TestLinkOnlyFromVerified(t *testing.T) {
 	l := genLayout(t)
-	l.Link, l.RecordDigest = new(LinkIndex), true
+	l.Link, l.RecordDigest = new(testLinker), true
 	files := Files{"a": []byte("same")}
 	if _, err := l.Write(1, files); err != nil {
 		t.Fatal(err)
 	}
-	l.Link = new(LinkIndex) // a new process
+	l.Link = new(testLinker) // a new process
 	kept, recorded, err := l.Recorded()
 	if err != nil || !recorded {
 		t.Skipf("no digest records here: %v", err)
@@ -201,25 +201,79 @@ func TestLinkOnlyFromVerified(t *testing.T) {
 	}
 }
 
-// A LinkIndex serves one Root.
-func TestLinkIndexOneRoot(t *testing.T) {
+// A Linker cannot have the layout link what the layout did not find as it
+// is: a File found under another Root (a Linker shared by two), or one
+// made outside the layout, changed (its Path, its Sum) or offered as
+// another directory's, each claiming the content wanted, is no source,
+// and the write writes the file. Only a File as the layout found it is
+// linked.
+func TestLinkerCannotForgeASource(t *testing.T) {
+	x := new(testLinker)
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
-	if _, err := l.Write(1, Files{"a": nil}); err != nil {
-		t.Fatal(err)
-	}
+	l.Link = x
+	mustWrite(t, l, 1, Files{"a": []byte("good"), "b": []byte("evil")})
+	mustWrite(t, l, 2, Files{"a": []byte("bad!")}) // links nothing of gen-1
 	other := genLayout(t)
-	other.Link = l.Link
-	if _, err := other.Write(1, Files{"a": nil}); err == nil || errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("a LinkIndex used on a second root: err %v", err)
+	other.Link = new(testLinker)
+	mustWrite(t, other, 1, Files{"a": []byte("good")})
+	found := x.held()
+	a, b := found["gen-1"][0], found["gen-1"][1]
+	if a.Path != "a" || b.Path != "b" || !a.known || !b.known {
+		t.Fatalf("gen-1 was found as %+v: want a and b, their bytes known (the filesystem's clock read)", found["gen-1"])
+	}
+	forged := func(f File) File { // claims a's content
+		f.Sum, f.Size, f.Perm = a.Sum, a.Size, a.Perm
+		return f
+	}
+	withPath := func(f File, p string) File { f.Path = p; return f }
+	cases := []struct {
+		name     string
+		dir      string
+		from     File
+		linkable bool
+	}{
+		{"another root", "gen-1", other.Link.(*testLinker).held()["gen-1"][0], false},
+		{"made outside", "gen-1", forged(File{Path: "b"}), false},
+		{"zero", "gen-1", File{}, false},
+		{"changed Path", "gen-1", withPath(a, "b"), false},
+		{"changed Sum", "gen-1", forged(b), false},
+		{"another directory", "gen-2", a, false},
+		{"as found", "gen-1", a, true}, // last: its link moves a's change time
+	}
+	want := Files{"a": []byte("good")}
+	for i, c := range cases {
+		f := &forger{dir: c.dir, from: c.from}
+		l.Link = f
+		mustWrite(t, l, int64(10+i), want)
+		dir := l.Dir(int64(10 + i))
+		if f.asked == 0 {
+			t.Fatalf("%s: the write asked the Linker for no source", c.name)
+		}
+		if got := readTree(t, dir); !equalFiles(got, want) {
+			t.Fatalf("%s: the write published %q", c.name, got)
+		}
+		if _, n, _ := stat(t, dir, "a"); (n == 2) != c.linkable {
+			t.Fatalf("%s: the written file has %d links", c.name, n)
+		}
 	}
 }
+
+// A forger offers one source for every file, whatever it is asked.
+type forger struct {
+	dir   string
+	from  File
+	asked int
+}
+
+func (f *forger) Source(File) (string, File, bool) { f.asked++; return f.dir, f.from, true }
+func (f *forger) Found(string, []File)             {}
+func (f *forger) Gone(string)                      {}
 
 // Under Link, a WriteStream's files lose their write bits too, however the
 // fill made them, and the digest is of the modes on disk.
 func TestWriteStreamReadOnlyUnderLink(t *testing.T) {
 	l := genLayout(t)
-	l.Link = new(LinkIndex)
+	l.Link = new(testLinker)
 	w, err := l.WriteStream(context.Background(), 1, func(_ context.Context, dir *os.Root) error {
 		return dir.WriteFile("a", []byte("same"), 0o664)
 	}, StreamOptions{})

@@ -27,7 +27,8 @@ import (
 // removal's failure is its failure too. Prune goes on past a failed entry
 // and returns every error, with the failures of earlier removals no call
 // waited for; a removal still running at [Layout.RemovalDeadline] is a
-// [*StalledError], and goes on.
+// [*StalledError], and goes on. Under [Layout.Link] it tells Link, holding
+// the lock, of each directory it sets aside (Gone).
 func (l Layout[ID]) Prune(keep ...ID) error {
 	return l.prune(context.Background(), keep...)
 }

@@ -76,8 +76,9 @@ type Written struct {
 // WriteStream returns unless [Layout.DeferRemoval]. Nothing is published
 // if the Digest is opts.Current, or opts.Existing finds it on disk. fill
 // runs under Root's shared lock: it must honour ctx and call no method of
-// a Layout on Root. Besides fill's, it holds bounded descriptors, and
-// memory that does not grow with the bytes.
+// a Layout on Root. Under [Layout.Link] the write tells Link, holding the
+// lock, of the directory it publishes (Found). Besides fill's, it holds
+// bounded descriptors, and memory that does not grow with the bytes.
 //
 // On failure id's directory is as it was and the staging directory is
 // removed (a panic in fill is raised again then), but for the errors of a
@@ -108,7 +109,7 @@ type filled struct {
 }
 
 // fileSum is the size and SHA-256 of a staged file, and whether it is a
-// hard link to an indexed file ([Layout.Link]), whose bytes are on disk.
+// hard link to a source ([Layout.Link]), whose bytes are on disk.
 type fileSum struct {
 	size   int64
 	sum    [sha256.Size]byte
@@ -129,17 +130,15 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 	if err := ctx.Err(); err != nil {
 		return Written{}, l.writeErr(id, err)
 	}
-	x, err := l.linkIndex(false)
-	if err != nil {
-		return Written{}, err
+	if l.Link != nil && !sys.HardLinks {
+		return Written{}, sys.ErrNoLinks
 	}
 	w := Written{Dir: l.Dir(id)}
-	var found []linkEntry // the files published, for x
+	var found []File // the files published, for l.Link
+	var key sys.Key  // Root's
 	stage := func(h *openRoot, stage string) (publish bool, err error) {
 		r := h.r
-		if _, err := l.linkIndex(true); err != nil { // Root is open: x serves it
-			return false, err
-		}
+		key = h.key
 		sr, err := r.OpenRoot(stage)
 		if err != nil {
 			return false, err
@@ -161,7 +160,7 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		// Write's files are 0o444 under Link: their mode under the umask,
 		// the one the staging directory was made under, is known before
 		// they are.
-		k := &linker{ctx: ctx, x: x, root: r, stage: stage, fault: l.fault, readOnly: l.Link != nil, filePerm: defaultFilePerm}
+		k := &linker{ctx: ctx, x: l.Link, root: r, key: key, stage: stage, fault: l.fault, readOnly: l.Link != nil, filePerm: defaultFilePerm}
 		if k.readOnly {
 			k.filePerm = readOnlyPerm(defaultFilePerm) & fi.Mode().Perm()
 		}
@@ -198,8 +197,8 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		return !skipped, nil
 	}
 	published, err := l.write(name, stage, func() {
-		if x != nil {
-			x.set(name, found)
+		if l.Link != nil {
+			l.found(key, name, found)
 		}
 	})
 	w.Published = published
@@ -290,9 +289,9 @@ func (l Layout[ID]) finish(ctx context.Context, r *os.Root, dir *os.File, sr *os
 
 // walked is what a stagedWalk counted of the regular files it visited.
 type walked struct {
-	bytes  int64       // their sizes
-	linked int         // those linked from an indexed file
-	found  []linkEntry // every one of them, under Link
+	bytes  int64  // their sizes
+	linked int    // those linked from a source
+	found  []File // every one of them, under Link
 }
 
 // A stagedWalk visits a filled staging tree depth first, each directory's
@@ -629,7 +628,7 @@ func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at sy
 		// Bytes this write wrote or the walk read after it took at, in a
 		// later tick than at.Ctime, are known while at stays.
 		known := !sum.linked && at.Ctime != 0 && w.clock != 0 && at.Ctime < w.clock
-		w.found = append(w.found, linkEntry{linkKey{sum.sum, sum.size, perm}, rel, at, sum.linked, known})
+		w.found = append(w.found, File{Path: rel, Sum: sum.sum, Size: sum.size, Perm: perm, Linked: sum.linked, known: known, at: at})
 	}
 }
 

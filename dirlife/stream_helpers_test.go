@@ -15,16 +15,16 @@ import (
 	"leasekit.dev/dirlife/internal/tree"
 )
 
-// A File is one entry of a test's Tree: a regular file with its content
+// An Entry is one entry of a test's Tree: a regular file with its content
 // and permission bits, or a symbolic link whose target is Data. Mode zero
 // means 0o644.
-type File struct {
+type Entry struct {
 	Data []byte
 	Mode fs.FileMode
 }
 
 // perm returns the permission bits f is written with.
-func (f File) perm() fs.FileMode {
+func (f Entry) perm() fs.FileMode {
 	if f.Mode.Perm() == 0 {
 		return defaultFilePerm
 	}
@@ -35,13 +35,13 @@ func (f File) perm() fs.FileMode {
 // fillTree), [Layout.CopyFS] (through treeFS) or, when it is plain,
 // [Layout.Write]: slash-separated paths to files and links, directories
 // implied, each 0o755.
-type Tree map[string]File
+type Tree map[string]Entry
 
 // treeOf returns files as a Tree, each file 0o644.
 func treeOf(files Files) Tree {
 	t := make(Tree, len(files))
 	for name, data := range files {
-		t[name] = File{Data: data}
+		t[name] = Entry{Data: data}
 	}
 	return t
 }
@@ -100,7 +100,7 @@ func treeDigest(t Tree) (Digest, error) {
 }
 
 // treeMode returns the mode f is on disk, under umask 022.
-func treeMode(f File) fs.FileMode {
+func treeMode(f Entry) fs.FileMode {
 	if f.Mode&fs.ModeSymlink != 0 {
 		return fs.ModeSymlink
 	}
@@ -181,11 +181,11 @@ func readEntries(t tb, dir string) (Tree, map[string]fs.FileMode) {
 			dirs[rel] = info.Mode().Perm()
 		case d.Type() == fs.ModeSymlink:
 			target, err := os.Readlink(p)
-			tree[rel] = File{Data: []byte(target), Mode: fs.ModeSymlink}
+			tree[rel] = Entry{Data: []byte(target), Mode: fs.ModeSymlink}
 			return err
 		case d.Type().IsRegular():
 			data, err := os.ReadFile(p)
-			tree[rel] = File{Data: data, Mode: info.Mode().Perm()}
+			tree[rel] = Entry{Data: data, Mode: info.Mode().Perm()}
 			return err
 		default:
 			return fmt.Errorf("%s is irregular", p)

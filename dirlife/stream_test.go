@@ -105,7 +105,7 @@ func TestDigestDifferential(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		tree := Tree{}
 		for _, p := range rapid.SliceOfNDistinct(rapid.SampledFrom(paths), 1, 5, rapid.ID).Draw(t, "paths") {
-			tree[p] = File{
+			tree[p] = Entry{
 				Data: []byte(rapid.StringN(0, 8, -1).Draw(t, "data")),
 				Mode: rapid.SampledFrom([]fs.FileMode{0, 0o644, 0o755, 0o600, 0o400}).Draw(t, "mode"),
 			}
@@ -123,7 +123,7 @@ func TestDigestDifferential(t *testing.T) {
 		plain := rapid.Bool().Draw(t, "plain")
 		for _, name := range list {
 			if plain {
-				tree[name] = File{Data: tree[name].Data}
+				tree[name] = Entry{Data: tree[name].Data}
 				continue
 			}
 			if len(list) > 1 && rapid.Bool().Draw(t, "link "+name) {
@@ -132,7 +132,7 @@ func TestDigestDifferential(t *testing.T) {
 					continue
 				}
 				rel, _ := filepath.Rel(filepath.Dir(name), to)
-				tree[name] = File{Data: []byte(rel), Mode: fs.ModeSymlink}
+				tree[name] = Entry{Data: []byte(rel), Mode: fs.ModeSymlink}
 			}
 		}
 		want, err := treeDigest(tree)

@@ -24,8 +24,8 @@ var verifyAccidents = []string{"none", "flip", "truncate", "grow", "add-file", "
 // Write wrote there, after a random accident to it (or none), agrees with
 // Verify against their digest: both match an intact directory, both
 // refuse with a NameError what a write would refuse, and both report a
-// mismatch for anything else, under Link too. A match under Link enters
-// the directory into the index with the files' hashes: a Write of the
+// mismatch for anything else, under Link too. A match under Link tells
+// the Linker of the directory with the files' hashes: a Write of the
 // same files links them all.
 func TestVerifyWithFilesAgrees(t *testing.T) {
 	ctx := context.Background()
@@ -37,7 +37,7 @@ func TestVerifyWithFilesAgrees(t *testing.T) {
 		defer os.RemoveAll(dir)
 		l := Layout[int64]{Root: filepath.Join(dir, "root"), Codec: IntCodec[int64]{Prefix: "gen-"}, NoSync: true}
 		if rapid.Bool().Draw(t, "link") {
-			l.Link = new(LinkIndex)
+			l.Link = new(testLinker)
 		}
 		names := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"a", "b.txt", "sub/c", "sub/deep/d", "x/y"}), 1, 5, rapid.ID).Draw(t, "names")
 		files := Files{}
@@ -51,9 +51,9 @@ func TestVerifyWithFilesAgrees(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A fresh index, as in a process that did not write the directory.
+		// A fresh Linker, as in a process that did not write the directory.
 		if l.Link != nil {
-			l.Link = new(LinkIndex)
+			l.Link = new(testLinker)
 		}
 		name := rapid.SampledFrom(slices.Sorted(maps.Keys(files))).Draw(t, "file")
 		f := filepath.Join(l.Dir(1), filepath.FromSlash(name))
@@ -102,7 +102,7 @@ func TestVerifyWithFilesAgrees(t *testing.T) {
 
 		byDigest := l.Verify(ctx, 1, want, nil)
 		if l.Link != nil {
-			l.Link = new(LinkIndex)
+			l.Link = new(testLinker)
 		}
 		byFiles := l.Verify(ctx, 1, want, files)
 		_, nameA := errors.AsType[*NameError](byDigest)
@@ -120,7 +120,7 @@ func TestVerifyWithFilesAgrees(t *testing.T) {
 			if _, err := l.Write(2, files); err != nil {
 				t.Fatal(err)
 			}
-			if n, _, _ := l.Link.Linked("gen-2"); n != len(files) {
+			if n, _, _ := l.Link.(*testLinker).linked("gen-2"); n != len(files) {
 				t.Fatalf("a Write of the files Verify with files matched linked %d of %d", n, len(files))
 			}
 		}

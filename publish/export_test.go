@@ -23,7 +23,7 @@ func DigestFiles(files dirlife.Files) dirlife.Digest {
 
 // DigestLinked is the digest a Publisher gives files under LinkUnchanged.
 func DigestLinked(files dirlife.Files) dirlife.Digest {
-	return digestOf(dirlife.Layout[string]{Link: new(dirlife.LinkIndex)}, files)
+	return digestOf(dirlife.Layout[string]{Link: new(linkIndex)}, files)
 }
 
 // Disk is where a Publisher writes and removes directories.

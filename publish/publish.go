@@ -393,8 +393,8 @@ func (p *Publisher[K, A, V]) place(id Identity[K], plain string, files dirlife.F
 		w.Bytes += int64(len(data))
 	}
 	w.Wrote = w.Bytes
-	if x := p.layout.Link; x != nil {
-		n, linked, _ := x.Linked(name)
+	if p.links != nil {
+		n, linked := p.links.linked(name)
 		w.Wrote, w.Linked = w.Bytes-linked, n // a linked file is not written
 	}
 	p.mu.Lock()

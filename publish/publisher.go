@@ -141,7 +141,7 @@ type Options[K cmp.Ordered, A any, V comparable] struct {
 	// or verified its bytes, in a later tick of the filesystem's clock;
 	// any other (one linked since, whose change time the link moved, or
 	// one changed since, even with its modification time put back) is read
-	// and compared byte for byte first ([dirlife.LinkIndex]). A link that
+	// and compared byte for byte first ([dirlife.File]). A link that
 	// fails or a file that differs falls back to writing; it needs Unix's
 	// hard links, and elsewhere every publish under it fails. Every published file has its write bits
 	// cleared, and the digest is of what is on disk, so the option changes
@@ -177,6 +177,7 @@ type Publisher[K cmp.Ordered, A any, V comparable] struct {
 	root      string
 	codec     dirlife.Codec[K]
 	layout    dirlife.Layout[string]
+	links     *linkIndex // the layout's Link, under LinkUnchanged
 	disk      disk
 	build     BuildFunc[A]
 	slot      *slot.Slot[K, Record[K, A, V]]
@@ -262,7 +263,8 @@ func New[K cmp.Ordered, A any, V comparable](root string, codec dirlife.Codec[K]
 	p.layout = dirlife.Layout[string]{Root: root, Codec: dirCodec[K]{key: codec}, NoSync: opts.NoSync,
 		DeferRemoval: true, RemovalDeadline: opts.RemovalDeadline, RecordDigest: opts.Adopt}
 	if opts.LinkUnchanged {
-		p.layout.Link = new(dirlife.LinkIndex)
+		p.links = new(linkIndex)
+		p.layout.Link = p.links
 	}
 	p.disk = p.layout
 	if opts.wrapDisk != nil {

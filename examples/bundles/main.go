@@ -204,9 +204,17 @@ func run(ctx context.Context, root string, readers int, duration time.Duration, 
 	return sum, nil
 }
 
-// linked is a layout that links unchanged files, as the publisher's does:
-// its DigestFiles is the digest of files written read-only.
-var linked = dirlife.Layout[int64]{Link: new(dirlife.LinkIndex)}
+// linked is a layout under Link, as the publisher's is: its DigestFiles
+// is the digest of files written read-only. It writes nothing, so its
+// Linker offers no source.
+var linked = dirlife.Layout[int64]{Link: noSources{}}
+
+// noSources is a Linker that offers no source and records nothing.
+type noSources struct{}
+
+func (noSources) Source(dirlife.File) (string, dirlife.File, bool) { return "", dirlife.File{}, false }
+func (noSources) Found(string, []dirlife.File)                     {}
+func (noSources) Gone(string)                                      {}
 
 // digestDir reads dir back and returns the digest of what it holds.
 func digestDir(dir string) (dirlife.Digest, error) {

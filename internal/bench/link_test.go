@@ -52,7 +52,7 @@ func linkTree() (fsys fstest.MapFS, changed func(gen int64)) {
 //     check of the 199 files it links: each was linked the generation
 //     before, which moved its change time, so it is read and compared
 //     byte for byte with the new file before it is linked again (no
-//     SHA-256; see dirlife.LinkIndex).
+//     SHA-256; see dirlife.File).
 //
 // The time ratio is the two ns/op of one invocation:
 //

@@ -100,8 +100,8 @@ var ctimeField = func() []int {
 }()
 
 // ctimeOf returns the change time st tells, in nanoseconds since the Unix
-// epoch, or zero where it tells none: a link index then reads every file
-// before it links it.
+// epoch, or zero where it tells none: a layout under Link then reads
+// every file before it links it.
 func ctimeOf(st *syscall.Stat_t) int64 {
 	if ctimeField == nil {
 		return 0
