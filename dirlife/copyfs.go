@@ -3,10 +3,8 @@ package dirlife
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -186,7 +184,7 @@ func (c *copier) file(dir *os.Root, base, name, full string, perm fs.FileMode) e
 		c.held = (*heldBufs.Get().(*[]byte))[:0]
 	}
 	c.hash.Reset()
-	n, err := copyCtx(c.ctx, fc, c.fsys, name)
+	n, err := tree.Copy(c.ctx, fc, c.fsys, name)
 	if err != nil {
 		return err
 	}
@@ -272,86 +270,3 @@ func (fc *fileCopy) close() {
 
 // heldBufs holds the buffers in which copies under Link held small files.
 var heldBufs = sync.Pool{New: func() any { b := make([]byte, 0, linkBufSize); return &b }}
-
-// copyBufs holds the buffers of finished copies.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, hashBufSize); return &b }}
-
-// A chunk is one read of a copy.
-type chunk struct {
-	buf *[]byte
-	n   int
-	err error
-}
-
-// copyCtx copies the file name of fsys to w and returns the bytes copied.
-// The file is opened and read on a goroutine of its own, through two
-// buffers, so that ctx ends the copy also while a read blocks; that
-// goroutine then ends at its next read's return.
-func copyCtx(ctx context.Context, w io.Writer, fsys fs.FS, name string) (int64, error) {
-	chunks := make(chan chunk)
-	free := make(chan *[]byte, 2)
-	free <- copyBufs.Get().(*[]byte)
-	free <- copyBufs.Get().(*[]byte)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		send := func(c chunk) bool {
-			select {
-			case chunks <- c:
-				return true
-			case <-stop:
-				return false
-			}
-		}
-		defer func() {
-			if v := recover(); v != nil {
-				send(chunk{err: &fillPanic{v}})
-			}
-		}()
-		f, err := fsys.Open(name)
-		if err != nil {
-			send(chunk{err: err})
-			return
-		}
-		defer f.Close()
-		for {
-			var buf *[]byte
-			select {
-			case buf = <-free:
-			case <-stop:
-				return
-			}
-			n, err := f.Read(*buf)
-			if !send(chunk{buf, n, err}) || err != nil {
-				return
-			}
-		}
-	}()
-	var total int64
-	for {
-		var c chunk
-		select {
-		case <-ctx.Done():
-			return total, ctx.Err() // the buffers stay with the reader
-		case c = <-chunks:
-		}
-		if c.n > 0 {
-			if _, err := w.Write((*c.buf)[:c.n]); err != nil {
-				return total, err
-			}
-			total += int64(c.n)
-		}
-		switch {
-		case errors.Is(c.err, io.EOF):
-			// The reader has returned: both buffers are free.
-			copyBufs.Put(c.buf)
-			copyBufs.Put(<-free)
-			return total, nil
-		case c.buf == nil:
-			return total, c.err // the open failed, or the reader panicked
-		case c.err != nil:
-			return total, c.err
-		}
-		free <- c.buf
-	}
-}

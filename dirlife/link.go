@@ -12,6 +12,7 @@ import (
 
 	"leasekit.dev/dirlife/internal/names"
 	"leasekit.dev/dirlife/internal/sys"
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 // The steps of a link, to the fault seam: a hard link of an unchanged file,
@@ -267,8 +268,8 @@ func (k *linker) sameBytes(src *os.File, srcBase string, found sys.Stamp, dst *o
 	if !ok || at.Ino != found.Ino || at.Size != found.Size || at.Perm != found.Perm || !replace && int64(len(data)) != at.Size {
 		return sys.Stamp{}, false
 	}
-	buf := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(buf)
+	buf := tree.Bufs.Get().(*[]byte)
+	defer tree.Bufs.Put(buf)
 	var staged sys.RawFile
 	var other []byte
 	if replace {
@@ -276,8 +277,8 @@ func (k *linker) sameBytes(src *os.File, srcBase string, found sys.Stamp, dst *o
 			return sys.Stamp{}, false
 		}
 		defer staged.Close()
-		o := copyBufs.Get().(*[]byte)
-		defer copyBufs.Put(o)
+		o := tree.Bufs.Get().(*[]byte)
+		defer tree.Bufs.Put(o)
 		other = *o
 	}
 	for off := int64(0); off < at.Size; {

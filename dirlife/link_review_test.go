@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"leasekit.dev/dirlife/internal/rootlock"
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 // corruptInPlace rewrites the file name under dir with data of the same
@@ -288,7 +289,7 @@ func TestVerifyCancelledWhileHashing(t *testing.T) {
 	l := genLayout(t)
 	files := Files{}
 	for i := range 40 {
-		files[fmt.Sprintf("f%02d", i)] = bytes.Repeat([]byte{byte(i)}, 3*hashBufSize)
+		files[fmt.Sprintf("f%02d", i)] = bytes.Repeat([]byte{byte(i)}, 3*tree.BufSize)
 	}
 	mustWrite(t, l, 1, files)
 	synctest.Test(t, func(t *testing.T) {
@@ -337,7 +338,7 @@ func TestVerifyFoundAgreesWithHashers(t *testing.T) {
 	l.Link = new(testLinker)
 	files := Files{}
 	for i := range 30 {
-		files[fmt.Sprintf("d%d/f%02d", i%3, i)] = bytes.Repeat([]byte{byte(i % 4)}, i*hashBufSize/7)
+		files[fmt.Sprintf("d%d/f%02d", i%3, i)] = bytes.Repeat([]byte{byte(i % 4)}, i*tree.BufSize/7)
 	}
 	mustWrite(t, l, 1, files)
 	mustWrite(t, l, 2, files)

@@ -21,6 +21,7 @@ import (
 
 	"leasekit.dev/dirlife/internal/rootlock"
 	"leasekit.dev/dirlife/internal/sys"
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 // linkWant is what one file of a published directory must hold.
@@ -359,7 +360,7 @@ func TestLinkStampModel(t *testing.T) {
 func TestLinkReadsWhatTheLayoutDoesNotKnow(t *testing.T) {
 	l := genLayout(t)
 	l.Link = new(testLinker)
-	files := Files{"a": []byte("one"), "d/b": []byte("two"), "d/c": bytes.Repeat([]byte("3"), 3*hashBufSize)}
+	files := Files{"a": []byte("one"), "d/b": []byte("two"), "d/c": bytes.Repeat([]byte("3"), 3*tree.BufSize)}
 	noClock := false
 	var compared []string
 	l.faults = func(step, name string) error {

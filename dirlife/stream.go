@@ -26,10 +26,6 @@ const (
 	stepHash = "hash" // reading a staged file back for the digest
 )
 
-// hashBufSize is the buffer a streamed write reads a staged file back
-// with, and each of the two a copy moves a file's bytes through.
-const hashBufSize = 128 << 10
-
 // StreamOptions adjusts a streamed write. The zero value publishes
 // whatever is staged.
 type StreamOptions struct {
@@ -116,12 +112,6 @@ type fileSum struct {
 	linked bool
 }
 
-// A fillPanic carries the value of a panic in a fill out of the staging
-// path, which removes the staging directory before it is raised again.
-type fillPanic struct{ value any }
-
-func (p *fillPanic) Error() string { return fmt.Sprintf("dirlife: fill panicked: %v", p.value) }
-
 func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamOptions) (Written, error) {
 	name, err := l.name(id)
 	if err != nil {
@@ -147,7 +137,7 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		checked := false
 		defer func() {
 			if !checked { // also when fill exits its goroutine
-				makeRemovable(sr, ".")
+				tree.MakeRemovable(sr, ".")
 			}
 		}()
 		// The setgid bit the staging directory has before fill runs is
@@ -202,11 +192,11 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 		}
 	})
 	w.Published = published
-	var p *fillPanic
+	var p *tree.Panic
 	var pe *publishedError
 	switch {
 	case errors.As(err, &p):
-		panic(p.value)
+		panic(p.Value)
 	case errors.As(err, &pe):
 		return w, pe.err
 	case err != nil:
@@ -215,14 +205,14 @@ func (l Layout[ID]) stream(ctx context.Context, id ID, fill filler, opts StreamO
 	return w, nil
 }
 
-// runFill calls fill, turning a panic into a *fillPanic.
+// runFill calls fill, turning a panic into a *tree.Panic.
 func (l Layout[ID]) runFill(ctx context.Context, fill filler, sr *os.Root, stage string, k *linker) (f filled, err error) {
 	if err := l.fault(stepFill, stage); err != nil {
 		return f, &os.PathError{Op: "fill", Path: stage, Err: err}
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			err = &fillPanic{v}
+			err = &tree.Panic{Value: v}
 		}
 	}()
 	return fill(ctx, sr, stage, k)
@@ -313,7 +303,7 @@ type stagedWalk struct {
 	walked
 	dg      tree.Digester
 	hash    hash.Hash
-	buf     *[]byte  // from copyBufs, once needed
+	buf     *[]byte  // from tree.Bufs, once needed
 	dirs    []string // visited, in walk order
 	entries int
 
@@ -368,7 +358,7 @@ func (w *stagedWalk) close() {
 	w.running.Wait()
 	w.cur.Close()
 	if w.buf != nil {
-		copyBufs.Put(w.buf)
+		tree.Bufs.Put(w.buf)
 		w.buf = nil
 	}
 }
@@ -491,8 +481,8 @@ func (w *stagedWalk) hashFile(rel string) (fileSum, error) {
 		return fileSum{}, err
 	}
 	defer f.Close()
-	buf := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(buf)
+	buf := tree.Bufs.Get().(*[]byte)
+	defer tree.Bufs.Put(buf)
 	return w.read(f, path.Join(w.stage, rel), *buf, sha256.New())
 }
 
@@ -503,7 +493,7 @@ func (w *stagedWalk) walk(dir string, setgid bool) error {
 	if err != nil {
 		return err
 	}
-	list, err := readNames(h.Root())
+	list, err := tree.ReadNames(h.Root())
 	h.Release()
 	if err != nil {
 		return err
@@ -650,7 +640,7 @@ func (w *stagedWalk) compare(h *tree.Dir, base, rel string, size int64) error {
 	}
 	defer f.Close()
 	if w.buf == nil {
-		w.buf = copyBufs.Get().(*[]byte)
+		w.buf = tree.Bufs.Get().(*[]byte)
 	}
 	buf := *w.buf
 	for {
@@ -690,7 +680,7 @@ func (w *stagedWalk) file(h *tree.Dir, base, rel string, digest bool) (fileSum, 
 	defer f.Close()
 	if digest {
 		if w.buf == nil {
-			w.buf = copyBufs.Get().(*[]byte)
+			w.buf = tree.Bufs.Get().(*[]byte)
 		}
 		w.hash.Reset()
 		if sum, err = w.read(f, name, *w.buf, w.hash); err != nil {
@@ -731,42 +721,4 @@ func (w *stagedWalk) read(f *os.File, name string, buf []byte, h hash.Hash) (fil
 	}
 	h.Sum(sum.sum[:0])
 	return sum, nil
-}
-
-// readNames returns the names in directory d, unsorted.
-func readNames(d *os.Root) ([]string, error) {
-	f, err := d.Open(".")
-	if err != nil {
-		return nil, err
-	}
-	names, err := f.Readdirnames(-1)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return names, err
-}
-
-// makeRemovable gives the owner read, write and search permission on
-// every directory of the staging tree sr under dir that lacks it, so that
-// the removal of a tree that a fill left unchecked or that was refused
-// does not fail on a directory it made read-only. It works by path
-// through sr, a descriptor at a time, and ignores errors: the removal
-// reports what it cannot remove, and Prune or Reset retries.
-func makeRemovable(sr *os.Root, dir string) {
-	fi, err := sr.Lstat(dir)
-	if err != nil || !fi.IsDir() {
-		return
-	}
-	if perm := fi.Mode().Perm(); perm&0o700 != 0o700 {
-		sr.Chmod(dir, perm|0o700)
-	}
-	d, err := sr.Open(dir)
-	if err != nil {
-		return
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	for _, name := range names {
-		makeRemovable(sr, path.Join(dir, name))
-	}
 }

@@ -21,6 +21,7 @@ import (
 	"pgregory.net/rapid"
 
 	"leasekit.dev/dirlife/internal/names"
+	"leasekit.dev/dirlife/internal/tree"
 )
 
 func init() {
@@ -637,7 +638,7 @@ func TestMakeRemovable(t *testing.T) {
 		sr.Chmod("a/b/c", 0o500), sr.Chmod("a/b", 0o555), sr.Chmod("a", 0o100)); err != nil {
 		t.Fatal(err)
 	}
-	makeRemovable(sr, ".")
+	tree.MakeRemovable(sr, ".")
 	for d, want := range map[string]fs.FileMode{"a": 0o700, "a/b": 0o755, "a/b/c": 0o700} {
 		if fi, err := os.Lstat(filepath.Join(dir, d)); err != nil || fi.Mode().Perm() != want {
 			t.Fatalf("%s: %v, %v; want mode %v", d, fi.Mode(), err, want)

@@ -30,7 +30,7 @@ func TestVerifyHashersAgreeWithTheWalk(t *testing.T) {
 			if rapid.Bool().Draw(rt, "top") {
 				name = fmt.Sprintf("f%02d", i)
 			}
-			files[name] = make([]byte, rapid.IntRange(0, 3*hashBufSize).Draw(rt, "size"))
+			files[name] = make([]byte, rapid.IntRange(0, 3*tree.BufSize).Draw(rt, "size"))
 			for j := range files[name] {
 				files[name][j] = byte(i + j)
 			}

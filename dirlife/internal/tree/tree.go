@@ -1,14 +1,20 @@
 // Package tree holds what every walk of a staged or published tree shares:
 // the order of its paths, the format of its digest, the hashing of files
-// held in memory, and a cursor that opens its directories with a bounded
-// number of descriptors. It knows nothing of layouts, locks or roots.
+// held in memory, a cursor that opens its directories with a bounded
+// number of descriptors, the copy of a file of an fs.FS that a context
+// can stop, and the reading of a directory's names. It knows nothing of
+// layouts, locks or roots.
 package tree
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -229,4 +235,136 @@ func PathJoin(dir, name string) string {
 		return name
 	}
 	return path.Join(dir, name)
+}
+
+// BufSize is the buffer a streamed write reads a staged file back
+// with, and each of the two a copy moves a file's bytes through.
+const BufSize = 128 << 10
+
+// Bufs holds the buffers of finished copies.
+var Bufs = sync.Pool{New: func() any { b := make([]byte, BufSize); return &b }}
+
+// A Panic carries the value of a panic in a fill, or in the reading of a
+// file Copy copies, out of the staging path, which removes the staging
+// directory before it is raised again.
+type Panic struct{ Value any }
+
+func (p *Panic) Error() string { return fmt.Sprintf("dirlife: fill panicked: %v", p.Value) }
+
+// A chunk is one read of a copy.
+type chunk struct {
+	buf *[]byte
+	n   int
+	err error
+}
+
+// Copy copies the file name of fsys to w and returns the bytes copied.
+// The file is opened and read on a goroutine of its own, through two
+// buffers, so that ctx ends the copy also while a read blocks; that
+// goroutine then ends at its next read's return.
+func Copy(ctx context.Context, w io.Writer, fsys fs.FS, name string) (int64, error) {
+	chunks := make(chan chunk)
+	free := make(chan *[]byte, 2)
+	free <- Bufs.Get().(*[]byte)
+	free <- Bufs.Get().(*[]byte)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		send := func(c chunk) bool {
+			select {
+			case chunks <- c:
+				return true
+			case <-stop:
+				return false
+			}
+		}
+		defer func() {
+			if v := recover(); v != nil {
+				send(chunk{err: &Panic{v}})
+			}
+		}()
+		f, err := fsys.Open(name)
+		if err != nil {
+			send(chunk{err: err})
+			return
+		}
+		defer f.Close()
+		for {
+			var buf *[]byte
+			select {
+			case buf = <-free:
+			case <-stop:
+				return
+			}
+			n, err := f.Read(*buf)
+			if !send(chunk{buf, n, err}) || err != nil {
+				return
+			}
+		}
+	}()
+	var total int64
+	for {
+		var c chunk
+		select {
+		case <-ctx.Done():
+			return total, ctx.Err() // the buffers stay with the reader
+		case c = <-chunks:
+		}
+		if c.n > 0 {
+			if _, err := w.Write((*c.buf)[:c.n]); err != nil {
+				return total, err
+			}
+			total += int64(c.n)
+		}
+		switch {
+		case errors.Is(c.err, io.EOF):
+			// The reader has returned: both buffers are free.
+			Bufs.Put(c.buf)
+			Bufs.Put(<-free)
+			return total, nil
+		case c.buf == nil:
+			return total, c.err // the open failed, or the reader panicked
+		case c.err != nil:
+			return total, c.err
+		}
+		free <- c.buf
+	}
+}
+
+// ReadNames returns the names in directory d, unsorted.
+func ReadNames(d *os.Root) ([]string, error) {
+	f, err := d.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	names, err := f.Readdirnames(-1)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return names, err
+}
+
+// MakeRemovable gives the owner read, write and search permission on
+// every directory of the staging tree sr under dir that lacks it, so that
+// the removal of a tree that a fill left unchecked or that was refused
+// does not fail on a directory it made read-only. It works by path
+// through sr, a descriptor at a time, and ignores errors: the removal
+// reports what it cannot remove, and Prune or Reset retries.
+func MakeRemovable(sr *os.Root, dir string) {
+	fi, err := sr.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return
+	}
+	if perm := fi.Mode().Perm(); perm&0o700 != 0o700 {
+		sr.Chmod(dir, perm|0o700)
+	}
+	d, err := sr.Open(dir)
+	if err != nil {
+		return
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, name := range names {
+		MakeRemovable(sr, path.Join(dir, name))
+	}
 }
