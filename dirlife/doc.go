@@ -6,9 +6,8 @@
 // A [Layout] names its root and a [Codec] that turns IDs into directory
 // names. [Layout.WriteStream] stages a tree beside the target, checks and
 // digests every entry ([NameError], [Digest]), makes it durable (unless
-// [Layout.NoSync]) and renames
-// it into place; [Layout.Write] and [Layout.CopyFS] are its fills, from
-// [Files] and from an [fs.FS]. [Layout.Prune] removes everything but the
+// [Layout.NoSync]) and renames it into place; [Layout.Write] and
+// [Layout.CopyFS] are its fills, from [Files] and from an [fs.FS]. [Layout.Prune] removes everything but the
 // directories to keep, [Layout.Reset] empties the root at boot, and
 // [Layout.Settle] waits for removals left running. Every write and removal
 // goes through an [os.Root]; removal never enters another filesystem
