@@ -152,14 +152,15 @@ func (l Layout[ID]) readDigest(r *os.Root, name string, dev uint64) (Digest, boo
 // no write would publish (a setuid, setgid or sticky bit, a link out of the
 // tree, a file with other hard links but a read-only one under
 // [Layout.Link]). files, when not nil, is the content want is the digest
-// of (l.DigestFiles(files), the tree l.Write gives it): each file is then
-// read once and compared with its bytes there instead of being hashed, so
-// a match costs a read of the directory and no hash (under Link, which is
-// told of the files' hashes, a match hashes files). Verify holds Root's
-// shared lock, so no Prune runs meanwhile, reads up to GOMAXPROCS files
-// (at most 4; one, with files) at once, with bounded memory and
-// descriptors, and returns ctx.Err() once ctx ends and every read has
-// stopped. It changes nothing but what it tells Link, holding the lock:
+// of (l.DigestFiles(files), the tree l.Write gives it), and stands for want,
+// which is not read: the directory matches when it holds the tree l.Write
+// gives files, each file read once and compared with its bytes there
+// instead of being hashed, so a match costs a read of the directory and no
+// hash (under Link, which is told of the files' hashes, a match hashes
+// files). Verify holds Root's shared lock, waiting for a running Prune or
+// Reset, so none runs meanwhile; it reads up to GOMAXPROCS files (at most
+// 4; one, with files) at once, with bounded memory and descriptors, and
+// returns ctx.Err() once ctx ends and every read has stopped. It changes nothing but what it tells Link, holding the lock:
 // Found on a match, Gone on any other outcome but the end of ctx (under
 // Link it also reads the filesystem's clock by setting the directory's
 // times again to what they are, see [File]).

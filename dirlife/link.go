@@ -36,7 +36,9 @@ const linkBufSize = 1 << 20
 // for a source of each file a write stages. The layout calls its methods
 // holding Root's lock (shared, or for Gone Prune's and Reset's exclusive
 // one), from several goroutines at once: they must be quick, safe for
-// concurrent use, and call no method of a Layout on Root.
+// concurrent use, and call no method of a Layout on Root. A panic in
+// one reaches the caller of the layout's method with the lock let go, and
+// leaves what a failure of that method at that step leaves.
 //
 // The layout links only from a [File] it made, unchanged, of the
 // directory Source names under this Root, holding want's Sum, Size and

@@ -302,3 +302,30 @@ func TestWriteStreamReadOnlyUnderLink(t *testing.T) {
 		t.Fatalf("a writable file with two links: err %v, want a *NameError", err)
 	}
 }
+
+// A File of a directory Prune removed since, offered by a Linker that
+// kept it, is no source for the bytes it had: a directory of the same name
+// written since, its file of the same size but other bytes, is read, and
+// the write writes the file.
+func TestLinkerCannotOfferAPrunedSource(t *testing.T) {
+	x := new(testLinker)
+	l := genLayout(t)
+	l.Link = x
+	good := Files{"a": []byte("good")}
+	mustWrite(t, l, 1, good)
+	old := x.held()["gen-1"][0]
+	if err := l.Prune(); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, l, 1, Files{"a": []byte("evil")})
+	f := &forger{dir: "gen-1", from: old}
+	l.Link = f
+	mustWrite(t, l, 2, good)
+	dir := l.Dir(2)
+	if got := readTree(t, dir); !equalFiles(got, good) || f.asked == 0 {
+		t.Fatalf("the write published %q, asking the Linker %d times", got, f.asked)
+	}
+	if _, n, _ := stat(t, dir, "a"); n != 1 {
+		t.Fatalf("the written file has %d links", n)
+	}
+}

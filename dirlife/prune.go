@@ -58,6 +58,7 @@ func (l Layout[ID]) prune(ctx context.Context, keep ...ID) error {
 		return err
 	}
 	defer h.close()
+	defer h.unlock() // also when Link panics: unlocked once already, as a rule
 	keepNames := make(map[string]bool, len(keep))
 	for _, id := range keep {
 		if name, err := l.name(id); err == nil {
@@ -95,6 +96,7 @@ func (l Layout[ID]) Reset() error {
 		return err
 	}
 	defer h.close()
+	defer h.unlock() // also when Link panics: unlocked once already, as a rule
 	return l.reset(h, "reset", nil)
 }
 

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -18,7 +19,8 @@ import (
 
 // verifyAccidents are what TestVerifyWithFilesAgrees does to a written
 // directory before both verifications; "none" does nothing.
-var verifyAccidents = []string{"none", "flip", "truncate", "grow", "add-file", "add-dir", "remove", "rename", "mode", "dir-mode", "setuid", "symlink", "hard-link"}
+var verifyAccidents = []string{"none", "flip", "truncate", "grow", "add-file", "add-dir", "remove", "rename", "mode", "dir-mode", "setuid", "symlink", "hard-link",
+	"fifo", "setgid-dir", "outside-link", "swap", "dir-symlink"}
 
 // TestVerifyWithFilesAgrees: Verify with files of a directory against the files a
 // Write wrote there, after a random accident to it (or none), agrees with
@@ -95,6 +97,25 @@ func TestVerifyWithFilesAgrees(t *testing.T) {
 			aerr = errors.Join(os.Remove(f), os.Symlink(".", f))
 		case "hard-link":
 			aerr = os.Link(f, filepath.Join(filepath.Dir(f), "linked"))
+		case "fifo":
+			aerr = errors.Join(os.Remove(f), syscall.Mkfifo(f, 0o644))
+		case "setgid-dir":
+			aerr = os.Chmod(filepath.Dir(f), 0o755|fs.ModeSetgid)
+		case "outside-link": // another link to the file, out of the tree
+			aerr = os.Link(f, filepath.Join(dir, "outside"))
+		case "swap": // two files trade places
+			other := rapid.SampledFrom(slices.Sorted(maps.Keys(files))).Draw(t, "other")
+			g := filepath.Join(l.Dir(1), filepath.FromSlash(other))
+			if other != name {
+				tmp := filepath.Join(dir, "swap")
+				aerr = errors.Join(os.Rename(f, tmp), os.Rename(g, f), os.Rename(tmp, g))
+			}
+		case "dir-symlink": // the file's directory, a link to itself moved
+			p := filepath.Dir(f)
+			if p == l.Dir(1) {
+				p = f
+			}
+			aerr = errors.Join(os.Rename(p, p+"-real"), os.Symlink(filepath.Base(p)+"-real", p))
 		}
 		if aerr != nil {
 			t.Fatal(aerr)

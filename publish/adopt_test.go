@@ -279,3 +279,44 @@ func TestBootAdoptOpensRootAsReset(t *testing.T) {
 		}
 	}
 }
+
+// TestBootAdoptWaitsForRemoval: Boot under Adopt, which keeps a recorded
+// directory, returns once what it empties is gone, as Boot without Adopt
+// does: Root holds the kept directory and nothing else, no entry set aside
+// for a removal still running either.
+func TestBootAdoptWaitsForRemoval(t *testing.T) {
+	if !digestRecords(t) {
+		t.Skip("the temporary directory's filesystem holds no extended attributes")
+	}
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "root")
+	opts := publish.Options[int64, dirlife.Digest, int]{Adopt: true, NoSync: true}
+	first := newPublisher(t, root, opts)
+	if _, err := first.Publish(ctx, 1, dirlife.Files{"f": []byte("one")}, 0); err != nil {
+		t.Fatal(err)
+	}
+	garbage := filepath.Join(root, "gen-2") // by hand: no digest recorded
+	for i := range 64 {
+		sub := filepath.Join(garbage, fmt.Sprint(i))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for j := range 32 {
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprint(j)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	newPublisher(t, root, opts)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"gen-1"}) {
+		t.Fatalf("once Boot under Adopt returned, Root holds %v, want only gen-1", names)
+	}
+}

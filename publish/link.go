@@ -13,8 +13,9 @@ import (
 // directories the Publisher's layout published or verified in this
 // process, so that its writes hard-link an unchanged file instead of
 // writing it again. A directory enters the index when a write of it is
-// published or Verify finds it intact, and leaves it when Prune, Reset or
-// Adopt set it aside, a rewrite replaces it, or Verify finds it otherwise.
+// published or Verify finds it intact, and leaves it when Prune or Reset
+// (Boot's too) sets it aside, a rewrite replaces it, or Verify finds it
+// otherwise.
 // The source of a file is the newest one of its content and permission
 // bits: after a link failed (EMLINK: an inode with too many links) and
 // the file was written, the new inode is the one linked to.
