@@ -79,15 +79,17 @@ func (j job) run() {
 		err = Err(b.Root, j.rm.name, err)
 	}
 	last := b.left.Add(-1) == 0
-	if last {
-		// No removal uses R any more. Closed before a waiter wakes, so
-		// that a call that waited returns holding no descriptor of it.
-		b.R.Close()
-	}
 	b.rms.finish(j.rm, err)
-	if last && b.Done != nil {
-		b.Done()
+	if last {
+		// No removal uses R or the batch any more. Both are let go before
+		// a waiter wakes, so that a call that waited returns holding no
+		// descriptor of the root and no reference the batch took.
+		b.R.Close()
+		if b.Done != nil {
+			b.Done()
+		}
 	}
+	close(j.rm.done)
 }
 
 // startRemovals hands jobs to the pool: each gets a goroutine of its own
@@ -227,7 +229,8 @@ func (rm *Removals) TakeErr(r *os.Root) error {
 	return errors.Join(errs...)
 }
 
-// finish records the result of a removal and forgets it as in flight.
+// finish records the result of a removal and forgets it as in flight; the
+// caller then closes r.done, waking its waiters.
 func (rm *Removals) finish(r *Removal, err error) {
 	rm.mu.Lock()
 	delete(rm.inflight, r.name)
@@ -240,7 +243,6 @@ func (rm *Removals) finish(r *Removal, err error) {
 		}
 	}
 	rm.mu.Unlock()
-	close(r.done)
 }
 
 // A Garbage entry is an entry of a root set aside for removal: renamed to
