@@ -222,22 +222,17 @@ func TestAdoptKeptAwaitClaim(t *testing.T) {
 // removes, before it returns, what no complete write left: a directory of
 // a key's name made by hand, a staging leftover, a stray file.
 func TestBootAdoptKeepsOnlyRecorded(t *testing.T) {
-	if !digestRecords(t) {
-		t.Skip("the temporary directory's filesystem holds no extended attributes")
+	root, opts := publishedOne(t)
+	for _, err := range []error{
+		os.Mkdir(filepath.Join(root, "gen-2"), 0o755),
+		os.WriteFile(filepath.Join(root, "gen-2", "f"), []byte("by hand"), 0o644),
+		os.Mkdir(filepath.Join(root, ".stage-0123456789abcdef"), 0o755),
+		os.WriteFile(filepath.Join(root, "stray"), nil, 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	ctx := context.Background()
-	root := filepath.Join(t.TempDir(), "root")
-	opts := publish.Options[int64, dirlife.Digest, int]{Adopt: true, NoSync: true}
-	first := newPublisher(t, root, opts)
-	if _, err := first.Publish(ctx, 1, dirlife.Files{"f": []byte("one")}, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(root, "gen-2"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(root, "gen-2", "f"), []byte("by hand"), 0o644)
-	os.Mkdir(filepath.Join(root, ".stage-0123456789abcdef"), 0o755)
-	os.WriteFile(filepath.Join(root, "stray"), nil, 0o644)
 
 	second := newPublisher(t, root, opts)
 	if got := onDisk(t, root); !slices.Equal(got, []string{"gen-1"}) {
@@ -246,14 +241,8 @@ func TestBootAdoptKeepsOnlyRecorded(t *testing.T) {
 	if st := second.Stats(); st.Kept != 1 || st.NoDigestRecords {
 		t.Fatalf("Stats after Boot: Kept %d, NoDigestRecords %v; want 1 kept", st.Kept, st.NoDigestRecords)
 	}
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.Name() == ".stage-0123456789abcdef" {
-			t.Fatalf("after Boot under Adopt, the staging leftover %s is still there", e.Name())
-		}
+	if got := rootEntries(t, root); slices.Contains(got, ".stage-0123456789abcdef") {
+		t.Fatalf("after Boot under Adopt, the staging leftover is still there: Root holds %v", got)
 	}
 }
 
@@ -285,16 +274,7 @@ func TestBootAdoptOpensRootAsReset(t *testing.T) {
 // does: Root holds the kept directory and nothing else, no entry set aside
 // for a removal still running either.
 func TestBootAdoptWaitsForRemoval(t *testing.T) {
-	if !digestRecords(t) {
-		t.Skip("the temporary directory's filesystem holds no extended attributes")
-	}
-	ctx := context.Background()
-	root := filepath.Join(t.TempDir(), "root")
-	opts := publish.Options[int64, dirlife.Digest, int]{Adopt: true, NoSync: true}
-	first := newPublisher(t, root, opts)
-	if _, err := first.Publish(ctx, 1, dirlife.Files{"f": []byte("one")}, 0); err != nil {
-		t.Fatal(err)
-	}
+	root, opts := publishedOne(t)
 	garbage := filepath.Join(root, "gen-2") // by hand: no digest recorded
 	for i := range 64 {
 		sub := filepath.Join(garbage, fmt.Sprint(i))
@@ -308,15 +288,23 @@ func TestBootAdoptWaitsForRemoval(t *testing.T) {
 		}
 	}
 	newPublisher(t, root, opts)
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if !slices.Equal(names, []string{"gen-1"}) {
+	if names := rootEntries(t, root); !slices.Equal(names, []string{"gen-1"}) {
 		t.Fatalf("once Boot under Adopt returned, Root holds %v, want only gen-1", names)
 	}
+}
+
+// publishedOne returns a Root where a Publisher under Adopt published ID
+// 1, and the options it ran with; it skips t where no digest is recorded.
+func publishedOne(t *testing.T) (root string, opts publish.Options[int64, dirlife.Digest, int]) {
+	t.Helper()
+	if !digestRecords(t) {
+		t.Skip("the temporary directory's filesystem holds no extended attributes")
+	}
+	root = filepath.Join(t.TempDir(), "root")
+	opts = publish.Options[int64, dirlife.Digest, int]{Adopt: true, NoSync: true}
+	first := newPublisher(t, root, opts)
+	if _, err := first.Publish(context.Background(), 1, dirlife.Files{"f": []byte("one")}, 0); err != nil {
+		t.Fatal(err)
+	}
+	return root, opts
 }

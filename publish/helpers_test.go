@@ -72,15 +72,20 @@ func newPublisher(t fataler, root string, opts publish.Options[int64, dirlife.Di
 // entries (the layout's own) are left out.
 func onDisk(t fataler, root string) []string {
 	t.Helper()
+	return slices.DeleteFunc(rootEntries(t, root), func(n string) bool { return strings.HasPrefix(n, ".") })
+}
+
+// rootEntries lists every name in root, sorted, the layout's own dot
+// entries (staging and aside) included.
+func rootEntries(t fataler, root string) []string {
+	t.Helper()
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".") {
-			names = append(names, e.Name())
-		}
+		names = append(names, e.Name())
 	}
 	slices.Sort(names)
 	return names
