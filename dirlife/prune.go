@@ -97,16 +97,10 @@ func (l Layout[ID]) Reset() error {
 	}
 	defer h.close()
 	defer h.unlock() // also when Link panics: unlocked once already, as a rule
-	return l.reset(h, "reset", nil)
-}
-
-// reset is Reset on the opened root h, which it unlocks, keeping the ID
-// directories named in keep.
-func (l Layout[ID]) reset(h *openRoot, op string, keep map[string]bool) error {
 	st := h.lock.St
 	st.Retain()
 	defer rootlock.Put(st)
-	doomed, busy, err := l.setAside(h, op, keep, true)
+	doomed, busy, err := l.setAside(h, "reset", nil, true)
 	batch, rerr := l.removeGarbage(st, h, doomed, false)
 	h.unlock()
 	err = errors.Join(err, rerr)
