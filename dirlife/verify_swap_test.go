@@ -122,3 +122,58 @@ func TestVerifyStampIsOfTheBytesRead(t *testing.T) {
 		t.Fatalf("gen-2/sub/c holds %q (%v), want %q: linked unread from a stamp of bytes not read", got, err, files["sub/c"])
 	}
 }
+
+// A file Verify found of one size, that grew to the published content
+// while it was read, and was cut back to its first size after, is a
+// source whose bytes differ: a CopyFS of a file past linkBufSize, written
+// and then replaced by a link to a source whose bytes it compares with
+// its own, falls back to writing, and publishes the content it was given
+// (neither the shorter source nor a failure).
+func TestLinkComparesWholeFilesOfAGrownSource(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(testLinker)
+	content := bytes.Repeat([]byte("long content;"), linkBufSize/8) // past linkBufSize
+	short := content[:len(content)/2]
+	files := Files{"f": content}
+	dir1, err := l.Write(1, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := l.DigestFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir1, "f")
+	setTo := func(data []byte) {
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(p, data, 0); err != nil {
+			t.Error(err)
+		}
+		if err := os.Chmod(p, 0o444); err != nil {
+			t.Error(err)
+		}
+	}
+	setTo(short)
+	// Verify stamps f short; once it has opened it, f grows back, and
+	// Verify reads the whole content.
+	l.faults = func(step, name string) error {
+		if step == stepHash && name == "gen-1/f" {
+			setTo(content)
+		}
+		return nil
+	}
+	if err := l.Verify(context.Background(), 1, want, nil); err != nil {
+		t.Fatalf("Verify read the whole content of gen-1/f and found %v", err)
+	}
+	l.faults = nil
+	setTo(short)
+	w, err := l.CopyFS(context.Background(), 2, treeFS(treeOf(files)), StreamOptions{})
+	if err != nil {
+		t.Fatalf("CopyFS with a shorter source of f: %v, want it written", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(w.Dir, "f")); err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("gen-2/f holds %d bytes (%v), want the %d given: linked to a source compared in part", len(got), err, len(content))
+	}
+}
