@@ -213,7 +213,10 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, data []byte, repl
 		return false
 	}
 	dir, ref, ok := k.x.Source(File{Path: rel, Sum: s.sum, Size: s.size, Perm: perm})
-	if !ok || ref.Sum != s.sum || ref.Size != s.size || ref.Perm != perm || ref.seal != sealOf(k.key, dir, ref) ||
+	// A walk that read more or fewer bytes than it stamped (a file that
+	// grew or shrank while read) found a source of no one size: its
+	// comparison would read only the size stamped.
+	if !ok || ref.Sum != s.sum || ref.Size != s.size || ref.at.Size != s.size || ref.Perm != perm || ref.seal != sealOf(k.key, dir, ref) ||
 		k.fault(stepLink, path.Join(k.stage, rel)) != nil {
 		return false
 	}
