@@ -71,7 +71,8 @@ type Linker interface {
 // -p, rsync -t, a coarse clock). A write links a file without reading it
 // only when all of these hold: its stamp is still the one found; the
 // layout knew the file's bytes when it took that stamp (its own write
-// wrote them, or Verify read them after it), and did not link the file
+// wrote them, or Verify read them after it, from a descriptor with that
+// very stamp), and did not link the file
 // (its own link moved the change time, and a change in the same tick of
 // the clock would keep it); and the filesystem's clock, read before the
 // stamp was taken (the directory's times set again to what they are), was
@@ -91,9 +92,9 @@ type File struct {
 	Linked bool // its write hard-linked it from another directory instead of writing it
 
 	// known: the walk knew the file's bytes (its write wrote them, or the
-	// walk read them after it took at), it did not link it, and the
-	// filesystem's clock had passed at.Ctime before at was taken. A change
-	// since then moves the change time.
+	// walk read them after it took at, from a descriptor stamped at), it
+	// did not link it, and the filesystem's clock had passed at.Ctime
+	// before at was taken. A change since then moves the change time.
 	known bool
 	at    sys.Stamp // as the walk found it
 	seal  uint64    // see sealOf; zero until the layout tells a Linker of it
@@ -212,7 +213,10 @@ func (k *linker) link(rel string, s fileSum, perm fs.FileMode, data []byte, repl
 		return false
 	}
 	dir, ref, ok := k.x.Source(File{Path: rel, Sum: s.sum, Size: s.size, Perm: perm})
-	if !ok || ref.Sum != s.sum || ref.Size != s.size || ref.Perm != perm || ref.seal != sealOf(k.key, dir, ref) ||
+	// A walk that read more or fewer bytes than it stamped (a file that
+	// grew or shrank while read) found a source of no one size: its
+	// comparison would read only the size stamped.
+	if !ok || ref.Sum != s.sum || ref.Size != s.size || ref.at.Size != s.size || ref.Perm != perm || ref.seal != sealOf(k.key, dir, ref) ||
 		k.fault(stepLink, path.Join(k.stage, rel)) != nil {
 		return false
 	}

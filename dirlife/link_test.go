@@ -205,19 +205,24 @@ func TestLinkOnlyFromVerified(t *testing.T) {
 // is: a File found under another Root (a Linker shared by two), or one
 // made outside the layout, changed (its Path, its Sum) or offered as
 // another directory's, each claiming the content wanted, is no source,
-// and the write writes the file. Only a File as the layout found it is
-// linked.
+// nor is a File as the layout found it of another content or mode than
+// the file wanted, and the write writes the file. Only a File as the
+// layout found it, of the content and mode wanted, is linked.
 func TestLinkerCannotForgeASource(t *testing.T) {
 	x := new(testLinker)
 	l := genLayout(t)
 	l.Link = x
 	mustWrite(t, l, 1, Files{"a": []byte("good"), "b": []byte("evil")})
 	mustWrite(t, l, 2, Files{"a": []byte("bad!")}) // links nothing of gen-1
+	// gen-3/a holds a's bytes under another mode.
+	if _, err := l.CopyFS(context.Background(), 3, treeFS(Tree{"a": {Data: []byte("good"), Mode: 0o755}}), StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	other := genLayout(t)
 	other.Link = new(testLinker)
 	mustWrite(t, other, 1, Files{"a": []byte("good")})
 	found := x.held()
-	a, b := found["gen-1"][0], found["gen-1"][1]
+	a, b, c := found["gen-1"][0], found["gen-1"][1], found["gen-3"][0]
 	if a.Path != "a" || b.Path != "b" || !a.known || !b.known {
 		t.Fatalf("gen-1 was found as %+v: want a and b, their bytes known (the filesystem's clock read)", found["gen-1"])
 	}
@@ -238,6 +243,8 @@ func TestLinkerCannotForgeASource(t *testing.T) {
 		{"changed Path", "gen-1", withPath(a, "b"), false},
 		{"changed Sum", "gen-1", forged(b), false},
 		{"another directory", "gen-2", a, false},
+		{"another content, as found", "gen-1", b, false},
+		{"another mode, as found", "gen-3", c, false},
 		{"as found", "gen-1", a, true}, // last: its link moves a's change time
 	}
 	want := Files{"a": []byte("good")}

@@ -331,14 +331,19 @@ type queued struct {
 	at     sys.Stamp // a file's
 	sum    fileSum   // a file's, once known
 	hashed *hashJob  // a file hashed aside
+	// other: the bytes of a file, read, were not those of the file at
+	// stamps (another inode at its path, or a stamp moved before the
+	// read), so at tells nothing of them.
+	other bool
 }
 
 // A hashJob is the hash of one file, read aside; done is closed once sum
 // or err is set.
 type hashJob struct {
-	done chan struct{}
-	sum  fileSum
-	err  error
+	done  chan struct{}
+	sum   fileSum
+	other bool // as queued's
+	err   error
 }
 
 // newStagedWalk returns a walk of sr, the tree of stage, that checks and
@@ -425,7 +430,7 @@ func (w *stagedWalk) digest(q queued) {
 	case 'l':
 		w.dg.Link(q.rel, q.target)
 	default:
-		w.digestFile(q.rel, q.perm, q.sum, q.at)
+		w.digestFile(q.rel, q.perm, q.sum, q.at, q.other)
 	}
 }
 
@@ -449,7 +454,7 @@ func (w *stagedWalk) flush(all bool) error {
 			if j.err != nil {
 				return j.err
 			}
-			q.sum = j.sum
+			q.sum, q.other = j.sum, j.other
 		}
 		w.digest(*q)
 		w.queue = w.queue[1:]
@@ -458,9 +463,9 @@ func (w *stagedWalk) flush(all bool) error {
 	return nil
 }
 
-// hashAside starts hashing the file rel on a goroutine of its own once
-// fewer than hashers are, and returns its job.
-func (w *stagedWalk) hashAside(rel string) *hashJob {
+// hashAside starts hashing the file rel, stamped at, on a goroutine of
+// its own once fewer than hashers are, and returns its job.
+func (w *stagedWalk) hashAside(rel string, at sys.Stamp) *hashJob {
 	j := &hashJob{done: make(chan struct{})}
 	w.slots <- struct{}{}
 	w.running.Add(1)
@@ -468,22 +473,39 @@ func (w *stagedWalk) hashAside(rel string) *hashJob {
 		defer w.running.Done()
 		defer func() { <-w.slots }()
 		defer close(j.done)
-		j.sum, j.err = w.hashFile(rel)
+		j.sum, j.other, j.err = w.hashFile(rel, at)
 	}()
 	return j
 }
 
-// hashFile reads the file rel back for its digest, with a buffer and a
-// hash of its own.
-func (w *stagedWalk) hashFile(rel string) (fileSum, error) {
+// hashFile reads the file rel, stamped at, back for its digest, with a
+// buffer and a hash of its own, and reports whether the file it read was
+// another (see stamped).
+func (w *stagedWalk) hashFile(rel string, at sys.Stamp) (fileSum, bool, error) {
 	f, err := w.sr.OpenFile(rel, sys.SyncOpenFlag, 0)
 	if err != nil {
-		return fileSum{}, err
+		return fileSum{}, false, err
 	}
 	defer f.Close()
+	other := !w.stamped(f, at)
 	buf := tree.Bufs.Get().(*[]byte)
 	defer tree.Bufs.Put(buf)
-	return w.read(f, path.Join(w.stage, rel), *buf, sha256.New())
+	sum, err := w.read(f, path.Join(w.stage, rel), *buf, sha256.New())
+	return sum, other, err
+}
+
+// stamped reports, under Link, whether f, open and not read yet, is the
+// file the walk stamped at, as it stamped it: only then do the bytes read
+// from it tell those of the file at stamps. A file opened by its path may
+// be another inode than the one the walk stamped through its directory's
+// descriptor (a directory renamed in between), and a file's stamp may
+// have moved since.
+func (w *stagedWalk) stamped(f *os.File, at sys.Stamp) bool {
+	if !w.shared {
+		return true // no stamp is kept
+	}
+	fi, err := f.Stat()
+	return err == nil && sys.StampOf(fi) == at
 }
 
 // walk visits the entries of dir; setgid reports whether dir has the
@@ -578,37 +600,40 @@ func (w *stagedWalk) regular(h *tree.Dir, base, rel string, fi fs.FileInfo) erro
 			return err
 		}
 	}
+	at := sys.StampOf(fi)
 	if w.expect != nil {
-		if err := w.compare(h, base, rel, fi.Size()); err != nil {
+		other, err := w.compare(h, base, rel, fi.Size(), at)
+		if err != nil {
 			return err
 		}
 		// The hash is zero on both sides of Verify's comparison with files.
-		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: sys.StampOf(fi), sum: fileSum{size: fi.Size()}})
+		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: at, sum: fileSum{size: fi.Size()}, other: other})
 	}
 	sum, known := w.sums[rel]
 	if known && sum.size != fi.Size() {
 		return fmt.Errorf("dirlife: %s: %d bytes staged, %d copied", path.Join(w.stage, rel), fi.Size(), sum.size)
 	}
-	at := sys.StampOf(fi)
 	if !known && w.hashers > 0 && !w.syncFiles {
-		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: at, hashed: w.hashAside(rel)})
+		return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: at, hashed: w.hashAside(rel, at)})
 	}
 	// A linked file's bytes are another directory's, durable with it.
+	other := false
 	if !known || (w.syncFiles && !sum.linked) {
-		got, err := w.file(h, base, rel, !known)
+		got, o, err := w.file(h, base, rel, !known, at)
 		if err != nil {
 			return err
 		}
 		if !known {
-			sum = got
+			sum, other = got, o
 		}
 	}
-	return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: at, sum: sum})
+	return w.emit(queued{kind: 'f', rel: rel, perm: mode.Perm(), at: at, sum: sum, other: other})
 }
 
 // digestFile adds the regular file rel, stamped at, to the digest and to
-// what the walk counted.
-func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at sys.Stamp) {
+// what the walk counted; other reports that the bytes of sum were read
+// from another file than the one at stamps.
+func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at sys.Stamp, other bool) {
 	w.dg.File(rel, perm, sum.size, sum.sum)
 	w.bytes += sum.size
 	if sum.linked {
@@ -617,28 +642,37 @@ func (w *stagedWalk) digestFile(rel string, perm fs.FileMode, sum fileSum, at sy
 	if w.shared {
 		// Bytes this write wrote or the walk read after it took at, in a
 		// later tick than at.Ctime, are known while at stays.
-		known := !sum.linked && at.Ctime != 0 && w.clock != 0 && at.Ctime < w.clock
+		known := !sum.linked && !other && at.Ctime != 0 && w.clock != 0 && at.Ctime < w.clock
 		w.found = append(w.found, File{Path: rel, Sum: sum.sum, Size: sum.size, Perm: perm, Linked: sum.linked, known: known, at: at})
 	}
 }
 
 // compare reads the file base of directory h, rel in the tree, of size
-// bytes as its directory entry says, to its end, and returns an error
-// wrapping ErrDigestMismatch unless it holds exactly w.expect[rel].
-func (w *stagedWalk) compare(h *tree.Dir, base, rel string, size int64) error {
+// bytes and stamped at as its directory entry says, to its end, and
+// returns an error wrapping ErrDigestMismatch unless it holds exactly
+// w.expect[rel]. It reports whether the file it read was another (see
+// stamped).
+func (w *stagedWalk) compare(h *tree.Dir, base, rel string, size int64, at sys.Stamp) (other bool, err error) {
 	name := path.Join(w.stage, rel)
 	want, ok := w.expect[rel]
 	if !ok || int64(len(want)) != size {
-		return fmt.Errorf("%s is not a file given, or not of its size: %w", rel, ErrDigestMismatch)
+		return false, fmt.Errorf("%s is not a file given, or not of its size: %w", rel, ErrDigestMismatch)
 	}
 	if err := w.fault(stepHash, name); err != nil {
-		return &os.PathError{Op: "read", Path: name, Err: err}
+		return false, &os.PathError{Op: "read", Path: name, Err: err}
 	}
 	f, err := h.Root().OpenFile(base, os.O_RDONLY, 0)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer f.Close()
+	other = !w.stamped(f, at) // before the read
+	return other, w.compareBytes(f, rel, want)
+}
+
+// compareBytes reads f, the file rel, to its end, and returns an error
+// wrapping ErrDigestMismatch unless it holds exactly want.
+func (w *stagedWalk) compareBytes(f *os.File, rel string, want []byte) error {
 	if w.buf == nil {
 		w.buf = tree.Bufs.Get().(*[]byte)
 	}
@@ -668,34 +702,35 @@ func (w *stagedWalk) compare(h *tree.Dir, base, rel string, size int64) error {
 // readOnlyPerm returns mode without its write bits.
 func readOnlyPerm(mode fs.FileMode) fs.FileMode { return mode &^ 0o222 }
 
-// file opens a staged file, reads it back for its digest when digest is
-// set, and fsyncs it under syncFiles.
-func (w *stagedWalk) file(h *tree.Dir, base, rel string, digest bool) (fileSum, error) {
+// file opens a staged file, stamped at, reads it back for its digest
+// when digest is set, and fsyncs it under syncFiles. It reports whether
+// the file it read was another (see stamped).
+func (w *stagedWalk) file(h *tree.Dir, base, rel string, digest bool, at sys.Stamp) (sum fileSum, other bool, err error) {
 	name := path.Join(w.stage, rel)
-	var sum fileSum
 	f, err := h.Root().OpenFile(base, sys.SyncOpenFlag, 0)
 	if err != nil {
-		return sum, err
+		return sum, false, err
 	}
 	defer f.Close()
 	if digest {
+		other = !w.stamped(f, at)
 		if w.buf == nil {
 			w.buf = tree.Bufs.Get().(*[]byte)
 		}
 		w.hash.Reset()
 		if sum, err = w.read(f, name, *w.buf, w.hash); err != nil {
-			return sum, err
+			return sum, other, err
 		}
 	}
 	if w.syncFiles {
 		if err := w.fault(stepSync, name); err != nil {
-			return sum, &os.PathError{Op: "sync", Path: name, Err: err}
+			return sum, other, &os.PathError{Op: "sync", Path: name, Err: err}
 		}
 		if err := f.Sync(); err != nil {
-			return sum, err
+			return sum, other, err
 		}
 	}
-	return sum, f.Close()
+	return sum, other, f.Close()
 }
 
 // read reads f, the staged file name, to its end through buf, for its
