@@ -363,10 +363,13 @@ func TestLinkReadsWhatTheLayoutDoesNotKnow(t *testing.T) {
 	files := Files{"a": []byte("one"), "d/b": []byte("two"), "d/c": bytes.Repeat([]byte("3"), 3*tree.BufSize)}
 	noClock := false
 	var compared []string
+	tick := tickClock(l.Root)
 	l.faults = func(step, name string) error {
 		switch {
 		case step == stepClock && noClock:
 			return errors.New("no clock")
+		case step == stepClock:
+			return tick(step, name)
 		case step == stepCompare:
 			compared = append(compared, name)
 		}

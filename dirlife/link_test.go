@@ -9,9 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"testing/fstest"
+
+	"leasekit.dev/dirlife/internal/sys"
 )
 
 // stat returns the inode, link count and mode of file name under dir.
@@ -212,6 +215,7 @@ func TestLinkerCannotForgeASource(t *testing.T) {
 	x := new(testLinker)
 	l := genLayout(t)
 	l.Link = x
+	l.faults = tickClock(l.Root)
 	mustWrite(t, l, 1, Files{"a": []byte("good"), "b": []byte("evil")})
 	mustWrite(t, l, 2, Files{"a": []byte("bad!")}) // links nothing of gen-1
 	// gen-3/a holds a's bytes under another mode.
@@ -334,5 +338,32 @@ func TestLinkerCannotOfferAPrunedSource(t *testing.T) {
 	}
 	if _, n, _ := stat(t, dir, "a"); n != 1 {
 		t.Fatalf("the written file has %d links", n)
+	}
+}
+
+// tickClock is a fault seam that lets a walk read the filesystem's clock
+// only once it has ticked past its reading when the walk began, so that
+// every file changed before the walk is in an earlier tick than the
+// walk's clock however coarse the clock and fast the machine: the walk
+// then knows the bytes it wrote or read by their stamps.
+func tickClock(root string) func(step, name string) error {
+	return func(step, name string) error {
+		if step != stepClock {
+			return nil
+		}
+		d, err := os.Open(filepath.Join(root, name))
+		if err != nil {
+			return err // the clock unknown: the test sees no file known
+		}
+		defer d.Close()
+		start, ok := sys.FSClock(d)
+		for ok {
+			var now int64
+			if now, ok = sys.FSClock(d); now > start {
+				break
+			}
+			runtime.Gosched()
+		}
+		return nil
 	}
 }
