@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -443,4 +444,28 @@ func sameInode(t *testing.T, a, b string) bool {
 		t.Fatal(err)
 	}
 	return os.SameFile(fa, fb)
+}
+
+// TestVerifyCancelledTellsNothing: a Verify that ctx ends before it can
+// tell a match from a mismatch tells Link nothing: the directory stays a
+// source, found as it was.
+func TestVerifyCancelledTellsNothing(t *testing.T) {
+	l := genLayout(t)
+	x := new(testLinker)
+	l.Link = x
+	mustWrite(t, l, 1, Files{"f": []byte("one")})
+	before := x.held()["gen-1"]
+	if len(before) != 1 {
+		t.Fatalf("the write told Link of %v, want gen-1's one file", before)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, files := range []Files{nil, {"f": []byte("two")}} { // want: a mismatch, were it read
+		if err := l.Verify(ctx, 1, Digest{}, files); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Verify under an ended ctx: %v, want context.Canceled", err)
+		}
+		if got := x.held()["gen-1"]; !slices.Equal(got, before) {
+			t.Fatalf("after a Verify that ctx ended, Link holds %v for gen-1, want %v as before", got, before)
+		}
+	}
 }
