@@ -160,10 +160,11 @@ func (l Layout[ID]) readDigest(r *os.Root, name string, dev uint64) (Digest, boo
 // files). Verify holds Root's shared lock, waiting for a running Prune or
 // Reset, so none runs meanwhile; it reads up to GOMAXPROCS files (at most
 // 4; one, with files) at once, with bounded memory and descriptors, and
-// returns ctx.Err() once ctx ends and every read has stopped. It changes nothing but what it tells Link, holding the lock:
-// Found on a match, Gone on any other outcome but the end of ctx (under
-// Link it also reads the filesystem's clock by setting the directory's
-// times again to what they are, see [File]).
+// returns ctx.Err() once ctx ends and every read has stopped. It changes
+// nothing but what it tells Link, holding the lock: Found on a match, Gone
+// on any other outcome but the end of ctx (under Link it also reads the
+// filesystem's clock by setting the directory's times again to what they
+// are, see [File]).
 func (l Layout[ID]) Verify(ctx context.Context, id ID, want Digest, files Files) error {
 	name, err := l.name(id)
 	if err != nil {
