@@ -552,7 +552,11 @@ func (w *world) settle(t *rapid.T) {
 			up = append(up, id)
 		}
 	}
-	targets := Targets(up)
+	claims := map[string]Set{}
+	for _, id := range up {
+		claims[id] = w.server[id].claim
+	}
+	targets := Assign(up, claims)
 	for _, id := range up {
 		if got := w.members[id].writing(); !got.Equal(targets[id]) {
 			t.Fatalf("settled: %s writes for %v, its target is %v", id, got, targets[id])

@@ -4,10 +4,31 @@
 // identities, the hashes are [Hash] of an object's UID, the 64-bit FNV-1a
 // the API server's shardRange compares.
 //
-// Each live member has a target: [Targets] cuts the space into as many
-// contiguous parts as there are live members, in the order of their
-// identities, so any member computes every member's target from the same
-// list of identities, and there are no shard numbers to configure.
+// Each live member has a target: [Assign] deals the space, cut into
+// [Units] equal parts, among the live members from the claims they
+// publish, stickily: a member keeps what it claims up to its quota, and
+// what nobody keeps goes to the members short of theirs. So any member
+// computes every member's target from the live identities and their
+// claims, there are no shard numbers to configure, and a join or a leave
+// among N members moves 1/N of the space and nothing else (give or take
+// a part, 1/512). The largest share is within one part of the mean
+// (1.17 times it at 100 members, 1.09 at 50), and a target's runs of
+// parts stay few (TestRingFleet, run in CI, holds a fleet of 1 to 100
+// members through 1,000 joins, leaves and expiries within 1/N + 2% moved
+// per event, 1.25 times the mean, and 128 runs per member).
+//
+// Why sticky and not stateless: a function of the live identities alone
+// that moves only the changed member's share gives each point of the
+// space to its most preferred live member (rendezvous hashing, or
+// virtual nodes on a ring), so shares are as uneven as independent
+// random draws: at 2 members with 128 virtual nodes each, a share is
+// 0.5 ± 0.03, and the leave of the larger moves more than 1/N + 2%;
+// an even split needs thousands of points, each a range of the
+// selector. Evening the shares out after the draw (quotas over
+// rendezvous, or Maglev's table) moves 3% to 13% more than the ideal on
+// a change, measured over the same fleet. The claims every member
+// already publishes are the state that makes the split even and the
+// moves minimal.
 //
 // A member writes only for the hashes it has claimed and validated.
 // Every member publishes its claim (in its Lease). [Plan] says what a
@@ -29,29 +50,170 @@ import (
 	"slices"
 )
 
-// Targets returns the target of each of ids (duplicates counted once): the
-// space cut into len(ids) contiguous parts of equal size (give or take
-// one hash), the first to the least identity in byte order. Any ids
-// covers the space exactly once; no ids, an empty map.
-func Targets(ids []string) map[string]Set {
+// Units is the number of equal parts the hash space is cut into for
+// rings of up to 128 members: every target is a union of them. For a
+// larger ring the parts are halved as often as it takes to give each
+// member at least four (see [Assign]).
+const Units = 512
+
+// units returns the number of equal parts for a ring of n members: a
+// power of two, Units or more, at least 4n.
+func units(n int) int {
+	u := Units
+	for u < 4*n {
+		u *= 2
+	}
+	return u
+}
+
+// Targets returns the target of each of ids (duplicates counted once)
+// when no member claims anything: [Assign] with no claims, the space cut
+// into len(ids) contiguous runs of whole parts, the first to the least
+// identity in byte order. Any ids covers the space exactly once; no ids,
+// an empty map.
+func Targets(ids []string) map[string]Set { return Assign(ids, nil) }
+
+// Assign returns the target of each of ids (duplicates counted once),
+// given what each claims now: the assignment is sticky, as Kafka's
+// cooperative sticky assignor is, so that a join or a leave moves only
+// the share that must move.
+//
+// The space is cut into [Units] equal parts (more past 128 members). A
+// member owns the parts wholly inside its claim (a part two members
+// claim is owned by the one claiming fewer parts, then by the least
+// identity). Each member's quota is the number of parts divided by the
+// number of members, one more for the remainder's worth of members that
+// own the most. A member keeps its owned parts up to its quota, its
+// longest runs first; the parts nobody keeps are dealt, in the order of
+// the hash space, to the members short of their quota, in the order of
+// their identities. The result covers the space exactly once, is a fixed
+// point (Assign of the targets as claims returns them again), and is the
+// same while a handover runs: a member that publishes the smaller claim
+// it was given, or takes part of what it was given, leaves every target
+// as it was.
+//
+// A join takes its quota from the members above theirs and moves
+// nothing else; a leave deals the leaver's parts among the others. Every
+// member computes every target from the same live identities and
+// claims, as its Lease cache shows them: members whose caches disagree
+// may disagree on targets for a while, which the claims and [Validate]
+// keep safe.
+func Assign(ids []string, claims map[string]Set) map[string]Set {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	n := uint64(len(ids))
+	n := len(ids)
 	out := make(map[string]Set, n)
-	start := func(i uint64) uint64 {
-		q, _ := bits.Div64(i, 0, n) // i·2^64 / n, i < n
-		return q
+	if n == 0 {
+		return out
 	}
-	for i, id := range ids {
-		lo := start(uint64(i))
-		hi := ^uint64(0)
-		if uint64(i)+1 < n {
-			hi = start(uint64(i)+1) - 1
+	u := units(n)
+	shift := uint(64 - bits.TrailingZeros(uint(u)))
+	// owned[m]: the parts wholly inside member m's claim.
+	owned := make([][]bool, n)
+	size := make([]int, n)
+	for m, id := range ids {
+		owned[m] = make([]bool, u)
+		for _, sp := range claims[id] {
+			lo, end := wholeParts(sp, shift)
+			for p := lo; p < end; p++ {
+				owned[m][p] = true
+				size[m]++
+			}
 		}
-		out[id] = Set{{lo, hi}}
+	}
+	owner := make([]int, u)
+	for p := range owner {
+		owner[p] = -1
+		for m := range ids {
+			if owned[m][p] && (owner[p] < 0 || size[m] < size[owner[p]]) {
+				owner[p] = m
+			}
+		}
+	}
+	count := make([]int, n)
+	for _, m := range owner {
+		if m >= 0 {
+			count[m]++
+		}
+	}
+	byOwned := make([]int, n)
+	for m := range byOwned {
+		byOwned[m] = m
+	}
+	slices.SortStableFunc(byOwned, func(a, b int) int { return count[b] - count[a] })
+	quota := make([]int, n)
+	for k, m := range byOwned {
+		quota[m] = u / n
+		if k < u%n {
+			quota[m]++
+		}
+	}
+	kept := make([]int, n)
+	for m := range ids {
+		runs := partRuns(owner, m)
+		slices.SortStableFunc(runs, func(a, b [2]int) int { return (b[1] - b[0]) - (a[1] - a[0]) })
+		left := quota[m]
+		for _, r := range runs {
+			for p := r[0]; p < r[1]; p++ {
+				if left > 0 {
+					left--
+					continue
+				}
+				owner[p] = -1
+			}
+		}
+		kept[m] = quota[m] - left
+	}
+	p := 0
+	for m := range ids {
+		for d := quota[m] - kept[m]; d > 0; d-- {
+			for owner[p] >= 0 {
+				p++
+			}
+			owner[p] = m
+		}
+	}
+	for m, id := range ids {
+		var s Set
+		for _, r := range partRuns(owner, m) {
+			s = append(s, Span{uint64(r[0]) << shift, uint64(r[1])<<shift - 1})
+		}
+		out[id] = s
 	}
 	return out
+}
+
+// wholeParts returns the parts [lo, end) wholly inside sp, for parts of
+// 2^shift hashes.
+func wholeParts(sp Span, shift uint) (lo, end int) {
+	mask := uint64(1)<<shift - 1
+	l, e := sp.Lo>>shift, sp.Hi>>shift
+	if sp.Lo&mask != 0 {
+		l++
+	}
+	if sp.Hi&mask == mask {
+		e++
+	}
+	return int(l), int(e)
+}
+
+// partRuns returns the runs [start, end) of consecutive parts owner
+// gives to m, in order.
+func partRuns(owner []int, m int) [][2]int {
+	var runs [][2]int
+	for p := 0; p < len(owner); p++ {
+		if owner[p] != m {
+			continue
+		}
+		e := p
+		for e < len(owner) && owner[e] == m {
+			e++
+		}
+		runs = append(runs, [2]int{p, e})
+		p = e
+	}
+	return runs
 }
 
 // A Peer is another member as seen: its identity and the claim it
@@ -73,12 +235,18 @@ func Claimed(peers []Peer) Set {
 // Plan returns what member id does next, given the identities of the
 // live members (id is counted among them whether listed or not), its
 // published claim, the part of it it writes for, and its live peers with
-// their claims as last seen: its target; stop, what it writes for outside
+// their claims as last seen: its target ([Assign] of the live members
+// and their claims); stop, what it writes for outside
 // its target (it stops at once, and publishes its claim without it once
 // its writes there in flight have ended); and take, what it may claim:
 // in its target, in neither its claim nor any peer's.
 func Plan(id string, live []string, claim, writing Set, peers []Peer) (target, stop, take Set) {
-	target = Targets(append(slices.Clone(live), id))[id]
+	claims := make(map[string]Set, len(peers)+1)
+	for _, p := range peers {
+		claims[p.ID] = p.Claim
+	}
+	claims[id] = claim
+	target = Assign(append(slices.Clone(live), id), claims)[id]
 	stop = writing.Minus(target)
 	take = target.Minus(claim).Minus(Claimed(peers))
 	return target, stop, take
