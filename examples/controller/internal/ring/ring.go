@@ -46,6 +46,7 @@
 package ring
 
 import (
+	"cmp"
 	"math/bits"
 	"slices"
 )
@@ -82,15 +83,15 @@ func Targets(ids []string) map[string]Set { return Assign(ids, nil) }
 // member owns the parts wholly inside its claim (a part two members
 // claim is owned by the one claiming fewer parts, then by the least
 // identity). Each member's quota is the number of parts divided by the
-// number of members, one more for the remainder's worth of members that
-// own the most. A member keeps its owned parts up to its quota, its
+// number of members, or one more. A member keeps its owned parts up to its quota, its
 // longest runs first; the parts nobody keeps are dealt, in the order of
 // the hash space, to the members short of their quota, in the order of
 // their identities. The result covers the space exactly once, is a fixed
 // point (Assign of the targets as claims returns them again), and is the
 // same while a handover runs: a member that publishes the smaller claim
 // it was given, or takes part of what it was given, leaves every target
-// as it was.
+// as it was. The quota's remainder goes to the members owning more than
+// the quotient, then to the others, each in identity order.
 //
 // A join takes its quota from the members above theirs and moves
 // nothing else; a leave deals the leaver's parts among the others. Every
@@ -137,17 +138,20 @@ func Assign(ids []string, claims map[string]Set) map[string]Set {
 			count[m]++
 		}
 	}
-	byOwned := make([]int, n)
-	for m := range byOwned {
-		byOwned[m] = m
+	// The remainder's parts go to the members that own more than the
+	// quotient, then to the others, each in identity order: a member
+	// that takes or gives up to its quota never moves another's.
+	q, r := u/n, u%n
+	order := make([]int, n)
+	for m := range order {
+		order[m] = m
 	}
-	slices.SortStableFunc(byOwned, func(a, b int) int { return count[b] - count[a] })
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(b2i(count[b] > q), b2i(count[a] > q))
+	})
 	quota := make([]int, n)
-	for k, m := range byOwned {
-		quota[m] = u / n
-		if k < u%n {
-			quota[m]++
-		}
+	for k, m := range order {
+		quota[m] = q + b2i(k < r)
 	}
 	kept := make([]int, n)
 	for m := range ids {
@@ -182,6 +186,13 @@ func Assign(ids []string, claims map[string]Set) map[string]Set {
 		out[id] = s
 	}
 	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // wholeParts returns the parts [lo, end) wholly inside sp, for parts of
