@@ -147,10 +147,19 @@ func (s Set) String() string {
 	return strings.Join(parts, " ")
 }
 
+// MaxSelectorRanges is the most spans a [Set.Selector] may have for the
+// API server to accept it. The server (k8s.io/apiserver v0.37.2,
+// pkg/sharding.Parse) parses a shardSelector with cel-go's parser at its
+// default limits, of which the one a chain of shardRange calls meets is
+// the expression's size, 100,000 code points: a span spells 75 of them
+// (76 for the end 2^64), and " || " 4 more.
+const MaxSelectorRanges = 1265
+
 // Selector returns the shard selector of s for ListOptions.ShardSelector:
 // one shardRange(object.metadata.uid, 'start', 'end') per span, joined
 // with " || ". The empty set has no selector: it returns "", which the
-// API server reads as no selector at all, every object.
+// API server reads as no selector at all, every object. The API server
+// refuses the selector of a set of more than [MaxSelectorRanges] spans.
 func (s Set) Selector() string {
 	parts := make([]string, len(s))
 	for i, sp := range s {

@@ -24,9 +24,12 @@ func point() *rapid.Generator[uint64] {
 	)
 }
 
-func set() *rapid.Generator[Set] {
+func set() *rapid.Generator[Set] { return setOf(4) }
+
+// setOf draws a set of up to n spans (fewer where they touch).
+func setOf(n int) *rapid.Generator[Set] {
 	return rapid.Custom(func(t *rapid.T) Set {
-		n := rapid.IntRange(0, 4).Draw(t, "spans")
+		n := rapid.IntRange(0, n).Draw(t, "spans")
 		var spans []Span
 		for range n {
 			a, b := point().Draw(t, "a"), point().Draw(t, "b")
@@ -112,7 +115,7 @@ func TestHashIsTheAPIServers(t *testing.T) {
 		t.Fatalf(`Hash("") = %#x, want the FNV-1a offset basis 0xcbf29ce484222325`, got)
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		s := set().Draw(t, "set")
+		s := rapid.OneOf(set(), setOf(2*rangesBound)).Draw(t, "set")
 		uids := rapid.SliceOfN(rapid.OneOf(rapid.String(), rapid.StringMatching(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)), 1, 20).Draw(t, "uids")
 		for _, uid := range uids {
 			if got, want := fmt.Sprintf("%016x", Hash(uid)), apisharding.HashField(uid); got != want {
@@ -141,6 +144,28 @@ func TestHashIsTheAPIServers(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSelectorWithinTheServersLimit: the API server parses a selector of
+// MaxSelectorRanges spans, and refuses one of a span more.
+func TestSelectorWithinTheServersLimit(t *testing.T) {
+	spans := func(n int) Set {
+		s := make(Set, n)
+		for i := range s {
+			lo := uint64(i) << 50
+			s[i] = Span{lo, lo + 1<<49}
+		}
+		s[n-1].Hi = math.MaxUint64 // the longest spelling of an end
+		return s
+	}
+	for _, n := range []int{1, rangesBound, MaxSelectorRanges} {
+		if _, err := sharding.Parse(spans(n).Selector()); err != nil {
+			t.Errorf("the API server refuses a selector of %d ranges: %v", n, err)
+		}
+	}
+	if _, err := sharding.Parse(spans(MaxSelectorRanges + 1).Selector()); err == nil {
+		t.Errorf("the API server parses a selector of %d ranges: MaxSelectorRanges is not its limit", MaxSelectorRanges+1)
+	}
 }
 
 // TestParseRefuses names the span and the rule for each malformed set.
