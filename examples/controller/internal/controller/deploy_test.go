@@ -764,3 +764,82 @@ func grantedRules(t *testing.T, objs []*unstructured.Unstructured, ns, sa string
 	slices.SortFunc(out, func(a, b rule) int { return strings.Compare(a.String(), b.String()) })
 	return out
 }
+
+// recipes are the ways to deploy the controller that
+// examples/controller/README.md gives, each one overlay of config/ and
+// the same commands in its directory: set the image, build, apply.
+var recipes = []struct {
+	dir      string
+	replicas int64
+	ring     bool
+}{
+	{"default", 2, false},
+	{"single", 1, false},
+	{"sharded", 3, true},
+}
+
+// TestRecipes follows each recipe as a user does, on a copy of config/:
+// 'kustomize edit set image controller=IMAGE' in the recipe's directory,
+// then 'kustomize build', and checks what it builds: one Deployment, of
+// the recipe's replicas, every container running IMAGE (no placeholder
+// left), in a ring or electing a leader as the recipe says. The README
+// must give each recipe's directory. It runs when LEASEKIT_KUSTOMIZE
+// names a kustomize binary; it needs no API server.
+func TestRecipes(t *testing.T) {
+	kustomize := os.Getenv(KustomizeEnv)
+	if kustomize == "" {
+		t.Skip("kustomize not given; run: " + KustomizeEnv + "=$(tools/kustomize/build.sh) go test -run TestRecipes ./examples/controller/internal/controller")
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const image = "registry.example/leasekit-controller:v1.2.3"
+	for _, r := range recipes {
+		t.Run(r.dir, func(t *testing.T) {
+			if cd := "cd examples/controller/config/" + r.dir + "\n"; !strings.Contains(string(readme), cd) {
+				t.Errorf("examples/controller/README.md does not give the recipe's first command, %q", strings.TrimSpace(cd))
+			}
+			config := filepath.Join(t.TempDir(), "config")
+			if err := os.CopyFS(config, os.DirFS(filepath.Join("..", "..", "config"))); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(config, r.dir)
+			cmd := exec.Command(kustomize, "edit", "set", "image", "controller="+image)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("kustomize edit set image in config/%s: %v\n%s", r.dir, err, out)
+			}
+			var deployments []*unstructured.Unstructured
+			for _, u := range kustomizeBuild(t, kustomize, dir) {
+				if u.GetKind() == "Deployment" {
+					deployments = append(deployments, u)
+				}
+			}
+			if len(deployments) != 1 {
+				t.Fatalf("config/%s builds %d Deployments, want 1", r.dir, len(deployments))
+			}
+			d := deployments[0]
+			// The YAML decoder reads a number as int64 or float64.
+			if n, _, _ := unstructured.NestedFieldNoCopy(d.Object, "spec", "replicas"); fmt.Sprint(n) != fmt.Sprint(r.replicas) {
+				t.Errorf("config/%s: %v replicas, want %d", r.dir, n, r.replicas)
+			}
+			containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+			if len(containers) == 0 {
+				t.Fatalf("config/%s: the Deployment has no container", r.dir)
+			}
+			ring := false
+			for _, c := range containers {
+				c, _ := c.(map[string]any)
+				if got, _, _ := unstructured.NestedString(c, "image"); got != image {
+					t.Errorf("config/%s: container %v runs image %q, not the one set, %q", r.dir, c["name"], got, image)
+				}
+				args, _, _ := unstructured.NestedStringSlice(c, "args")
+				ring = ring || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--ring=") })
+			}
+			if ring != r.ring {
+				t.Errorf("config/%s: runs as a ring %v, want %v", r.dir, ring, r.ring)
+			}
+		})
+	}
+}
