@@ -88,6 +88,22 @@ func TestTargetsCoverOnce(t *testing.T) {
 	})
 }
 
+// TestAssignCoversOnce: whatever the claims (overlapping, partial parts,
+// of members not listed, the whole space), the targets cover the space
+// exactly once, and they are a fixed point: claimed as they are, they
+// stay as they are.
+func TestAssignCoversOnce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ids := rapid.SliceOfN(rapid.StringMatching(`[a-e]{1,2}`), 1, 12).Draw(t, "ids")
+		claims := rapid.MapOf(rapid.StringMatching(`[a-f]{1,2}`), rapid.OneOf(set(), setOf(40), rapid.Just(Full()))).Draw(t, "claims")
+		got := Assign(ids, claims)
+		checkPartition(t, got)
+		if again := Assign(ids, got); !sameTargets(again, got) {
+			t.Fatalf("not a fixed point: %v, then %v", got, again)
+		}
+	})
+}
+
 // checkPartition fails t unless the sets of parts cover the space exactly
 // once.
 func checkPartition(t interface{ Fatalf(string, ...any) }, parts map[string]Set) {
