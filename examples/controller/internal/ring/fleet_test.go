@@ -2,6 +2,7 @@ package ring
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -29,6 +30,62 @@ const (
 // has more than 128 ranges. It logs one RING line with the worst of each.
 func TestRingFleet(t *testing.T) {
 	t.Logf("seed %d", fleetSeed)
+	w := runFleet(Assign, func(ev fleetEvent) {
+		checkPartition(t, ev.next)
+		if again := Assign(ev.ids, ev.next); !sameTargets(again, ev.next) {
+			t.Fatalf("%s: the targets are not a fixed point:\n%v\nthen\n%v", ev, ev.next, again)
+		}
+		if mid := halfDone(rand.New(rand.NewPCG(fleetSeed, uint64(ev.index)+1)), ev.before, ev.next); !sameTargets(Assign(ev.ids, mid), ev.next) {
+			t.Fatalf("%s: a handover half done (claims %v) changes the targets %v to %v", ev, mid, ev.next, Assign(ev.ids, mid))
+		}
+		if ev.over > movedSlack {
+			t.Errorf("%s: %.4f of the space changed owner, more than 1/%d + %.2f", ev, ev.moved, ev.n, movedSlack)
+		}
+		if ev.share > shareBound {
+			t.Errorf("%s: the largest share is %.3f times the mean, more than %.2f", ev, ev.share, shareBound)
+		}
+		if ev.ranges > rangesBound {
+			t.Errorf("%s: a target has %d ranges, more than %d", ev, ev.ranges, rangesBound)
+		}
+	})
+	t.Logf("%d joins, %d leaves, %d expiries", w.counts["join"], w.counts["leave"], w.counts["expiry"])
+	if w.membersMax != fleetMembers {
+		t.Errorf("the fleet reached %d members, not %d", w.membersMax, fleetMembers)
+	}
+	line := fmt.Sprintf("RING members_max=%d events=%d moved_over_ideal_max=%.4f share_max_over_mean=%.3f ranges_max=%d",
+		w.membersMax, fleetEvents, w.over, w.share, w.ranges)
+	t.Log(line)
+	if testing.Verbose() {
+		fmt.Println(line)
+	}
+}
+
+// A fleetEvent is one change of the fleet, as runFleet measured it.
+type fleetEvent struct {
+	index        int
+	kind         string
+	ids          []string       // the members after it
+	before, next map[string]Set // the targets before and after it
+	n            int            // the larger of the rings before and after
+	moved, over  float64        // the share that changed owner, and less 1/n
+	share        float64        // the largest share over the mean
+	ranges       int            // the most ranges of a target
+}
+
+func (ev fleetEvent) String() string {
+	return fmt.Sprintf("event %d (%s, %d → %d members)", ev.index, ev.kind, len(ev.before), len(ev.ids))
+}
+
+// fleetWorst is the worst of a fleet's events.
+type fleetWorst struct {
+	over, share        float64
+	ranges, membersMax int
+	counts             map[string]int
+}
+
+// runFleet runs the fleet of TestRingFleet through assign, from the
+// same seed, calls check after each event, and returns the worst.
+func runFleet(assign func(ids []string, claims map[string]Set) map[string]Set, check func(fleetEvent)) fleetWorst {
 	rng := rand.New(rand.NewPCG(fleetSeed, 0))
 	serial := 0
 	newID := func() string {
@@ -39,11 +96,8 @@ func TestRingFleet(t *testing.T) {
 		return fmt.Sprintf("leasekit-controller-manager-%08x-%05x", rng.Uint32(), rng.Uint32()&0xfffff) // a Deployment's
 	}
 	ids := []string{newID()}
-	targets := Targets(ids)
-	checkPartition(t, targets)
-	var worstMoved, worstShare float64 = -1, 0
-	worstRanges, membersMax := 0, 1
-	counts := map[string]int{}
+	targets := assign(ids, nil)
+	w := fleetWorst{over: -1, membersMax: 1, counts: map[string]int{}}
 	for e := range fleetEvents {
 		before := len(ids)
 		grow := 0.8
@@ -62,48 +116,23 @@ func TestRingFleet(t *testing.T) {
 			i := rng.IntN(len(ids))
 			ids = slices.Delete(ids, i, i+1)
 		}
-		counts[kind]++
-		n := max(before, len(ids))
-		membersMax = max(membersMax, len(ids))
-		next := Assign(ids, targets)
-		where := fmt.Sprintf("event %d (%s, %d → %d members)", e, kind, before, len(ids))
-		checkPartition(t, next)
-		if again := Assign(ids, next); !sameTargets(again, next) {
-			t.Fatalf("%s: the targets are not a fixed point:\n%v\nthen\n%v", where, next, again)
-		}
-		if mid := halfDone(rng, targets, next); !sameTargets(Assign(ids, mid), next) {
-			t.Fatalf("%s: a handover half done (claims %v) changes the targets %v to %v", where, mid, next, Assign(ids, mid))
-		}
-		var moved, largest float64
-		for id, s := range next {
-			moved += s.Minus(targets[id]).Fraction()
+		w.counts[kind]++
+		w.membersMax = max(w.membersMax, len(ids))
+		ev := fleetEvent{index: e, kind: kind, ids: slices.Clone(ids), before: targets, n: max(before, len(ids))}
+		ev.next = assign(ids, targets)
+		var largest float64
+		for id, s := range ev.next {
+			ev.moved += s.Minus(targets[id]).Fraction()
 			largest = max(largest, s.Fraction())
-			worstRanges = max(worstRanges, len(s))
-			if len(s) > rangesBound {
-				t.Errorf("%s: %s's target has %d ranges, more than %d", where, id, len(s), rangesBound)
-			}
+			ev.ranges = max(ev.ranges, len(s))
 		}
-		over := moved - 1/float64(n)
-		share := largest * float64(len(ids))
-		if over > movedSlack {
-			t.Errorf("%s: %.4f of the space changed owner, more than 1/%d + %.2f", where, moved, n, movedSlack)
-		}
-		if share > shareBound {
-			t.Errorf("%s: the largest share is %.3f times the mean, more than %.2f", where, share, shareBound)
-		}
-		worstMoved, worstShare = max(worstMoved, over), max(worstShare, share)
-		targets = next
+		ev.over = ev.moved - 1/float64(ev.n)
+		ev.share = largest * float64(len(ids))
+		check(ev)
+		w.over, w.share, w.ranges = max(w.over, ev.over), max(w.share, ev.share), max(w.ranges, ev.ranges)
+		targets = ev.next
 	}
-	t.Logf("%d joins, %d leaves, %d expiries", counts["join"], counts["leave"], counts["expiry"])
-	if membersMax != fleetMembers {
-		t.Errorf("the fleet reached %d members, not %d", membersMax, fleetMembers)
-	}
-	line := fmt.Sprintf("RING members_max=%d events=%d moved_over_ideal_max=%.4f share_max_over_mean=%.3f ranges_max=%d",
-		membersMax, fleetEvents, worstMoved, worstShare, worstRanges)
-	t.Log(line)
-	if testing.Verbose() {
-		fmt.Println(line)
-	}
+	return w
 }
 
 // halfDone returns claims halfway through the handover from before to
@@ -112,7 +141,8 @@ func TestRingFleet(t *testing.T) {
 func halfDone(rng *rand.Rand, before, after map[string]Set) map[string]Set {
 	released := Set(nil)
 	mid := map[string]Set{}
-	for id, was := range before {
+	for _, id := range slices.Sorted(maps.Keys(before)) { // in order: the draws are the seed's
+		was := before[id]
 		now, live := after[id]
 		if !live {
 			released = released.Union(was) // left or expired
@@ -124,8 +154,8 @@ func halfDone(rng *rand.Rand, before, after map[string]Set) map[string]Set {
 			released = released.Union(lost)
 		}
 	}
-	for id, now := range after {
-		gain := now.Minus(before[id]).Intersect(released)
+	for _, id := range slices.Sorted(maps.Keys(after)) {
+		gain := after[id].Minus(before[id]).Intersect(released)
 		for _, sp := range gain {
 			if rng.IntN(2) == 0 {
 				mid[id] = mid[id].Union(Set{sp})
