@@ -167,9 +167,9 @@ func (s *sharded) ListWithContext(ctx context.Context, o metav1.ListOptions) (ru
 // member probes until it is known. It lists one object with the selector
 // of each half of the hash space: a server that ignores the selector
 // answers both with the same first object, outside one of the halves; one
-// that honours it answers each with an object inside it, or none. With no
-// object at all it cannot tell. (A custom resource's list does not echo
-// shardInfo: its unstructured list has no field for it.)
+// that honours it answers each with an object inside it, or none. Unless
+// each half holds an object it cannot tell. (A custom resource's list
+// does not echo shardInfo: its unstructured list has no field for it.)
 func (s *sharded) probe(ctx context.Context) {
 	s.m.mu.Lock()
 	known := s.m.serverSet
@@ -180,7 +180,7 @@ func (s *sharded) probe(ctx context.Context) {
 	defer s.probing.Store(false)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	seen := 0
+	seen := 0 // the halves whose list held an object
 	for _, half := range []ring.Set{{{Lo: 0, Hi: 1<<63 - 1}}, {{Lo: 1 << 63, Hi: ^uint64(0)}}} {
 		list, err := s.lw.ListWithContext(ctx, metav1.ListOptions{ShardSelector: half.Selector(), Limit: 1})
 		if err != nil {
@@ -190,15 +190,19 @@ func (s *sharded) probe(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		for _, it := range items {
+		if len(items) > 0 {
 			seen++
+		}
+		for _, it := range items {
 			if !in(half, it) {
 				s.m.setServerSide(false, "a list with a selector held an object outside it")
 				return
 			}
 		}
 	}
-	if seen > 0 {
+	// Both halves: a first object created between the two lists, inside
+	// the second half, would pass for a server that honours the selector.
+	if seen == 2 {
 		s.m.setServerSide(true, "lists with the selector of each half of the space held only objects inside it")
 	}
 }
