@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -92,15 +93,7 @@ func virtualNodes(ids []string, _ map[string]Set) map[string]Set {
 			points = append(points, point{mix(h.Sum64()), id})
 		}
 	}
-	slices.SortFunc(points, func(a, b point) int {
-		switch {
-		case a.at < b.at:
-			return -1
-		case a.at > b.at:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(points, func(a, b point) int { return cmp.Compare(a.at, b.at) })
 	spans := map[string][]Span{}
 	lo := uint64(0)
 	for _, p := range points {

@@ -60,7 +60,9 @@ import (
 // Units is the number of equal parts the hash space is cut into for
 // rings of up to 128 members: every target is a union of them. For a
 // larger ring the parts are halved as often as it takes to give each
-// member at least four (see [Assign]).
+// member at least four (see [Assign]); halving moves nothing, but a ring
+// that shrinks back to 128 deals again every part its members hold only
+// halves of, once.
 const Units = 512
 
 // units returns the number of equal parts for a ring of n members: a
