@@ -83,30 +83,26 @@ func units(n int) int {
 func Targets(ids []string) map[string]Set { return Assign(ids, nil) }
 
 // Assign returns the target of each of ids (duplicates counted once),
-// given what each claims now: the assignment is sticky, as Kafka's
-// cooperative sticky assignor is, so that a join or a leave moves only
-// the share that must move.
+// given what each claims now, stickily, as Kafka's cooperative sticky
+// assignor deals partitions: a join or a leave moves only the share that
+// must move.
 //
 // The space is cut into [Units] equal parts (more past 128 members). A
-// member owns the parts wholly inside its claim (a part two members
-// claim is owned by the one claiming fewer parts, then by the least
-// identity). Each member's quota is the number of parts divided by the
-// number of members, or one more. A member keeps its owned parts up to its quota, its
-// longest runs first; the parts nobody keeps are dealt, in the order of
-// the hash space, to the members short of their quota, in the order of
-// their identities. The result covers the space exactly once, is a fixed
-// point (Assign of the targets as claims returns them again), and is the
-// same while a handover runs: a member that publishes the smaller claim
-// it was given, or takes part of what it was given, leaves every target
-// as it was. The quota's remainder goes to the members owning more than
-// the quotient, then to the others, each in identity order.
+// member owns the parts wholly inside its claim (a part two claim goes
+// to the one claiming fewer parts, then to the least identity); a claim
+// of another cut, an earlier version's or a hand-made one, counts for
+// the parts wholly inside it. Each member's quota is the number of parts
+// over the number of members; the remainder's parts go to the members
+// owning more than the quotient, then to the others, in identity order.
+// A member keeps its owned parts up to its quota, its longest runs
+// first; the parts nobody keeps are dealt in the order of the space to
+// the members short of their quota, in identity order.
 //
-// A join takes its quota from the members above theirs and moves
-// nothing else; a leave deals the leaver's parts among the others. Every
-// member computes every target from the same live identities and
-// claims, as its Lease cache shows them: members whose caches disagree
-// may disagree on targets for a while, which the claims and [Validate]
-// keep safe.
+// The targets cover the space exactly once, and they are a fixed point
+// (claimed as they are, they stay). They stay the same while a handover
+// runs: a member that publishes the smaller claim it was given, or takes
+// part of what it was given, changes no target. Assign is a pure
+// function, safe to call from any goroutine.
 func Assign(ids []string, claims map[string]Set) map[string]Set {
 	ids = slices.Clone(ids)
 	slices.Sort(ids)
