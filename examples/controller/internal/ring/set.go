@@ -152,7 +152,9 @@ func (s Set) String() string {
 // pkg/sharding.Parse) parses a shardSelector with cel-go's parser at its
 // default limits, of which the one a chain of shardRange calls meets is
 // the expression's size, 100,000 code points: a span spells 75 of them
-// (76 for the end 2^64), and " || " 4 more.
+// (76 for the end 2^64), and " || " 4 more. Such a selector takes 125 KB
+// of a list's or a watch's query, within the 1 MiB the server reads of a
+// request's head (pkg/server's MaxHeaderBytes).
 const MaxSelectorRanges = 1265
 
 // Selector returns the shard selector of s for ListOptions.ShardSelector:
