@@ -131,8 +131,22 @@ func TestHashIsTheAPIServers(t *testing.T) {
 		t.Fatalf(`Hash("") = %#x, want the FNV-1a offset basis 0xcbf29ce484222325`, got)
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		s := rapid.OneOf(set(), setOf(2*rangesBound)).Draw(t, "set")
 		uids := rapid.SliceOfN(rapid.OneOf(rapid.String(), rapid.StringMatching(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)), 1, 20).Draw(t, "uids")
+		// A set drawn anywhere, or one whose bounds sit on, before and
+		// after the UIDs' hashes, where a comparison off by one differs.
+		s := rapid.OneOf(set(), setOf(2*rangesBound), rapid.Custom(func(t *rapid.T) Set {
+			var spans []Span
+			for _, uid := range uids {
+				h := Hash(uid) + uint64(rapid.IntRange(-1, 1).Draw(t, "lo"))
+				w := rapid.SampledFrom([]uint64{0, 1, 1 << 40}).Draw(t, "width")
+				if rapid.Bool().Draw(t, "ends there") {
+					spans = append(spans, Span{h - min(w, h), h})
+				} else {
+					spans = append(spans, Span{h, h + min(w, math.MaxUint64-h)})
+				}
+			}
+			return Of(spans...)
+		})).Draw(t, "set")
 		for _, uid := range uids {
 			if got, want := fmt.Sprintf("%016x", Hash(uid)), apisharding.HashField(uid); got != want {
 				t.Fatalf("Hash(%q) = %s, the API server's %s", uid, got, want)
