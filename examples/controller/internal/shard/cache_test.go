@@ -88,3 +88,24 @@ func TestProbe(t *testing.T) {
 		})
 	}
 }
+
+// TestSelectorWithinTheServersLimit: a cover the API server would refuse
+// as a selector is sent with none (the client's filter narrows it), and
+// any other with its own.
+func TestSelectorWithinTheServersLimit(t *testing.T) {
+	spans := func(n int) ring.Set {
+		s := make(ring.Set, n)
+		for i := range s {
+			s[i] = ring.Span{Lo: uint64(i) << 50, Hi: uint64(i)<<50 + 1<<49}
+		}
+		return s
+	}
+	for _, n := range []int{1, ring.MaxSelectorRanges} {
+		if got, want := selector(spans(n)), spans(n).Selector(); got != want {
+			t.Errorf("%d ranges: selector %.80q…, want %.80q…", n, got, want)
+		}
+	}
+	if got := selector(spans(ring.MaxSelectorRanges + 1)); got != "" {
+		t.Errorf("%d ranges: selector %.80q…, want none", ring.MaxSelectorRanges+1, got)
+	}
+}
