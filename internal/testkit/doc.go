@@ -1,0 +1,11 @@
+// Package testkit holds, one package each, the test harnesses that the
+// tests of several leasekit modules share: [leasekit.dev/internal/testkit/crash]
+// kills a test's child process at a point it names, and
+// [leasekit.dev/internal/testkit/gentree] is a large generated tree for
+// benchmarks.
+//
+// It is a module of its own, on the standard library alone, so that every
+// module's tests can import it without an import cycle and without
+// reaching CUE or controller-runtime through it; its path is internal, so
+// only leasekit's own modules can.
+package testkit
