@@ -36,6 +36,7 @@ require (
 
 replace (
 	leasekit.dev/dirlife => ../dirlife
+	leasekit.dev/internal/testkit => ./testkit
 	leasekit.dev/lease => ../lease
 	leasekit.dev/platform => ../platform
 	leasekit.dev/publish => ../publish
