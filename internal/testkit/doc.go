@@ -1,8 +1,9 @@
 // Package testkit holds, one package each, the test harnesses that the
 // tests of several leasekit modules share: [leasekit.dev/internal/testkit/crash]
-// kills a test's child process at a point it names, and
+// kills a test's child process at a point it names,
 // [leasekit.dev/internal/testkit/gentree] is a large generated tree for
-// benchmarks.
+// benchmarks and [leasekit.dev/internal/testkit/memstat] reads the
+// memory figures they report.
 //
 // It is a module of its own, on the standard library alone, so that every
 // module's tests can import it without an import cycle and without
