@@ -43,78 +43,45 @@ func BenchmarkPublishFS(b *testing.B) {
 		memFS[name] = &fstest.MapFile{Data: data, Mode: 0o644}
 	}
 	ctx := context.Background()
+	type filePublisher = publish.Publisher[int64, struct{}, int]
+	kinds := []struct {
+		name      string
+		unchanged bool // every publish is of key 1, after a first outside the timer
+		publish   func(p *filePublisher, key int64) error
+	}{
+		{"publishfs", false, func(p *filePublisher, key int64) error { _, err := p.PublishFS(ctx, key, tree, 0); return err }},
+		{"publishfs-mapfs", false, func(p *filePublisher, key int64) error { _, err := p.PublishFS(ctx, key, memFS, 0); return err }},
+		{"publish-unchanged", true, func(p *filePublisher, key int64) error { _, err := p.Publish(ctx, key, files, 0); return err }},
+		{"publish", false, func(p *filePublisher, key int64) error { _, err := p.Publish(ctx, key, files, 0); return err }},
+		{"publishfs-unchanged", true, func(p *filePublisher, key int64) error { _, err := p.PublishFS(ctx, key, tree, 0); return err }},
+	}
 	for _, noSync := range []bool{false, true} {
 		mode := "durable"
 		if noSync {
 			mode = "nosync"
 		}
-		b.Run("impl=leasekit/"+mode+"/kind=publishfs", func(b *testing.B) {
-			p := newFilePublisher(b, noSync)
-			settle()
-			b.ReportAllocs()
-			b.SetBytes(tree.Total)
-			var key int64
-			for b.Loop() {
-				key++
-				if _, err := p.PublishFS(ctx, key, tree, 0); err != nil {
-					b.Fatal(err)
+		for _, k := range kinds {
+			b.Run("impl=leasekit/"+mode+"/kind="+k.name, func(b *testing.B) {
+				p := newFilePublisher(b, noSync)
+				key := int64(1)
+				if k.unchanged {
+					if err := k.publish(p, key); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
-		b.Run("impl=leasekit/"+mode+"/kind=publishfs-mapfs", func(b *testing.B) {
-			p := newFilePublisher(b, noSync)
-			settle()
-			b.ReportAllocs()
-			b.SetBytes(tree.Total)
-			var key int64
-			for b.Loop() {
-				key++
-				if _, err := p.PublishFS(ctx, key, memFS, 0); err != nil {
-					b.Fatal(err)
+				settle()
+				b.ReportAllocs()
+				b.SetBytes(tree.Total)
+				for b.Loop() {
+					if !k.unchanged {
+						key++
+					}
+					if err := k.publish(p, key); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
-		b.Run("impl=leasekit/"+mode+"/kind=publish-unchanged", func(b *testing.B) {
-			p := newFilePublisher(b, noSync)
-			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
-				b.Fatal(err)
-			}
-			settle()
-			b.ReportAllocs()
-			b.SetBytes(tree.Total)
-			for b.Loop() {
-				if _, err := p.Publish(ctx, 1, files, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("impl=leasekit/"+mode+"/kind=publish", func(b *testing.B) {
-			p := newFilePublisher(b, noSync)
-			settle()
-			b.ReportAllocs()
-			b.SetBytes(tree.Total)
-			var key int64
-			for b.Loop() {
-				key++
-				if _, err := p.Publish(ctx, key, files, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("impl=leasekit/"+mode+"/kind=publishfs-unchanged", func(b *testing.B) {
-			p := newFilePublisher(b, noSync)
-			if _, err := p.PublishFS(ctx, 1, tree, 0); err != nil {
-				b.Fatal(err)
-			}
-			settle()
-			b.ReportAllocs()
-			b.SetBytes(tree.Total)
-			for b.Loop() {
-				if _, err := p.PublishFS(ctx, 1, tree, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+			})
+		}
 	}
 	b.Run("impl=baseline/kind=write", func(b *testing.B) {
 		l := newBaseline(b)
