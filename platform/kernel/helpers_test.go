@@ -10,6 +10,7 @@ const (
 
 var (
 	acme           = moduletest.Acme
+	build          = moduletest.Build
 	writeModule    = moduletest.WriteModule
 	generated      = moduletest.Generated
 	instance       = moduletest.Instance
