@@ -2,8 +2,9 @@
 // tests of several leasekit modules share: [leasekit.dev/internal/testkit/crash]
 // kills a test's child process at a point it names,
 // [leasekit.dev/internal/testkit/gentree] is a large generated tree for
-// benchmarks and [leasekit.dev/internal/testkit/memstat] reads the
-// memory figures they report.
+// benchmarks, [leasekit.dev/internal/testkit/memstat] reads the memory
+// figures they report and [leasekit.dev/internal/testkit/dirtree] reads a
+// written tree back.
 //
 // It is a module of its own, on the standard library alone, so that every
 // module's tests can import it without an import cycle and without
