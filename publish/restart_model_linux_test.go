@@ -20,6 +20,7 @@ import (
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/internal/testkit/crash"
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/publish"
 	"pgregory.net/rapid"
 )
@@ -96,21 +97,13 @@ func servedErr(dir string, files dirlife.Files, link bool) error {
 		}
 	}
 	got, gotDirs := dirlife.Files{}, map[string]bool{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
+	err := dirtree.Walk(dir, func(rel string, fi fs.FileInfo) error {
+		var err error
 		switch {
 		case fi.IsDir() && fi.Mode().Perm() == 0o755:
 			gotDirs[rel] = true
 		case fi.Mode().IsRegular() && fi.Mode().Perm() == filePerm:
-			got[rel], err = os.ReadFile(p)
+			got[rel], err = os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 		default:
 			err = fmt.Errorf("%s has mode %v", rel, fi.Mode())
 		}
