@@ -46,3 +46,20 @@ func Read(dir string) (map[string][]byte, error) {
 	})
 	return files, err
 }
+
+// Write writes files (slash-separated names) under dir, creating the
+// directories they need, mode 0o755 and files 0o644 under the umask, and
+// replacing a file already there. It returns the first error and leaves
+// what it wrote until then.
+func Write[D ~string | ~[]byte](dir string, files map[string]D) error {
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

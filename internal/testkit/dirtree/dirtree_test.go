@@ -15,18 +15,12 @@ import (
 
 func write(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := dirtree.Write(dir, files); err != nil {
+		t.Fatal(err)
 	}
 }
 
-// TestRead: Read returns every regular file, at any depth, with its
+// TestRead: Read returns every regular file that Write wrote, at any depth, with its
 // bytes, and nothing for directories, empty ones included.
 func TestRead(t *testing.T) {
 	dir := t.TempDir()

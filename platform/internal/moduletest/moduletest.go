@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 )
@@ -40,10 +40,8 @@ const InstanceModule = "module: \"example.com/shop@v0\"\nlanguage: version: \"v0
 func WriteModule(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range files {
-		if err := writeFile(dir, name, []byte(data)); err != nil {
-			t.Fatal(err)
-		}
+	if err := dirtree.Write(dir, files); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
@@ -55,20 +53,10 @@ func WriteTemp(files map[string][]byte) string {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for name, data := range files {
-		if err := writeFile(dir, name, data); err != nil {
-			log.Fatal(err)
-		}
+	if err := dirtree.Write(dir, files); err != nil {
+		log.Fatal(err)
 	}
 	return dir
-}
-
-func writeFile(dir, name string, data []byte) error {
-	p := filepath.Join(dir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(p, data, 0o644)
 }
 
 // Generated writes the generated platform module of in under a new
