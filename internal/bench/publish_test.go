@@ -85,15 +85,10 @@ func BenchmarkChangeWhileLeased(b *testing.B) {
 			ctx := context.Background()
 			p := bootedPlatform(b, variants[0])
 			var refused atomic.Int64
-			stop := make(chan struct{})
+			var stopped atomic.Bool
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+				for !stopped.Load() {
 					_, release, ok := p.Store().Lease()
 					if !ok {
 						refused.Add(1)
@@ -114,7 +109,7 @@ func BenchmarkChangeWhileLeased(b *testing.B) {
 				took = append(took, time.Since(start))
 			}
 			b.StopTimer()
-			close(stop)
+			stopped.Store(true)
 			wg.Wait()
 			slices.Sort(took)
 			b.ReportMetric(float64(took[len(took)/2].Nanoseconds()), "median-ns/op")
