@@ -2,9 +2,11 @@ package crash_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +30,18 @@ func TestEndsBeforeKill(t *testing.T) {
 		if !strings.Contains(f, "before the kill") || !strings.Contains(f, c.want) {
 			t.Errorf("child %s: the harness failed with %q, want an end before the kill and %q", c.test, f, c.want)
 		}
+	}
+}
+
+// TestCleanupKills: a child the test never kills is killed and reaped in
+// the test's cleanup.
+func TestCleanupKills(t *testing.T) {
+	var pid int
+	if f := harness(func(t crash.TB) { pid = crash.Pid(crash.Start(t, "TestChildLoops")) }); f != "" {
+		t.Fatal(f)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the child %d is still there after the cleanup (signal 0: %v)", pid, err)
 	}
 }
 

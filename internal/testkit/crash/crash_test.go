@@ -14,8 +14,14 @@ import (
 )
 
 // recorder is a TB that records the first failure and ends the goroutine
-// that failed, as testing.T's Fatalf does.
-type recorder struct{ failure string }
+// that failed, as testing.T's Fatalf does, and runs its cleanups, last
+// first, once the harness's goroutine has ended.
+type recorder struct {
+	failure  string
+	cleanups []func()
+}
+
+func (r *recorder) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
 
 func (*recorder) Helper() {}
 func (r *recorder) Fatalf(format string, args ...any) {
@@ -33,6 +39,9 @@ func harness(f func(crash.TB)) string {
 		f(r)
 	}()
 	<-done
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
 	return r.failure
 }
 

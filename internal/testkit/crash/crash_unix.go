@@ -22,11 +22,12 @@ const (
 	ready   = "ready\n"
 )
 
-// TB is the part of a test that the harness fails: *testing.T,
-// *testing.B and *rapid.T all have it.
+// TB is the part of a test that the harness fails and cleans up after:
+// *testing.T, *testing.B and *rapid.T all have it.
 type TB interface {
 	Helper()
 	Fatalf(format string, args ...any)
+	Cleanup(func())
 }
 
 // A Process is a running crash child, started by [Start].
@@ -35,6 +36,8 @@ type Process struct {
 	test string
 	cmd  *exec.Cmd
 	out  *bytes.Buffer // the child's stdout and stderr, read once it has ended
+	err  error         // what Wait returned, once ended
+	done bool          // whether the child has been waited for
 }
 
 // Child skips t unless this process is a crash child started by [Start]
@@ -70,7 +73,8 @@ func Ready() {
 // named test, with env ("KEY=value" each) added to its environment, and
 // returns once the child has called [Ready]. It blocks until then. It
 // fails t, leaving no child behind, if the child ends before it calls
-// Ready, and says how it ended and what it printed.
+// Ready, and says how it ended and what it printed. A child the test
+// has not killed when it ends is killed then, in t's cleanup.
 func Start(t TB, test string, env ...string) *Process {
 	t.Helper()
 	r, w, err := os.Pipe()
@@ -88,12 +92,23 @@ func Start(t TB, test string, env ...string) *Process {
 	if err != nil {
 		t.Fatalf("crash: starting child %s: %v", test, err)
 	}
+	t.Cleanup(p.end)
 	got := make([]byte, len(ready))
 	if _, err := io.ReadFull(r, got); err != nil || string(got) != ready {
-		p.cmd.Process.Kill()
-		t.Fatalf("crash: child %s ended before it reached its kill point (Ready): %s\n%s", test, how(p.cmd.Wait()), p.out)
+		p.end()
+		t.Fatalf("crash: child %s ended before it reached its kill point (Ready): %s\n%s", test, how(p.err), p.out)
 	}
 	return p
+}
+
+// end kills the child with SIGKILL, unless it has been waited for, and
+// waits for it.
+func (p *Process) end() {
+	if p.done {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.err, p.done = p.cmd.Wait(), true
 }
 
 // Kill waits d, kills the child with SIGKILL and waits for it to end. It
@@ -102,10 +117,9 @@ func Start(t TB, test string, env ...string) *Process {
 func (p *Process) Kill(d time.Duration) {
 	p.t.Helper()
 	time.Sleep(d)
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	err := p.cmd.Wait()
-	if exit, ok := errors.AsType[*exec.ExitError](err); !ok || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		p.t.Fatalf("crash: child %s ended with %s before the kill:\n%s", p.test, how(err), p.out)
+	p.end()
+	if exit, ok := errors.AsType[*exec.ExitError](p.err); !ok || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		p.t.Fatalf("crash: child %s ended with %s before the kill:\n%s", p.test, how(p.err), p.out)
 	}
 }
 

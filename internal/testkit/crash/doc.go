@@ -9,7 +9,8 @@
 // the child reached Ready (a child that names no test, skips, fails or
 // returns first fails it), and Kill fails it unless the child was still
 // running when it was killed. A child that never reaches Ready and never
-// ends blocks Start until the test binary's own timeout.
+// ends blocks Start until the test binary's own timeout; one the test
+// does not kill is killed when the test ends, in its cleanup.
 //
 // It works only where SIGKILL does (Unix). A Process is used by one
 // goroutine, the test's.
