@@ -103,7 +103,7 @@ func TestWriteFaultsUnderConcurrency(t *testing.T) {
 			for _, n := range occurrences {
 				t.Run(fmt.Sprintf("perfile=%v/%s#%d", perFile, step, n), func(t *testing.T) {
 					rounds++
-					faultRound(t, perFile, step, n)
+					faultRound(t, streamKinds[0].write, writeMix, perFile, step, n)
 				})
 			}
 		}
@@ -113,26 +113,45 @@ func TestWriteFaultsUnderConcurrency(t *testing.T) {
 	}
 }
 
-func faultRound(t *testing.T, perFile bool, step string, n int) {
+// A faultMix is what a fault round runs beside its faulty write of ID 7,
+// version 1: how many writes of ID 7 in all, and which of streamKinds
+// writes each later version v of ID 7 and the i-th write of another ID.
+type faultMix struct {
+	writers   int
+	sameKind  func(v int) int
+	otherKind func(i int) int
+}
+
+// writeMix is TestWriteFaultsUnderConcurrency's mix: every write by Write.
+var writeMix = faultMix{writers: 3, sameKind: func(int) int { return 0 }, otherKind: func(int) int { return 0 }}
+
+// faultRound runs one round of the fault tests under concurrency: the
+// write faulty of ID 7 that fails step at its nth occurrence, beside the
+// writes of mix, Prunes that keep 7 and a reader of 7, and checks what
+// TestWriteFaultsUnderConcurrency promises.
+func faultRound(t *testing.T, faulty func(Layout[int64], int64, Tree, StreamOptions) (Written, error), mix faultMix, perFile bool, step string, n int) {
 	l := genLayout(t)
 	l.PerFileSync = perFile
 	mustWrite(t, l, 7, versionFiles(7, 0))
 
-	faulty := l
-	faulty.faults = newRecorder().failAt(step, n, errInjected).hook
-	const writers = 3 // version 1 is the faulty Write's, 2.. the others'
+	fl := l
+	fl.faults = newRecorder().failAt(step, n, errInjected).hook
+	writers := mix.writers // version 1 is the faulty write's, 2.. the others'
 	errs := make([]error, writers+1)
 	var wg sync.WaitGroup
 	done := make(chan struct{})
-	wg.Go(func() { _, errs[1] = faulty.Write(7, versionFiles(7, 1)) })
+	wg.Go(func() { _, errs[1] = faulty(fl, 7, treeOf(versionFiles(7, 1)), StreamOptions{}) })
 	for v := 2; v <= writers; v++ {
-		wg.Go(func() { _, errs[v] = l.Write(7, versionFiles(7, v)) })
+		wg.Go(func() {
+			_, errs[v] = streamKinds[mix.sameKind(v)].write(l, 7, treeOf(versionFiles(7, v)), StreamOptions{})
+		})
 	}
 	var others sync.WaitGroup
 	others.Go(func() { // other IDs
 		for i := range 6 {
-			if _, err := l.Write(int64(i%3), versionFiles(int64(i%3), i%3)); err != nil {
-				t.Errorf("Write(%d): %v", i%3, err)
+			id := int64(i % 3)
+			if _, err := streamKinds[mix.otherKind(i)].write(l, id, treeOf(versionFiles(id, i%3)), StreamOptions{}); err != nil {
+				t.Errorf("write(%d): %v", id, err)
 			}
 		}
 	})
@@ -178,14 +197,14 @@ func faultRound(t *testing.T, perFile bool, step string, n int) {
 			published[v] = true
 		case v == 1 && errors.Is(err, errInjected):
 		default:
-			t.Fatalf("Write of version %d: %v", v, err)
+			t.Fatalf("write of version %d: %v", v, err)
 		}
 	}
 	if step == stepSyncRoot && !errors.Is(errs[1], ErrNotDurable) {
-		t.Fatalf("the faulty Write = %v, want ErrNotDurable", errs[1])
+		t.Fatalf("the faulty write = %v, want ErrNotDurable", errs[1])
 	}
 	if step == stepRemove && errs[1] != nil {
-		t.Fatalf("the faulty Write = %v, want success: its removal comes after publication", errs[1])
+		t.Fatalf("the faulty write = %v, want success: its removal comes after publication", errs[1])
 	}
 	files := readTree(t, l.Dir(7))
 	v, ok := versionOf(files)
@@ -193,7 +212,7 @@ func faultRound(t *testing.T, perFile bool, step string, n int) {
 		t.Fatalf("gen-7 is partial: %v", keys(files))
 	}
 	if !published[v] {
-		t.Fatalf("gen-7 holds version %d; the Writes that published are %v", v, published)
+		t.Fatalf("gen-7 holds version %d; the writes that published are %v", v, published)
 	}
 	if err := l.Prune(7); err != nil {
 		t.Fatal(err)

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"leasekit.dev/internal/testkit/dirtree"
 )
 
 // tb is what the helpers need of a *testing.T, *testing.B or *rapid.T.
@@ -28,22 +29,7 @@ func genLayout(t testing.TB) Layout[int64] {
 // anything else (a symbolic link, a device).
 func readTree(t tb, dir string) Files {
 	t.Helper()
-	files := Files{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return fmt.Errorf("%s is not a regular file", p)
-		}
-		rel, _ := filepath.Rel(dir, p)
-		data, err := os.ReadFile(p)
-		files[filepath.ToSlash(rel)] = data
-		return err
-	})
+	files, err := dirtree.Read(dir)
 	if err != nil {
 		t.Fatalf("reading %s: %v", dir, err)
 	}

@@ -5,7 +5,6 @@ package dirlife
 import (
 	"bytes"
 	"errors"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -16,9 +15,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"leasekit.dev/internal/testkit/crash"
 )
 
 // Child processes: the test binary re-executed with one of these set.
@@ -27,8 +27,6 @@ const (
 	envStressChild = "DIRLIFE_TEST_STRESS_CHILD" // root; writes, prunes and checks, then exits
 	envSeed        = "DIRLIFE_TEST_SEED"
 	envNoSync      = "DIRLIFE_TEST_NOSYNC"
-
-	childReady = "ready\n" // the crash child's word after its first Write
 )
 
 func childLayout(root string) Layout[int64] {
@@ -61,22 +59,17 @@ func keys(f Files) []string {
 // TestCrashChild is the child of TestCrash: it writes and rewrites IDs,
 // by Tree, stream and copy, until it is killed.
 func TestCrashChild(t *testing.T) {
-	root := os.Getenv(envCrashChild)
-	if root == "" {
-		t.Skip("run by TestCrash")
-	}
+	crash.Child(t)
 	seed, _ := strconv.ParseUint(os.Getenv(envSeed), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	l := childLayout(root)
+	l := childLayout(os.Getenv(envCrashChild))
 	for v := 0; ; v++ {
 		id := rng.Int64N(4)
 		// WriteTree, WriteStream and CopyFS in turn.
 		if _, err := streamKinds[v%3].write(l, id, treeOf(versionFiles(id, v)), StreamOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if v == 0 {
-			os.Stdout.WriteString(childReady)
-		}
+		crash.Ready()
 		if v%7 == 6 {
 			if err := l.Prune(rng.Int64N(4), rng.Int64N(4)); err != nil {
 				t.Fatal(err)
@@ -103,35 +96,13 @@ func TestCrash(t *testing.T) {
 		}
 	}()
 	for i := range kills {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envCrashChild+"="+l.Root, envSeed+"="+strconv.Itoa(i))
+		env := []string{envCrashChild + "=" + l.Root, envSeed + "=" + strconv.Itoa(i)}
 		if i%2 == 1 {
-			cmd.Env = append(cmd.Env, envNoSync+"=1")
+			env = append(env, envNoSync+"=1")
 		}
-		var out bytes.Buffer
-		cmd.Stderr = &out
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// Wait for the first Write, then kill at a random instant of the
+		// Once the first Write is done, kill at a random instant of the
 		// ones that follow.
-		ready := make([]byte, len(childReady))
-		if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != childReady {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("kill %d: child not ready (%q, %v):\n%s", i, ready, err, out.String())
-		}
-		time.Sleep(time.Duration(rng.IntN(20_000)) * time.Microsecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		err = cmd.Wait()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("kill %d: child ended with %v before the kill:\n%s", i, err, out.String())
-		}
+		crash.Start(t, "TestCrashChild", env...).Kill(time.Duration(rng.IntN(20_000)) * time.Microsecond)
 
 		ids, err := l.IDs()
 		if err != nil {

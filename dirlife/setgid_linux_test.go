@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"testing/fstest"
+
+	"leasekit.dev/internal/testkit/dirtree"
 )
 
 // setgidLayout returns a layout whose Root has the setgid bit, as a shared
@@ -38,16 +40,8 @@ func setgidLayout(t *testing.T) Layout[int64] {
 func modesUnder(t *testing.T, dir string) map[string]fs.FileMode {
 	t.Helper()
 	modes := map[string]fs.FileMode{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		modes[filepath.ToSlash(rel)] = fi.Mode()
+	err := dirtree.Walk(dir, func(rel string, fi fs.FileInfo) error {
+		modes[rel] = fi.Mode()
 		return nil
 	})
 	if err != nil {

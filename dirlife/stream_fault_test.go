@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -76,6 +75,19 @@ func TestStreamFaults(t *testing.T) {
 	}
 }
 
+// streamMix is TestStreamFaultsUnderConcurrency's mix: three more writes
+// of ID 7, by Write and by stream, and every kind for the other IDs.
+var streamMix = faultMix{
+	writers: 4,
+	sameKind: func(v int) int {
+		if v%2 == 0 {
+			return 0
+		}
+		return v % 3
+	},
+	otherKind: func(i int) int { return i % 3 },
+}
+
 // TestStreamFaultsUnderConcurrency fails each step of a streamed write
 // (syncing the filesystem) and of a copy (syncing file by file), at its
 // first and last occurrence, while Writes and
@@ -100,110 +112,12 @@ func TestStreamFaultsUnderConcurrency(t *testing.T) {
 			for _, n := range slices.Compact([]int{1, rec.counts[step]}) {
 				t.Run(fmt.Sprintf("%s/perfile=%v/%s#%d", k.name, perFile, step, n), func(t *testing.T) {
 					rounds++
-					streamFaultRound(t, k.write, perFile, step, n)
+					faultRound(t, k.write, streamMix, perFile, step, n)
 				})
 			}
 		}
 	}
 	if rounds == 0 {
 		t.Fatal("no round ran")
-	}
-}
-
-func streamFaultRound(t *testing.T, write func(Layout[int64], int64, Tree, StreamOptions) (Written, error), perFile bool, step string, n int) {
-	l := genLayout(t)
-	l.PerFileSync = perFile
-	mustWrite(t, l, 7, versionFiles(7, 0))
-
-	faulty := l
-	faulty.faults = newRecorder().failAt(step, n, errInjected).hook
-	const writers = 4 // version 1 is the faulty write's, 2.. the others'
-	errs := make([]error, writers+1)
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	wg.Go(func() { _, errs[1] = write(faulty, 7, treeOf(versionFiles(7, 1)), StreamOptions{}) })
-	for v := 2; v <= writers; v++ {
-		wg.Go(func() {
-			if v%2 == 0 {
-				_, errs[v] = l.Write(7, versionFiles(7, v))
-			} else {
-				_, errs[v] = streamKinds[v%3].write(l, 7, treeOf(versionFiles(7, v)), StreamOptions{})
-			}
-		})
-	}
-	var others sync.WaitGroup
-	others.Go(func() { // other IDs, streamed
-		for i := range 6 {
-			id := int64(i % 3)
-			if _, err := streamKinds[i%3].write(l, id, treeOf(versionFiles(id, i%3)), StreamOptions{}); err != nil {
-				t.Errorf("write(%d): %v", id, err)
-			}
-		}
-	})
-	others.Go(func() { // Prunes that keep 7
-		for i := range 4 {
-			if err := l.Prune(7, int64(i%3)); err != nil {
-				t.Errorf("Prune: %v", err)
-			}
-		}
-	})
-	others.Go(func() { // a reader of 7
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			files, err := readPublished(l.Dir(7))
-			switch {
-			case errors.Is(err, errMovedAway):
-			case err != nil:
-				t.Errorf("reading gen-7: %v", err)
-				return
-			default:
-				if v, ok := versionOf(files); !ok || !sameFiles(files, versionFiles(7, v)) {
-					t.Errorf("a reader saw a partial gen-7: %v", keys(files))
-					return
-				}
-			}
-		}
-	})
-	wg.Wait()
-	close(done)
-	others.Wait()
-	if t.Failed() {
-		return
-	}
-
-	published := map[int]bool{}
-	for v := 1; v <= writers; v++ {
-		switch err := errs[v]; {
-		case err == nil || errors.Is(err, ErrNotDurable):
-			published[v] = true
-		case v == 1 && errors.Is(err, errInjected):
-		default:
-			t.Fatalf("write of version %d: %v", v, err)
-		}
-	}
-	if step == stepSyncRoot && !errors.Is(errs[1], ErrNotDurable) {
-		t.Fatalf("the faulty write = %v, want ErrNotDurable", errs[1])
-	}
-	if step == stepRemove && errs[1] != nil {
-		t.Fatalf("the faulty write = %v, want success: its removal comes after publication", errs[1])
-	}
-	files := readTree(t, l.Dir(7))
-	v, ok := versionOf(files)
-	if !ok || !sameFiles(files, versionFiles(7, v)) {
-		t.Fatalf("gen-7 is partial: %v", keys(files))
-	}
-	if !published[v] {
-		t.Fatalf("gen-7 holds version %d; the writes that published are %v", v, published)
-	}
-	if err := l.Prune(7); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, l)
-	if got := rootEntries(t, l.Root); !slices.Equal(got, []string{"gen-7"}) {
-		t.Fatalf("root after Prune(7) = %v", got)
 	}
 }

@@ -130,6 +130,7 @@ require (
 
 replace (
 	leasekit.dev/dirlife => ../dirlife
+	leasekit.dev/internal/testkit => ../internal/testkit
 	leasekit.dev/lease => ../lease
 	leasekit.dev/platform => ../platform
 	leasekit.dev/publish => ../publish

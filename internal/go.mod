@@ -6,6 +6,7 @@ require (
 	cuelang.org/go v0.17.1
 	golang.org/x/mod v0.41.0
 	leasekit.dev/dirlife v0.0.0-00010101000000-000000000000
+	leasekit.dev/internal/testkit v0.0.0-00010101000000-000000000000
 	leasekit.dev/lease v0.0.0-00010101000000-000000000000
 	leasekit.dev/platform v0.0.0-00010101000000-000000000000
 	leasekit.dev/publish v0.0.0-00010101000000-000000000000
@@ -36,6 +37,7 @@ require (
 
 replace (
 	leasekit.dev/dirlife => ../dirlife
+	leasekit.dev/internal/testkit => ./testkit
 	leasekit.dev/lease => ../lease
 	leasekit.dev/platform => ../platform
 	leasekit.dev/publish => ../publish

@@ -3,36 +3,26 @@
 package platform_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
+	"leasekit.dev/internal/testkit/crash"
 	"leasekit.dev/platform"
 )
 
-const (
-	envCrashChild = "PLATFORM_TEST_CRASH_CHILD" // Root; the child publishes until killed
-	crashReady    = "ready\n"                   // the child's word after its first publish
-)
+const envCrashChild = "PLATFORM_TEST_CRASH_CHILD" // Root; the child publishes until killed
 
 // TestCrashChild is the child of TestCrash: a booted Publisher publishing
 // new generations and changing the current one until it is killed, with
 // a lease taken now and then so that superseded generations linger.
 func TestCrashChild(t *testing.T) {
-	root := os.Getenv(envCrashChild)
-	if root == "" {
-		t.Skip("run by TestCrash")
-	}
-	p := platform.NewPublisher(root, platform.PublisherOptions{})
+	crash.Child(t)
+	p := platform.NewPublisher(os.Getenv(envCrashChild), platform.PublisherOptions{})
 	if err := p.Boot(); err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +34,7 @@ func TestCrashChild(t *testing.T) {
 		if _, err := p.Publish(ctx, gen, moduleFiles(t, i%4), 0); err != nil {
 			t.Fatal(err)
 		}
-		if i == 0 {
-			os.Stdout.WriteString(crashReady)
-		}
+		crash.Ready()
 		if i%3 == 0 {
 			if release != nil {
 				release()
@@ -77,30 +65,7 @@ func TestCrash(t *testing.T) {
 	}
 	var dirsChecked int
 	for i := range kills {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envCrashChild+"="+root)
-		var out bytes.Buffer
-		cmd.Stderr = &out
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ready := make([]byte, len(crashReady))
-		if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != crashReady {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("kill %d: child not ready (%q, %v):\n%s", i, ready, err, out.String())
-		}
-		time.Sleep(time.Duration(rng.IntN(50_000)) * time.Microsecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		err = cmd.Wait()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("kill %d: child ended with %v before the kill:\n%s", i, err, out.String())
-		}
+		crash.Start(t, "TestCrashChild", envCrashChild+"="+root).Kill(time.Duration(rng.IntN(50_000)) * time.Microsecond)
 
 		p := platform.NewPublisher(root, platform.PublisherOptions{})
 		for _, dir := range genDirs(t, root) {

@@ -8,6 +8,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.23.0
 	leasekit.dev/dirlife v0.0.0-00010101000000-000000000000
+	leasekit.dev/internal/testkit v0.0.0-00010101000000-000000000000
 	leasekit.dev/lease v0.0.0-00010101000000-000000000000
 	leasekit.dev/publish v0.0.0-00010101000000-000000000000
 	leasekit.dev/slot v0.0.0-00010101000000-000000000000
@@ -39,6 +40,7 @@ require (
 
 replace (
 	leasekit.dev/dirlife => ../dirlife
+	leasekit.dev/internal/testkit => ../internal/testkit
 	leasekit.dev/lease => ../lease
 	leasekit.dev/publish => ../publish
 	leasekit.dev/slot => ../slot

@@ -3,7 +3,6 @@ package platform_test
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
@@ -50,22 +50,11 @@ func brokenFiles(t tb, syntax bool) platformmodule.Files {
 	return files
 }
 
-// readTree returns every regular file under dir by slash-separated path.
+// readTree returns every regular file under dir by slash-separated path,
+// and fails on anything else (a symbolic link, a device).
 func readTree(t tb, dir string) platformmodule.Files {
 	t.Helper()
-	got := platformmodule.Files{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		got[filepath.ToSlash(rel)] = data
-		return nil
-	})
+	got, err := dirtree.Read(dir)
 	if err != nil {
 		t.Fatalf("reading %s: %v", dir, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"leasekit.dev/dirlife"
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/publish"
 	"pgregory.net/rapid"
 )
@@ -141,15 +142,7 @@ func corrupt(t *rapid.T, dir string, files dirlife.Files, kind string) {
 func inodes(t fataler, dir string) map[string]uint64 {
 	t.Helper()
 	out := map[string]uint64{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
+	err := dirtree.Walk(dir, func(rel string, fi fs.FileInfo) error {
 		out[rel] = inodeOf(fi)
 		return nil
 	})

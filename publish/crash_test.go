@@ -5,28 +5,24 @@ package publish_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"leasekit.dev/dirlife"
+	"leasekit.dev/internal/testkit/crash"
 	"leasekit.dev/publish"
 )
 
 const (
 	envAdoptChild = "PUBLISH_ADOPT_CRASH_ROOT"
 	envAdoptSeed  = "PUBLISH_ADOPT_CRASH_SEED"
-	adoptReady    = "ready\n"
 )
 
 // crashFiles is the content a crash child publishes at key as its version
@@ -44,10 +40,8 @@ func crashFiles(key int64, v int) dirlife.Files {
 // TestAdoptCrashChild is the child of TestAdoptCrash: it publishes under
 // Adopt, at keys that grow and repeat, until it is killed.
 func TestAdoptCrashChild(t *testing.T) {
+	crash.Child(t)
 	root := os.Getenv(envAdoptChild)
-	if root == "" {
-		t.Skip("run by TestAdoptCrash")
-	}
 	seed, _ := strconv.ParseUint(os.Getenv(envAdoptSeed), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	p := newPublisher(t, root, publish.Options[int64, dirlife.Digest, int]{Adopt: true})
@@ -57,9 +51,7 @@ func TestAdoptCrashChild(t *testing.T) {
 		if _, err := p.Publish(context.Background(), key, crashFiles(key, v), 0); err != nil {
 			t.Fatal(err)
 		}
-		if v == 0 {
-			os.Stdout.WriteString(adoptReady)
-		}
+		crash.Ready()
 	}
 }
 
@@ -80,32 +72,10 @@ func TestAdoptCrash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4))
 	keptAny := 0
 	for i := range kills {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestAdoptCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envAdoptChild+"="+root, envAdoptSeed+"="+strconv.Itoa(i))
-		var out bytes.Buffer
-		cmd.Stderr = &out
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ready := make([]byte, len(adoptReady))
-		if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != adoptReady {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("kill %d: child not ready (%q, %v):\n%s", i, ready, err, out.String())
-		}
 		// A random instant of the publishes that follow the first: where
 		// the kill lands decides nothing the test asserts.
-		time.Sleep(time.Duration(rng.IntN(50_000)) * time.Microsecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		err = cmd.Wait()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("kill %d: child ended with %v before the kill:\n%s", i, err, out.String())
-		}
+		crash.Start(t, "TestAdoptCrashChild", envAdoptChild+"="+root, envAdoptSeed+"="+strconv.Itoa(i)).
+			Kill(time.Duration(rng.IntN(50_000)) * time.Microsecond)
 
 		p := newPublisher(t, root, publish.Options[int64, dirlife.Digest, int]{Adopt: true})
 		st := p.Stats()

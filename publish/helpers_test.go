@@ -14,6 +14,7 @@ import (
 	"testing/fstest"
 
 	"leasekit.dev/dirlife"
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/publish"
 )
 
@@ -23,16 +24,16 @@ var genCodec = dirlife.IntCodec[int64]{Prefix: "gen-"}
 // named "bad".
 var errBad = errors.New("the bundle holds a file named bad")
 
-// readTree returns the regular files under dir, by slash-separated path.
+// readTree returns the files under dir, by slash-separated path, a link
+// read as the file it names.
 func readTree(dir string) (dirlife.Files, error) {
 	files := dirlife.Files{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
+	err := dirtree.Walk(dir, func(rel string, fi fs.FileInfo) error {
+		if fi.IsDir() {
+			return nil
 		}
-		data, err := os.ReadFile(path)
-		rel, _ := filepath.Rel(dir, path)
-		files[filepath.ToSlash(rel)] = data
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		files[rel] = data
 		return err
 	})
 	return files, err

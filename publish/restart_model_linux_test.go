@@ -6,11 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -21,6 +19,8 @@ import (
 	"time"
 
 	"leasekit.dev/dirlife"
+	"leasekit.dev/internal/testkit/crash"
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/publish"
 	"pgregory.net/rapid"
 )
@@ -29,7 +29,6 @@ const (
 	envRestartRoot   = "PUBLISH_RESTART_CHILD_ROOT"
 	envRestartLink   = "PUBLISH_RESTART_CHILD_LINK"
 	envRestartScript = "PUBLISH_RESTART_CHILD_SCRIPT"
-	restartReady     = "ready\n"
 	digestAttr       = "user.leasekit.digest" // where a directory's digest is recorded
 )
 
@@ -98,21 +97,13 @@ func servedErr(dir string, files dirlife.Files, link bool) error {
 		}
 	}
 	got, gotDirs := dirlife.Files{}, map[string]bool{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
+	err := dirtree.Walk(dir, func(rel string, fi fs.FileInfo) error {
+		var err error
 		switch {
 		case fi.IsDir() && fi.Mode().Perm() == 0o755:
 			gotDirs[rel] = true
 		case fi.Mode().IsRegular() && fi.Mode().Perm() == filePerm:
-			got[rel], err = os.ReadFile(p)
+			got[rel], err = os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 		default:
 			err = fmt.Errorf("%s has mode %v", rel, fi.Mode())
 		}
@@ -129,10 +120,8 @@ func servedErr(dir string, files dirlife.Files, link bool) error {
 // publishes and leases over and over, checking each record it sets, until
 // it is killed.
 func TestRestartChild(t *testing.T) {
+	crash.Child(t)
 	root := os.Getenv(envRestartRoot)
-	if root == "" {
-		t.Skip("run by TestRestartModel")
-	}
 	ops, err := parseScript(os.Getenv(envRestartScript))
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +151,7 @@ func TestRestartChild(t *testing.T) {
 			}
 		}
 		if i == len(ops)-1 {
-			os.Stdout.WriteString(restartReady)
+			crash.Ready()
 		}
 	}
 }
@@ -368,7 +357,7 @@ func TestRestartModel(t *testing.T) {
 				accidents(t, root, published, digestOf, "before")
 				if crashes < 2 && rapid.IntRange(0, 3).Draw(t, "crash") == 0 {
 					crashes++
-					crash(t, root, link)
+					crashChild(t, root, link)
 					accidents(t, root, published, digestOf, "after the crash")
 				}
 				p = newPublisher(t, root, opts)
@@ -525,10 +514,10 @@ func must0(t fataler, err error) {
 	}
 }
 
-// crash runs a child process that publishes on root a random script of
+// crashChild runs a child process that publishes on root a random script of
 // publishes and leases, over and over, and kills it with SIGKILL at a
 // random instant once it has run the script once.
-func crash(t *rapid.T, root string, link bool) {
+func crashChild(t *rapid.T, root string, link bool) {
 	ops := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) restartOp {
 		return restartOp{
 			key:   rapid.Int64Range(1, 2).Draw(t, "key"),
@@ -541,34 +530,8 @@ func crash(t *rapid.T, root string, link bool) {
 	for i, op := range ops {
 		script[i] = op.String()
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRestartChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envRestartRoot+"="+root, envRestartLink+"="+strconv.FormatBool(link), envRestartScript+"="+strings.Join(script, ";"))
-	var out bytes.Buffer
-	cmd.Stderr = &out
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// The child's test output goes to stdout once it is ready.
-	ready := make([]byte, len(restartReady))
-	_, rerr := io.ReadFull(stdout, ready)
-	rest := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(stdout)
-		rest <- b
-	}()
-	if rerr == nil && string(ready) == restartReady {
-		// A random instant of the publishes that follow: where the kill
-		// lands decides nothing the model asserts.
-		time.Sleep(time.Duration(rapid.IntRange(0, 3000).Draw(t, "kill after µs")) * time.Microsecond)
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	output := append(ready, <-rest...)
-	err = cmd.Wait()
-	if exit, ok := errors.AsType[*exec.ExitError](err); !ok || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL || string(ready) != restartReady {
-		t.Fatalf("crash child ended with %v before the kill:\n%s%s", err, output, out.String())
-	}
+	// A random instant of the publishes that follow the script's first
+	// run: where the kill lands decides nothing the model asserts.
+	crash.Start(t, "TestRestartChild", envRestartRoot+"="+root, envRestartLink+"="+strconv.FormatBool(link), envRestartScript+"="+strings.Join(script, ";")).
+		Kill(time.Duration(rapid.IntRange(0, 3000).Draw(t, "kill after µs")) * time.Microsecond)
 }

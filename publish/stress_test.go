@@ -35,15 +35,10 @@ func TestReadersStress(t *testing.T) {
 		t.Fatal(err)
 	}
 	var refused, reads atomic.Int64
-	stop := make(chan struct{})
+	var stopped atomic.Bool
 	for range 4 {
 		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stopped.Load() {
 				l, ok := p.Slot().Lease()
 				if !ok {
 					refused.Add(1)
@@ -72,7 +67,7 @@ func TestReadersStress(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(stop)
+	stopped.Store(true)
 	cancel()
 	wg.Wait()
 	if n := refused.Load(); n != 0 {

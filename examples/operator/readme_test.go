@@ -2,49 +2,20 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"leasekit.dev/examples/internal/readmetest"
 	"leasekit.dev/examples/operator/internal/demo"
 )
-
-// readmePath is the repository's README, from this package's directory.
-var readmePath = filepath.Join("..", "..", "README.md")
-
-// fenced returns the contents of every fenced block of text opened by
-// "```"+lang, in order.
-func fenced(text, lang string) []string {
-	var blocks []string
-	var cur []string
-	in := false
-	for line := range strings.Lines(text) {
-		trimmed := strings.TrimRight(line, "\n")
-		switch {
-		case !in && trimmed == "```"+lang:
-			in, cur = true, nil
-		case in && trimmed == "```":
-			in = false
-			blocks = append(blocks, strings.Join(cur, "\n"))
-		case in:
-			cur = append(cur, trimmed)
-		}
-	}
-	return blocks
-}
 
 // The quick start's excerpt of a run shows summary lines that the demo
 // prints: every line of the excerpt after the progress lines starts with
 // one of the summary's labels.
 func TestReadmeExcerptUsesTheSummarysLabels(t *testing.T) {
-	readme, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var excerpt string
-	for _, b := range fenced(string(readme), "text") {
+	for _, b := range readmetest.Fenced(readmetest.Read(t), "text") {
 		if strings.HasPrefix(b, "$ go run ./examples/operator") {
 			excerpt = b
 		}

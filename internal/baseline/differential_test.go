@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"leasekit.dev/internal/baseline"
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform/kernel"
 	"pgregory.net/rapid"
 )
@@ -190,14 +191,8 @@ func writeModule(t *rapid.T, files map[string]string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := dirtree.Write(dir, files); err != nil {
+		t.Fatal(err)
 	}
 	// Empty directories, in cue.mod and elsewhere: CUE finds no package
 	// in them, and the kernel reads them as absent.

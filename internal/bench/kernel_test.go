@@ -46,6 +46,23 @@ func platform20(t testing.TB) string {
 	return writeDir(t, platform20Files(t))
 }
 
+// builtPlatform20 is the benchmark platform, built by the kernel and by
+// the naive kernel.
+func builtPlatform20(t testing.TB) (*kernel.Platform, *baseline.NaivePlatform) {
+	t.Helper()
+	ctx := context.Background()
+	dir := platform20(t)
+	p, err := kernel.New().BuildPlatform(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np, err := baseline.NaiveKernel{}.BuildPlatform(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, np
+}
+
 // platform20Files are the files of the benchmark platform.
 func platform20Files(t testing.TB) platformmodule.Files {
 	t.Helper()
@@ -100,15 +117,7 @@ func shopFiles(n int, skew bool) map[string][]byte {
 // skews, as the kernel.
 func TestNaiveKernelMatches(t *testing.T) {
 	ctx := context.Background()
-	dir := platform20(t)
-	p, err := kernel.New().BuildPlatform(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	np, err := baseline.NaiveKernel{}.BuildPlatform(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, np := builtPlatform20(t)
 	if np.Name != p.Name || np.Type != p.Type || !reflect.DeepEqual(np.Labels, p.Labels) || len(np.Catalogs) != len(p.Catalogs) {
 		t.Fatalf("naive platform %+v, kernel's %+v", np, p)
 	}
@@ -199,15 +208,7 @@ func BenchmarkBuildPlatform(b *testing.B) {
 // and by the naive kernel.
 func BenchmarkRender(b *testing.B) {
 	ctx := context.Background()
-	dir := platform20(b)
-	p, err := kernel.New().BuildPlatform(ctx, dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	np, err := baseline.NaiveKernel{}.BuildPlatform(ctx, dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p, np := builtPlatform20(b)
 	for _, n := range kernelComponents {
 		inst := shopDir(b, n, false)
 		b.Run(fmt.Sprintf("components=%d/impl=leasekit", n), func(b *testing.B) {

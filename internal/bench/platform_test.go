@@ -64,6 +64,20 @@ func BenchmarkStoreLeaseReleaseParallel(b *testing.B) {
 	})
 }
 
+// bootedPlatform returns a platform Publisher booted on a fresh Root, with
+// files published as generation 1.
+func bootedPlatform(b *testing.B, files platformmodule.Files) *platform.Publisher {
+	b.Helper()
+	p := platform.NewPublisher(filepath.Join(b.TempDir(), "platform"), platform.PublisherOptions{})
+	if err := p.Boot(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := p.Publish(context.Background(), 1, files, 0); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
 // platformFiles is a generated platform module with n catalogs.
 func platformFiles(b *testing.B, n int) platformmodule.Files {
 	in := platformmodule.Input{Name: "acme"}
@@ -152,13 +166,7 @@ func BenchmarkRepublish(b *testing.B) {
 	files := platformFiles(b, 20)
 	ctx := context.Background()
 	b.Run("impl=leasekit", func(b *testing.B) {
-		p := platform.NewPublisher(filepath.Join(b.TempDir(), "platform"), platform.PublisherOptions{})
-		if err := p.Boot(); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := p.Publish(ctx, 1, files, 0); err != nil {
-			b.Fatal(err)
-		}
+		p := bootedPlatform(b, files)
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := p.Publish(ctx, 1, files, 0); err != nil {

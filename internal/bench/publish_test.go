@@ -25,13 +25,7 @@ func BenchmarkRepublishOneCatalog(b *testing.B) {
 	files := platformFiles(b, 1)
 	ctx := context.Background()
 	b.Run("impl=leasekit", func(b *testing.B) {
-		p := platform.NewPublisher(filepath.Join(b.TempDir(), "platform"), platform.PublisherOptions{})
-		if err := p.Boot(); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := p.Publish(ctx, 1, files, 0); err != nil {
-			b.Fatal(err)
-		}
+		p := bootedPlatform(b, files)
 		b.ReportAllocs()
 		start, _ := processCPU()
 		for b.Loop() {
@@ -89,23 +83,12 @@ func BenchmarkChangeWhileLeased(b *testing.B) {
 	for _, hold := range []time.Duration{10 * time.Millisecond, time.Second} {
 		b.Run("hold="+hold.String(), func(b *testing.B) {
 			ctx := context.Background()
-			p := platform.NewPublisher(filepath.Join(b.TempDir(), "platform"), platform.PublisherOptions{})
-			if err := p.Boot(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := p.Publish(ctx, 1, variants[0], 0); err != nil {
-				b.Fatal(err)
-			}
+			p := bootedPlatform(b, variants[0])
 			var refused atomic.Int64
-			stop := make(chan struct{})
+			var stopped atomic.Bool
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+				for !stopped.Load() {
 					_, release, ok := p.Store().Lease()
 					if !ok {
 						refused.Add(1)
@@ -126,7 +109,7 @@ func BenchmarkChangeWhileLeased(b *testing.B) {
 				took = append(took, time.Since(start))
 			}
 			b.StopTimer()
-			close(stop)
+			stopped.Store(true)
 			wg.Wait()
 			slices.Sort(took)
 			b.ReportMetric(float64(took[len(took)/2].Nanoseconds()), "median-ns/op")

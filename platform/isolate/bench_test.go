@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
 )
@@ -16,7 +17,7 @@ func BenchmarkCall(b *testing.B) {
 	ws := &isolate.Workers{Size: 1}
 	defer ws.Close()
 	ctx := context.Background()
-	in := kernel.RenderInput{Instance: kernel.Instance{Files: instance(`name: "shop"`)}}
+	in := kernel.RenderInput{Instance: kernel.Instance{Files: moduletest.Instance(`name: "shop"`)}}
 	call := func() {
 		_, err := ws.Render(ctx, in)
 		var we *isolate.WorkerError

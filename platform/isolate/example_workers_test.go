@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
@@ -31,7 +32,7 @@ func ExampleWorkers() {
 		Name:     "acme",
 		Catalogs: []platformmodule.Catalog{{Path: "example.com/catalogs/web@v1", Version: "v1.4.0"}},
 	})
-	dir := writeTemp(files)
+	dir := moduletest.WriteTemp(files)
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 	p, err := k.BuildPlatform(ctx, dir)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
 	"pgregory.net/rapid"
@@ -22,13 +23,13 @@ import (
 // they do when an idle worker is killed; once they are closed, no
 // goroutine, descriptor or child process is left.
 func TestWorkersKilledFromOutside(t *testing.T) {
-	p := build(t)
+	p := moduletest.Build(t)
 	ignore := goleak.IgnoreCurrent()
 	fds := openFiles(t)
 	ws := &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 8 << 30}
 	k := ws
 	ctx := context.Background()
-	if _, err := k.Render(ctx, shop(p, "v1.0.0", 1)); err != nil {
+	if _, err := k.Render(ctx, moduletest.Shop(p, "v1.0.0", 1)); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -46,7 +47,7 @@ func TestWorkersKilledFromOutside(t *testing.T) {
 			t.Fatalf("%v, want a *isolate.WorkerError saying the worker was killed", err)
 		}
 		t.Log(err)
-		if _, err := k.Render(ctx, shop(p, "v1.0.0", 2)); err != nil {
+		if _, err := k.Render(ctx, moduletest.Shop(p, "v1.0.0", 2)); err != nil {
 			t.Fatalf("after the kill: %v", err)
 		}
 	}
@@ -57,7 +58,7 @@ func TestWorkersKilledFromOutside(t *testing.T) {
 	for ws.Stats().Running > 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := k.Render(ctx, shop(p, "v1.0.0", 2)); err != nil {
+	if _, err := k.Render(ctx, moduletest.Shop(p, "v1.0.0", 2)); err != nil {
 		t.Fatalf("after an idle worker's kill: %v", err)
 	}
 	if s := ws.Stats(); s.Crashed != 3 || s.Started != 4 || s.Restarts != 3 || s.Running != 1 {
@@ -67,7 +68,7 @@ func TestWorkersKilledFromOutside(t *testing.T) {
 	if s := ws.Stats(); s.Running != 0 {
 		t.Fatalf("after Close, stats %+v", s)
 	}
-	if _, err := k.Render(ctx, shop(p, "v1.0.0", 1)); !errors.Is(err, isolate.ErrClosed) {
+	if _, err := k.Render(ctx, moduletest.Shop(p, "v1.0.0", 1)); !errors.Is(err, isolate.ErrClosed) {
 		t.Fatalf("after Close: %v, want ErrClosed", err)
 	}
 	if left := children(t); len(left) > 0 {
@@ -162,9 +163,9 @@ func warm(t testing.TB, ws *isolate.Workers, in kernel.RenderInput, n int) uint6
 // ended yet, or once they have (zombies, or reaped); each dead worker is
 // counted crashed and replaced, however many of the pool's were killed.
 func TestWorkersIdleKilled(t *testing.T) {
-	p := build(t)
+	p := moduletest.Build(t)
 	ctx := context.Background()
-	good := shop(p, "v1.0.0", 1)
+	good := moduletest.Shop(p, "v1.0.0", 1)
 	for _, wait := range []bool{false, true} {
 		t.Run(fmt.Sprintf("wait=%v", wait), func(t *testing.T) {
 			ws := &isolate.Workers{Size: 1}
@@ -208,9 +209,9 @@ func TestWorkersIdleKilled(t *testing.T) {
 // worker is busy, the counters say what happened, and Close leaves no
 // worker process running.
 func TestWorkersKills(t *testing.T) {
-	p := build(t)
+	p := moduletest.Build(t)
 	ctx := context.Background()
-	good := shop(p, "v1.0.0", 1)
+	good := moduletest.Shop(p, "v1.0.0", 1)
 	rapid.Check(t, func(rt *rapid.T) {
 		ws := &isolate.Workers{Size: 2, Timeout: time.Hour, Memory: 8 << 30}
 		defer ws.Close()

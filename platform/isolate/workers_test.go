@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
 )
@@ -52,7 +53,7 @@ func newWorkers(t testing.TB, ws *isolate.Workers) *isolate.Workers {
 // CUE tens of seconds and up to gigabytes.
 var bombs = []struct{ name, body string }{
 	{"list", `x: [for i in list.Range(0, 200000, 1) {i}]`},
-	{"components", `components: {for i in list.Range(0, 100000, 1) {"c\(i)": {kind: "Service", catalog: "` + webPath + `"}}}`},
+	{"components", `components: {for i in list.Range(0, 100000, 1) {"c\(i)": {kind: "Service", catalog: "` + moduletest.WebPath + `"}}}`},
 	{"nested", `a: {for i in list.Range(0,3000,1) {"f\(i)": [for j in list.Range(0,3000,1) {j}]}}`},
 }
 
@@ -67,8 +68,8 @@ x: [for i in r for j in r if i < 0 {i}]`
 // bombInstance returns the instance module of a bomb body.
 func bombInstance(body string) kernel.Instance {
 	return kernel.Instance{Files: map[string][]byte{
-		"cue.mod/module.cue": []byte(instanceModule),
-		"shop.cue": []byte("package shop\n\nimport \"list\"\n\nname: \"shop\"\nrequires: \"" + webPath + "\": \"v1.0.0\"\n" +
+		"cue.mod/module.cue": []byte(moduletest.InstanceModule),
+		"shop.cue": []byte("package shop\n\nimport \"list\"\n\nname: \"shop\"\nrequires: \"" + moduletest.WebPath + "\": \"v1.0.0\"\n" +
 			body + "\n"),
 	}}
 }
@@ -96,11 +97,11 @@ func TestWorkersMatchInProcess(t *testing.T) {
 	ws := newWorkers(t, &isolate.Workers{Size: 2})
 	inproc, isolated := kernel.New(), ws
 
-	bad := writeModule(t, platformModule(`name: "Acme"
+	bad := moduletest.WriteModule(t, moduletest.PlatformModule(`name: "Acme"
 catalogs: "x": {version: 1}
 `))
-	good := generated(t, acme)
-	limited := generated(t, acme)
+	good := moduletest.Generated(t, moduletest.Acme)
+	limited := moduletest.Generated(t, moduletest.Acme)
 	for _, dir := range []string{good, bad, limited, filepath.Join(good, "missing")} {
 		p, err := isolated.BuildPlatform(ctx, dir)
 		q, qerr := inproc.BuildPlatform(ctx, dir)
@@ -116,7 +117,7 @@ catalogs: "x": {version: 1}
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed := generated(t, acme)
+	changed := moduletest.Generated(t, moduletest.Acme)
 	changedPlatform, err := inproc.BuildPlatform(ctx, changed)
 	if err != nil {
 		t.Fatal(err)
@@ -125,25 +126,25 @@ catalogs: "x": {version: 1}
 		t.Fatal(err)
 	}
 	dirInstance := map[string]string{}
-	for k, v := range instance(`name: "shop"
-requires: "` + batchPath + `": "v2.0.0"
-components: nightly: {kind: "CronJob", catalog: "` + batchPath + `", replicas: "two"}`) {
+	for k, v := range moduletest.Instance(`name: "shop"
+requires: "` + moduletest.BatchPath + `": "v2.0.0"
+components: nightly: {kind: "CronJob", catalog: "` + moduletest.BatchPath + `", replicas: "two"}`) {
 		dirInstance[k] = string(v)
 	}
 	cases := map[string]kernel.RenderInput{
-		"ten components":   shop(platform, "v1.0.0", 10),
-		"skew warned":      shop(platform, "v1.9.0", 2),
-		"skew refused":     {Platform: platform, Instance: shop(platform, "v1.9.0", 2).Instance, Skew: kernel.SkewRefuse},
-		"not carried":      {Platform: platform, Instance: kernel.Instance{Files: instance(`name: "shop"` + "\n" + `requires: "example.com/x@v1": "v1.0.0"`)}},
-		"disabled":         {Platform: platform, Instance: kernel.Instance{Files: instance(`name: "shop"` + "\nrequires: \"" + dbPath + `": "v0.1.0"`)}},
-		"schema problems":  {Platform: platform, Instance: kernel.Instance{Files: instance(`name: "Shop"` + "\nrequires: \"" + webPath + `": "v1.0.0"` + "\ncomponents: web: {kind: 3, catalog: \"" + webPath + `"}`)}},
-		"syntax":           {Platform: platform, Instance: kernel.Instance{Files: instance(`name: "shop`)}},
-		"from a directory": {Platform: platform, Instance: kernel.Instance{Dir: writeModule(t, dirInstance)}},
+		"ten components":   moduletest.Shop(platform, "v1.0.0", 10),
+		"skew warned":      moduletest.Shop(platform, "v1.9.0", 2),
+		"skew refused":     {Platform: platform, Instance: moduletest.Shop(platform, "v1.9.0", 2).Instance, Skew: kernel.SkewRefuse},
+		"not carried":      {Platform: platform, Instance: kernel.Instance{Files: moduletest.Instance(`name: "shop"` + "\n" + `requires: "example.com/x@v1": "v1.0.0"`)}},
+		"disabled":         {Platform: platform, Instance: kernel.Instance{Files: moduletest.Instance(`name: "shop"` + "\nrequires: \"" + moduletest.DBPath + `": "v0.1.0"`)}},
+		"schema problems":  {Platform: platform, Instance: kernel.Instance{Files: moduletest.Instance(`name: "Shop"` + "\nrequires: \"" + moduletest.WebPath + `": "v1.0.0"` + "\ncomponents: web: {kind: 3, catalog: \"" + moduletest.WebPath + `"}`)}},
+		"syntax":           {Platform: platform, Instance: kernel.Instance{Files: moduletest.Instance(`name: "shop`)}},
+		"from a directory": {Platform: platform, Instance: kernel.Instance{Dir: moduletest.WriteModule(t, dirInstance)}},
 		"no such dir":      {Platform: platform, Instance: kernel.Instance{Dir: filepath.Join(good, "nowhere")}},
-		"changed":          {Platform: changedPlatform, Instance: shop(changedPlatform, "v1.0.0", 1).Instance},
-		"no platform":      {Instance: shop(platform, "v1.0.0", 1).Instance},
+		"changed":          {Platform: changedPlatform, Instance: moduletest.Shop(changedPlatform, "v1.0.0", 1).Instance},
+		"no platform":      {Instance: moduletest.Shop(platform, "v1.0.0", 1).Instance},
 		"no instance":      {Platform: platform},
-		"both":             {Platform: platform, Instance: kernel.Instance{Dir: good, Files: instance(`name: "shop"`)}},
+		"both":             {Platform: platform, Instance: kernel.Instance{Dir: good, Files: moduletest.Instance(`name: "shop"`)}},
 	}
 	for name, in := range cases {
 		out, err := isolated.Render(ctx, in)
@@ -151,8 +152,8 @@ components: nightly: {kind: "CronJob", catalog: "` + batchPath + `", replicas: "
 		sameResult(t, name, out, want, err, wantErr)
 	}
 	components := &kernel.Kernel{Limits: kernel.Limits{MaxComponents: 3}}
-	out, err := newWorkers(t, &isolate.Workers{Kernel: components, Size: 1}).Render(ctx, shop(platform, "v1.0.0", 4))
-	want, wantErr := components.Render(ctx, shop(platform, "v1.0.0", 4))
+	out, err := newWorkers(t, &isolate.Workers{Kernel: components, Size: 1}).Render(ctx, moduletest.Shop(platform, "v1.0.0", 4))
+	want, wantErr := components.Render(ctx, moduletest.Shop(platform, "v1.0.0", 4))
 	sameResult(t, "past MaxComponents", out, want, err, wantErr)
 	if wantErr == nil {
 		t.Fatal("past MaxComponents: rendered")
@@ -177,7 +178,7 @@ func TestWorkersBombs(t *testing.T) {
 	const timeout, memory = 5 * time.Second, 256 << 20
 	ws := newWorkers(t, &isolate.Workers{Size: 2, Timeout: timeout, Memory: memory})
 	k := ws
-	dir := generated(t, acme)
+	dir := moduletest.Generated(t, moduletest.Acme)
 	p, err := k.BuildPlatform(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +197,7 @@ func TestWorkersBombs(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := k.Render(ctx, shop(p, "v1.0.0", 3)); err != nil {
+			if _, err := k.Render(ctx, moduletest.Shop(p, "v1.0.0", 3)); err != nil {
 				goodErr = err
 				return
 			}
@@ -224,7 +225,7 @@ func TestWorkersBombs(t *testing.T) {
 			return err
 		})
 	}
-	overlay := generated(t, acme)
+	overlay := moduletest.Generated(t, moduletest.Acme)
 	if err := os.WriteFile(filepath.Join(overlay, "overlay.cue"),
 		[]byte("package platform\n\nimport \"list\"\n\n"+bombs[2].body+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -274,7 +275,7 @@ func TestWorkersMemoryBudget(t *testing.T) {
 	ctx := context.Background()
 	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 128 << 20})
 	k := ws
-	p := build(t)
+	p := moduletest.Build(t)
 	_, err := k.Render(ctx, kernel.RenderInput{Platform: p, Instance: bombInstance(bombs[2].body)})
 	var be *isolate.BudgetError
 	if !errors.As(err, &be) || be.Budget != "memory" || be.Value != 128<<20 {
@@ -283,7 +284,7 @@ func TestWorkersMemoryBudget(t *testing.T) {
 	if !strings.Contains(err.Error(), "memory budget of 128MiB (Workers.Memory)") {
 		t.Fatalf("%q does not name the budget", err)
 	}
-	if _, err := k.Render(ctx, shop(p, "v1.0.0", 2)); err != nil {
+	if _, err := k.Render(ctx, moduletest.Shop(p, "v1.0.0", 2)); err != nil {
 		t.Fatal(err)
 	}
 	if s := ws.Stats(); s.KilledMemory != 1 || s.Started != 2 || s.Restarts != 1 {
@@ -297,7 +298,7 @@ func TestWorkersMemoryBudget(t *testing.T) {
 func TestWorkersContext(t *testing.T) {
 	ws := newWorkers(t, &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 8 << 30})
 	k := ws
-	p := build(t)
+	p := moduletest.Build(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		for ws.Stats().Busy == 0 {
@@ -309,7 +310,7 @@ func TestWorkersContext(t *testing.T) {
 	if err != context.Canceled {
 		t.Fatalf("%v, want context.Canceled", err)
 	}
-	if _, err := k.Render(context.Background(), shop(p, "v1.0.0", 1)); err != nil {
+	if _, err := k.Render(context.Background(), moduletest.Shop(p, "v1.0.0", 1)); err != nil {
 		t.Fatal(err)
 	}
 	if s := ws.Stats(); s.Cancelled != 1 || s.Started != 2 {
@@ -327,9 +328,9 @@ func TestWorkersContext(t *testing.T) {
 func TestWorkersRecycle(t *testing.T) {
 	ws := newWorkers(t, &isolate.Workers{Size: 1, Calls: 2})
 	k := ws
-	p := build(t)
+	p := moduletest.Build(t)
 	for range 5 {
-		if _, err := k.Render(context.Background(), shop(p, "v1.0.0", 1)); err != nil {
+		if _, err := k.Render(context.Background(), moduletest.Shop(p, "v1.0.0", 1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -341,7 +342,7 @@ func TestWorkersRecycle(t *testing.T) {
 // TestWorkersRefuseBadConfiguration: each field out of range is refused,
 // by name, in the package's voice, before any worker starts.
 func TestWorkersRefuseBadConfiguration(t *testing.T) {
-	p := build(t)
+	p := moduletest.Build(t)
 	for _, c := range []struct {
 		ws   *isolate.Workers
 		want string
@@ -351,7 +352,7 @@ func TestWorkersRefuseBadConfiguration(t *testing.T) {
 		{&isolate.Workers{Memory: 1 << 20}, "isolate: Workers.Memory is 1048576 bytes: must be at least 32MiB"},
 		{&isolate.Workers{Calls: -2}, "isolate: Workers.Calls is -2"},
 	} {
-		_, err := c.ws.Render(context.Background(), shop(p, "v1.0.0", 1))
+		_, err := c.ws.Render(context.Background(), moduletest.Shop(p, "v1.0.0", 1))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.ws, err, c.want)
 		}
@@ -377,7 +378,7 @@ func TestWorkersNotServed(t *testing.T) {
 // fails with ErrClosed, saying so once, and Close returns once the worker
 // is gone.
 func TestWorkersCloseStopsCallsInFlight(t *testing.T) {
-	p := build(t)
+	p := moduletest.Build(t)
 	ws := &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 8 << 30}
 	k := ws
 	errc := make(chan error, 1)

@@ -18,14 +18,7 @@ import (
 // only for an instance that fails to render or whose spec sets replicas.
 // Render's result, resources or error, is #Render's in every case.
 func TestAssembleMatchesRender(t *testing.T) {
-	platforms := map[string]*Platform{}
-	for name, labels := range map[string]string{
-		"bare":    "",
-		"labeled": `labels: {team: "platform", "example.com/tier": "gold"}`,
-		"typed":   `type: "edge"` + "\n" + `labels: "app.kubernetes.io/part-of": "shop"`,
-	} {
-		platforms[name] = buildTestPlatform(t, name, labels)
-	}
+	platforms := testPlatforms(t)
 	ctx := context.Background()
 	limits := Limits{}.mustResolve()
 	assembled := 0
@@ -144,7 +137,7 @@ func drawInstance(t *rapid.T) (string, bool) {
 // changed them, nor less for a Platform no build returned.
 func TestRenderUsesWhatTheBuildDecoded(t *testing.T) {
 	ctx := context.Background()
-	p := buildTestPlatform(t, "labeled", `labels: {team: "platform"}`)
+	p := labeledPlatform(t)
 	in := func(p *Platform) RenderInput {
 		return RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
 			modread.ModuleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),

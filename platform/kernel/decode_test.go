@@ -19,14 +19,7 @@ import (
 // export of #Render's resources. It holds the decoder, which reads labels
 // and specs by key, to the vocabulary in render.cue.
 func TestDecodeMatchesExport(t *testing.T) {
-	platforms := map[string]*Platform{}
-	for name, labels := range map[string]string{
-		"bare":    "",
-		"labeled": `labels: {team: "platform", "example.com/tier": "gold"}`,
-		"typed":   `type: "edge"` + "\n" + `labels: "app.kubernetes.io/part-of": "shop"`,
-	} {
-		platforms[name] = buildTestPlatform(t, name, labels)
-	}
+	platforms := testPlatforms(t)
 	rendered := 0
 	rapid.Check(t, func(t *rapid.T) {
 		p := platforms[rapid.SampledFrom([]string{"bare", "labeled", "typed"}).Draw(t, "platform")]
@@ -139,6 +132,28 @@ func jsonValue(t *rapid.T, depth int) any {
 		return jsonStruct(t, depth-1)
 	}
 	return nil
+}
+
+// testPlatforms builds the platforms the differential tests render
+// against, by name: one bare, one labeled, one typed and labeled.
+func testPlatforms(t *testing.T) map[string]*Platform {
+	t.Helper()
+	platforms := map[string]*Platform{}
+	for name, labels := range map[string]string{
+		"bare":    "",
+		"labeled": `labels: {team: "platform", "example.com/tier": "gold"}`,
+		"typed":   `type: "edge"` + "\n" + `labels: "app.kubernetes.io/part-of": "shop"`,
+	} {
+		platforms[name] = buildTestPlatform(t, name, labels)
+	}
+	return platforms
+}
+
+// labeledPlatform builds a platform that carries the web catalog and a
+// team label.
+func labeledPlatform(t *testing.T) *Platform {
+	t.Helper()
+	return buildTestPlatform(t, "labeled", `labels: {team: "platform"}`)
 }
 
 // buildTestPlatform builds a platform that carries the web catalog, with

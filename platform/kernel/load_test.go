@@ -3,8 +3,6 @@ package kernel
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +11,8 @@ import (
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
 	"cuelang.org/go/cue/load"
+
+	"leasekit.dev/internal/testkit/dirtree"
 )
 
 // TestLoadDirMatchesLoader: for each of these modules, whether loadDir
@@ -114,13 +114,7 @@ type fataler interface {
 
 func writeFiles(t fataler, dir string, files map[string]string) {
 	t.Helper()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := dirtree.Write(dir, files); err != nil {
+		t.Fatal(err)
 	}
 }

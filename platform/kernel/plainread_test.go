@@ -22,7 +22,7 @@ import (
 // past the size and depth limits, vendored packages, empty directories
 // (cue.mod/pkg, usr and gen among them), links and too many files.
 func TestPlainReadRendersAsTheLoadersRead(t *testing.T) {
-	p := buildTestPlatform(t, "labeled", `labels: {team: "platform"}`)
+	p := labeledPlatform(t)
 	ctx := context.Background()
 	const module = "module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"
 	plain := 0

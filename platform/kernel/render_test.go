@@ -13,15 +13,6 @@ import (
 	"leasekit.dev/platform/kernel"
 )
 
-func build(t testing.TB) *kernel.Platform {
-	t.Helper()
-	p, err := kernel.New().BuildPlatform(context.Background(), generated(t, acme))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestRender(t *testing.T) {
 	p := build(t)
 	out, err := kernel.New().Render(context.Background(), kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: instance(`

@@ -22,7 +22,7 @@ import (
 // instance again: once the directory is rewritten, the snapshot still
 // renders what was read.
 func TestSnapshotRendersAsTheInstance(t *testing.T) {
-	p := buildTestPlatform(t, "labeled", `labels: {team: "platform"}`)
+	p := labeledPlatform(t)
 	ctx := context.Background()
 	k := New()
 	rapid.Check(t, func(t *rapid.T) {

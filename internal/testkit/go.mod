@@ -1,0 +1,3 @@
+module leasekit.dev/internal/testkit
+
+go 1.26.0
