@@ -546,3 +546,54 @@ func TestPanickingEvaluationPanicsInEachWaiter(t *testing.T) {
 		}
 	})
 }
+
+// A platform of two catalogs, web and db, and an instance that uses only
+// web: each bump of db is a memo hit that returns what a fresh render
+// returns, resources and diagnostics; a bump of web, a change of the
+// platform's labels and one of its name each evaluate.
+func TestMemoHitsAcrossGenerationsThatChangeNothingItReads(t *testing.T) {
+	ctx := context.Background()
+	p := platform.NewPublisher(t.TempDir(), platform.PublisherOptions{})
+	if err := p.Boot(); err != nil {
+		t.Fatal(err)
+	}
+	in := platformmodule.Input{Name: "acme", Labels: map[string]string{"team": "a"}, Catalogs: []platformmodule.Catalog{
+		{Path: "example.com/catalogs/web@v1", Version: "v1.0.0-rc.1", Kinds: []string{"Deployment"}}, // older than the instance requires: a diagnostic
+		{Path: "example.com/catalogs/db@v2", Version: "v2.0.0"},
+	}}
+	gen := int64(0)
+	publishAndRender := func(what string, wantEval bool) {
+		t.Helper()
+		files, err := platformmodule.Generate(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen++
+		if _, err := p.Publish(ctx, gen, files, kernel.SkewWarn); err != nil {
+			t.Fatal(err)
+		}
+		before := p.Stats().Memo
+		out, rec, err := p.Render(ctx, renderInstance(t))
+		after := p.Stats().Memo
+		want, werr := kernel.New().Render(ctx, kernel.RenderInput{Platform: rec.Platform, Instance: renderInstance(t), Skew: rec.Skew})
+		if err != nil || werr != nil || !reflect.DeepEqual(out, want) || len(out.Diagnostics) != 1 {
+			t.Fatalf("%s: render %+v, %v; a fresh render's %+v, %v", what, out, err, want, werr)
+		}
+		if evaluated := after.Misses - before.Misses; (evaluated == 1) != wantEval || after.Hits+after.Misses != before.Hits+before.Misses+1 {
+			t.Fatalf("%s: memo %+v then %+v; want an evaluation: %v", what, before, after, wantEval)
+		}
+	}
+	publishAndRender("generation 1", true)
+	for _, v := range []string{"v2.1.0", "v2.2.0", "v2.2.1"} {
+		in.Catalogs[1].Version = v
+		publishAndRender("db bumped to "+v, false)
+	}
+	in.Catalogs[0].Version = "v1.0.0-rc.2"
+	publishAndRender("web bumped", true)
+	in.Labels["team"] = "b"
+	publishAndRender("a label changed", true)
+	in.Name = "zenith"
+	publishAndRender("the name changed", true)
+	in.Catalogs[1].Version = "v2.3.0"
+	publishAndRender("db bumped again", false)
+}
