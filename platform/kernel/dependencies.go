@@ -2,8 +2,9 @@ package kernel
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 
@@ -136,30 +137,69 @@ func structLabels(d *ast.Field) ([]string, bool) {
 // a result that names them depends on that directory too (see
 // [Reads.Dependencies]).
 type dependencySet struct {
-	Name     string            `json:"name"`
-	Type     string            `json:"type"`
-	Labels   map[string]string `json:"labels"` // encoding/json sorts the keys
-	Skew     SkewPolicy        `json:"skew"`
-	Every    bool              `json:"every,omitempty"` // the instance's reads are not known: Catalogs holds every catalog
-	Catalogs []catalogRead     `json:"catalogs"`
+	Name     string
+	Type     string
+	Labels   map[string]string
+	Skew     SkewPolicy
+	Every    bool // the instance's reads are not known: Catalogs holds every catalog
+	Catalogs []catalogRead
 }
 
 // A catalogRead is what a render reads of one catalog.
 type catalogRead struct {
-	Path    string   `json:"path"`
-	Carried bool     `json:"carried"`
-	Version string   `json:"version,omitempty"`
-	Enabled bool     `json:"enabled,omitempty"`
-	Kinds   []string `json:"kinds,omitempty"`
+	Path    string
+	Carried bool
+	Version string
+	Enabled bool
+	Kinds   []string
+}
+
+// digest returns the digest of d: SHA-256 over each of its fields in
+// order, every string and list preceded by its length, the labels sorted
+// by key.
+func (d dependencySet) digest() string {
+	h := sha256.New()
+	var buf []byte
+	str := func(s string) {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	flag := func(b bool) {
+		if b {
+			buf = append(buf, 1)
+		} else {
+			buf = append(buf, 0)
+		}
+	}
+	str("leasekit.dev/platform/kernel dependencies v1")
+	str(d.Name)
+	str(d.Type)
+	buf = binary.AppendUvarint(buf, uint64(len(d.Labels)))
+	for _, k := range slices.Sorted(maps.Keys(d.Labels)) {
+		str(k)
+		str(d.Labels[k])
+	}
+	buf = binary.AppendUvarint(buf, uint64(d.Skew))
+	flag(d.Every)
+	buf = binary.AppendUvarint(buf, uint64(len(d.Catalogs)))
+	for _, c := range d.Catalogs {
+		str(c.Path)
+		flag(c.Carried)
+		str(c.Version)
+		flag(c.Enabled)
+		buf = binary.AppendUvarint(buf, uint64(len(c.Kinds)))
+		for _, k := range c.Kinds {
+			str(k)
+		}
+	}
+	h.Write(buf)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // dependencies returns the set a render of an instance that reads r
 // reads of p under skew.
 func (r Reads) dependencies(p *Platform, skew SkewPolicy) dependencySet {
 	d := dependencySet{Name: p.Name, Type: p.Type, Labels: p.Labels, Skew: skew, Every: !r.known}
-	if d.Labels == nil {
-		d.Labels = map[string]string{}
-	}
 	read := func(c Catalog) catalogRead {
 		return catalogRead{Path: c.Path, Carried: true, Version: c.Version, Enabled: c.Enabled, Kinds: c.Kinds}
 	}
@@ -190,10 +230,5 @@ func (r Reads) dependencies(p *Platform, skew SkewPolicy) dependencySet {
 // position in the platform module), which then depends on the directory
 // too. It evaluates nothing.
 func (r Reads) Dependencies(p *Platform, skew SkewPolicy) string {
-	data, err := json.Marshal(r.dependencies(p, skew))
-	if err != nil {
-		panic("kernel: encoding a dependency set: " + err.Error()) // strings, bools and a map of strings always encode
-	}
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return r.dependencies(p, skew).digest()
 }
