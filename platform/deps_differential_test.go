@@ -177,7 +177,7 @@ func TestMemoDependenciesDifferential(t *testing.T) {
 			t.Fatal(err)
 		}
 		fresh := kernel.New()
-		plat := depsPlatform{name: "acme", labels: map[string]string{}, catalogs: map[string]depsCatalog{
+		plat := depsPlatform{name: "acme", labels: map[string]string{"team": "a"}, catalogs: map[string]depsCatalog{
 			depsPaths[0]: {version: "v1.1.0"}, depsPaths[1]: {version: "v1.1.0", kinds: []string{"Deployment"}},
 		}}
 		gen := int64(0)
@@ -207,7 +207,7 @@ func TestMemoDependenciesDifferential(t *testing.T) {
 			for i := range rapid.IntRange(0, 2).Draw(t, "components") {
 				in.components[fmt.Sprintf("c%d", i)] = [2]string{rapid.SampledFrom(depsKinds).Draw(t, "kind"), rapid.SampledFrom(required).Draw(t, "catalog")}
 			}
-			if rapid.IntRange(0, 3).Draw(t, "labelled") == 0 {
+			if rapid.Bool().Draw(t, "labelled") {
 				in.labels["team"] = rapid.SampledFrom([]string{"a", "b"}).Draw(t, "team")
 			}
 			in.opaque = rapid.IntRange(0, 5).Draw(t, "opaque") == 0
