@@ -8,7 +8,6 @@ import (
 
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/platformmodule"
 )
 
 // BenchmarkPublisherRender renders an instance of 10 components against
@@ -28,14 +27,7 @@ func BenchmarkPublisherRender(b *testing.B) {
 		if form == "dir" {
 			inst = kernel.Instance{Dir: writeDir(b, files)}
 		}
-		pub := platform.NewPublisher(filepath.Join(b.TempDir(), "platform"), platform.PublisherOptions{NoSync: true})
-		if err := pub.Boot(); err != nil {
-			b.Fatal(err)
-		}
-		rec, err := pub.Publish(ctx, 1, platform20Files(b), kernel.SkewWarn)
-		if err != nil {
-			b.Fatal(err)
-		}
+		pub, rec := publisher20(b)
 		want, _, err := pub.Render(ctx, inst) // the miss that fills the memo
 		if err != nil {
 			b.Fatal(err)
@@ -51,16 +43,7 @@ func BenchmarkPublisherRender(b *testing.B) {
 				b.Fatalf("no hit: %+v", st)
 			}
 		})
-		b.Run(fmt.Sprintf("components=%d/instance=%s/impl=kernel", n, form), func(b *testing.B) {
-			k := kernel.New()
-			in := kernel.RenderInput{Platform: rec.Platform, Instance: inst, Skew: rec.Skew}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := k.Render(ctx, in); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(fmt.Sprintf("components=%d/instance=%s/impl=kernel", n, form), func(b *testing.B) { benchFreshRender(b, rec, inst) })
 		b.Run(fmt.Sprintf("components=%d/instance=%s/impl=copy", n, form), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -80,24 +63,12 @@ func BenchmarkPublisherRenderAcrossGenerations(b *testing.B) {
 	ctx := context.Background()
 	const n = 10
 	inst := kernel.Instance{Files: shopFiles(n, false)}
-	pub := platform.NewPublisher(filepath.Join(b.TempDir(), "platform"), platform.PublisherOptions{NoSync: true})
-	if err := pub.Boot(); err != nil {
-		b.Fatal(err)
-	}
+	pub := bootedPublisher(b)
 	var recs []platform.Generated
 	for gen, c19 := range []string{"v1.19.0", "v1.19.1"} {
-		in := platformmodule.Input{Name: "bench", Labels: map[string]string{"team": "platform"}}
-		for i := range 20 {
-			v := fmt.Sprintf("%s1.%d.0", []string{"v", ""}[i%2], i)
-			if i == 19 {
-				v = c19
-			}
-			in.Catalogs = append(in.Catalogs, platformmodule.Catalog{Path: catalogPath(i), Version: v, Kinds: []string{"Deployment", "Service", "CronJob"}})
-		}
-		files, err := platformmodule.Generate(in)
-		if err != nil {
-			b.Fatal(err)
-		}
+		in := platform20Input()
+		in.Catalogs[19].Version = c19
+		files := generate(b, in)
 		if _, err := pub.Publish(ctx, int64(gen+1), files, kernel.SkewWarn); err != nil {
 			b.Fatal(err)
 		}
@@ -124,16 +95,7 @@ func BenchmarkPublisherRenderAcrossGenerations(b *testing.B) {
 			b.Fatalf("a render missed: %+v", st)
 		}
 	})
-	b.Run(fmt.Sprintf("components=%d/instance=files/impl=kernel", n), func(b *testing.B) {
-		k := kernel.New()
-		in := kernel.RenderInput{Platform: recs[1].Platform, Instance: inst, Skew: recs[1].Skew}
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := k.Render(ctx, in); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run(fmt.Sprintf("components=%d/instance=files/impl=kernel", n), func(b *testing.B) { benchFreshRender(b, recs[1], inst) })
 }
 
 // BenchmarkRenderDependencies computes what a render of an instance of 10
@@ -147,14 +109,7 @@ func BenchmarkRenderDependencies(b *testing.B) {
 	const n = 10
 	files := shopFiles(n, false)
 	inst := kernel.Instance{Files: files}
-	pub := platform.NewPublisher(filepath.Join(b.TempDir(), "platform"), platform.PublisherOptions{NoSync: true})
-	if err := pub.Boot(); err != nil {
-		b.Fatal(err)
-	}
-	rec, err := pub.Publish(ctx, 1, platform20Files(b), kernel.SkewWarn)
-	if err != nil {
-		b.Fatal(err)
-	}
+	pub, rec := publisher20(b)
 	if paths, known := kernel.ReadsOf(files).Catalogs(); !known || len(paths) != n {
 		b.Fatalf("ReadsOf: %v, known %v", paths, known)
 	}
@@ -179,14 +134,38 @@ func BenchmarkRenderDependencies(b *testing.B) {
 			}
 		}
 	})
-	b.Run(fmt.Sprintf("components=%d/impl=kernel", n), func(b *testing.B) {
-		k := kernel.New()
-		in := kernel.RenderInput{Platform: rec.Platform, Instance: inst, Skew: rec.Skew}
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := k.Render(ctx, in); err != nil {
-				b.Fatal(err)
-			}
+	b.Run(fmt.Sprintf("components=%d/impl=kernel", n), func(b *testing.B) { benchFreshRender(b, rec, inst) })
+}
+
+// bootedPublisher returns a booted Publisher on a directory of b's, with
+// no syncing.
+func bootedPublisher(b *testing.B) *platform.Publisher {
+	pub := platform.NewPublisher(filepath.Join(b.TempDir(), "platform"), platform.PublisherOptions{NoSync: true})
+	if err := pub.Boot(); err != nil {
+		b.Fatal(err)
+	}
+	return pub
+}
+
+// publisher20 returns a booted Publisher that holds the 20-catalog
+// platform at generation 1, and its record.
+func publisher20(b *testing.B) (*platform.Publisher, platform.Generated) {
+	pub := bootedPublisher(b)
+	rec, err := pub.Publish(context.Background(), 1, platform20Files(b), kernel.SkewWarn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pub, rec
+}
+
+// benchFreshRender measures a fresh kernel render of inst against rec.
+func benchFreshRender(b *testing.B, rec platform.Generated, inst kernel.Instance) {
+	k := kernel.New()
+	in := kernel.RenderInput{Platform: rec.Platform, Instance: inst, Skew: rec.Skew}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := k.Render(context.Background(), in); err != nil {
+			b.Fatal(err)
 		}
-	})
+	}
 }
