@@ -53,12 +53,6 @@ type depsPlatform struct {
 	unread    int // a change to the module that no render reads
 }
 
-func (p depsPlatform) clone() depsPlatform {
-	p.labels = maps.Clone(p.labels)
-	p.catalogs = maps.Clone(p.catalogs)
-	return p
-}
-
 func (p depsPlatform) files(t *rapid.T) platformmodule.Files {
 	in := platformmodule.Input{Name: p.name, Type: p.typ, Labels: p.labels}
 	for _, path := range slices.Sorted(maps.Keys(p.catalogs)) {
