@@ -42,10 +42,22 @@ func (r Reads) Catalogs() (paths []string, known bool) { return slices.Clone(r.c
 // shorthand of it), and adds fields to the package in no other way that
 // could reach it: no embedding, comprehension, pattern constraint or
 // dynamic label at the top of a file, none in requires, no attribute on
-// requires. Otherwise, and for a file that does not parse or nests deeper
-// than the default MaxDepth, ReadsOf returns every catalog: a superset,
-// never less than a render reads.
+// requires. Otherwise, and for files that do not parse or pass a default
+// [Limits] (more files, bytes or nesting), ReadsOf returns every catalog:
+// a superset, never less than a render reads. Files are parsed as the
+// current language version writes CUE.
 func ReadsOf(files map[string][]byte) Reads {
+	// Files a render refuses under the default Limits are not parsed:
+	// their reads, every catalog, cost nothing.
+	if len(files) > defaultMaxFiles {
+		return Reads{}
+	}
+	var total int64
+	for _, src := range files {
+		if total += int64(len(src)); len(src) > defaultMaxFileSize || total > defaultMaxTotalSize {
+			return Reads{}
+		}
+	}
 	var paths []string
 	for name, src := range files {
 		if strings.Contains(name, "/") || !strings.HasSuffix(name, ".cue") {

@@ -202,3 +202,17 @@ func TestRenderReadsOnlyItsDependencies(t *testing.T) {
 		t.Fatalf("%d renders compared, %d named the platform's directory: the generator reaches too little", compared.Load(), named.Load())
 	}
 }
+
+// ReadsOf parses nothing past the default Limits: an instance of more
+// bytes than a render would read reads every catalog, at the cost of
+// counting its bytes.
+func TestReadsOfParsesNothingPastTheLimits(t *testing.T) {
+	files := instance(fmt.Sprintf("name: \"shop\"\nrequires: %q: \"v1.0.0\"\n", webPath))
+	if paths, known := kernel.ReadsOf(files).Catalogs(); !known || !slices.Equal(paths, []string{webPath}) {
+		t.Fatalf("ReadsOf: %v, known %v", paths, known)
+	}
+	files["big.cue"] = []byte("package shop\n\n_pad: \"" + strings.Repeat("x", 1<<20) + "\"\n")
+	if paths, known := kernel.ReadsOf(files).Catalogs(); known {
+		t.Fatalf("ReadsOf of a file past MaxFileSize: %v, known", paths)
+	}
+}
