@@ -208,10 +208,18 @@ func TestMemoDependenciesDifferential(t *testing.T) {
 			return in
 		})
 		pool := rapid.SliceOfN(instances, 1, 4).Draw(t, "instances")
+		dirs := make([]string, len(pool)) // each instance also as a Dir
+		for i, in := range pool {
+			dirs[i] = filepath.Join(root, fmt.Sprintf("instance-%d", i))
+			writeInstance(t, dirs[i], in.files())
+		}
 
 		render := func(t *rapid.T) {
 			i := rapid.IntRange(0, len(pool)-1).Draw(t, "instance")
-			in := kernel.Instance{Files: pool[i].files()}
+			in, form := kernel.Instance{Files: pool[i].files()}, "files"
+			if rapid.Bool().Draw(t, "dir") {
+				in, form = kernel.Instance{Dir: dirs[i]}, "dir"
+			}
 			before, beforeHits := eval.renders.Load(), p.Stats().Memo.Hits
 			rec, release, ok := p.Store().Lease()
 			if !ok {
@@ -225,13 +233,13 @@ func TestMemoDependenciesDifferential(t *testing.T) {
 
 			want, werr := fresh.Render(ctx, kernel.RenderInput{Platform: rec.Platform, Instance: in, Skew: rec.Skew})
 			if !sameError(err, werr) {
-				t.Fatalf("render of instance %d against %v: error %v, a fresh render's %v", i, rec.Identity, err, werr)
+				t.Fatalf("render of instance %d as %s against %v: error %v, a fresh render's %v", i, form, rec.Identity, err, werr)
 			}
 			if a, b := mustJSON(t, out), mustJSON(t, want); a != b || !reflect.DeepEqual(out, want) {
 				t.Fatalf("render of instance %d against %v:\n%s\nfresh:\n%s", i, rec.Identity, a, b)
 			}
 
-			mk := fmt.Sprintf("%d %s", i, pool[i].dependencies(plat))
+			mk := fmt.Sprintf("%d %s %s", i, form, pool[i].dependencies(plat))
 			e, held := model[mk]
 			wantEval := !held || e.dir != "" && (e.bound != rec.Identity || e.dir != rec.Dir)
 			if wantEval != (evaluated == 1) || evaluated > 1 {
@@ -240,7 +248,7 @@ func TestMemoDependenciesDifferential(t *testing.T) {
 			}
 			bound := err != nil && strings.Contains(err.Error(), rec.Dir)
 			switch {
-			case err != nil && !kernel.IsContent(err, "instance"):
+			case err != nil && !kernel.IsContent(err, map[string]string{"files": "instance", "dir": dirs[i]}[form]):
 				delete(model, mk) // not memoized
 			case bound:
 				bounds.Add(1)
