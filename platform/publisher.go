@@ -251,8 +251,9 @@ func (p *Publisher) RenderLeased(ctx context.Context, rec Generated, inst kernel
 
 // Key returns the key a render of inst against rec would have, computed
 // without evaluating: it reads inst as Render does (an instance in a Dir
-// is read; one in Files is hashed) and parses its files, once for each
-// content (see [kernel.ReadsOf]). A controller that recorded the key of a
+// is read; one in Files is hashed) and parses its files for what they
+// read of the platform ([kernel.ReadsOf]), once for each content while
+// the memo is on. A controller that recorded the key of a
 // render compares it with Key to tell whether a render against rec can
 // give another result: equal keys, equal results. A key that
 // [Publisher.RenderLeased] returned for a result that names the
