@@ -73,10 +73,12 @@ func boundKey(key RenderKey, rec Generated) RenderKey {
 	return key
 }
 
-// namesPlatform reports whether a render's error against rec, said by texts, names
-// the platform's directory or a file in it: a position in the platform
-// module, which a render's errors give as a path under its directory (the
-// directory's own name at least, whatever the instance's directory).
+// namesPlatform reports whether a render's error against rec, said by
+// texts, names the platform's directory or a file in it: a position in
+// the platform module, which a render's errors give as a path under its
+// directory (the directory's own name at least, whatever the instance's
+// directory). A text that names it by chance costs hits, never
+// exactness.
 func namesPlatform(rec Generated, texts ...string) bool {
 	for _, dir := range []string{rec.Dir, platformDir(rec)} {
 		for _, text := range texts {
