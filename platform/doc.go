@@ -28,12 +28,19 @@
 // call. The promise it keeps: a leased directory is never removed, and
 // its contents never change while it is leased.
 //
-// Renders cost a lookup when nothing changed: the Publisher keeps a memo
-// of render results keyed on everything a result is a function of
-// ([RenderKey]: the leased identity, the instance's digest, the skew
-// policy, the evaluator's Limits), bounded by a byte budget with
-// least-recently-used eviction, and drops an identity's entries when its
-// directory is reclaimed. A hit is a copy, equal to a fresh render.
+// Renders cost a lookup when nothing they read changed: the Publisher
+// keeps a memo of render results keyed on everything a result is a
+// function of ([RenderKey]: the digest of what the render reads of the
+// platform, which the kernel computes without evaluating
+// ([kernel.Reads.Dependencies]), the instance's digest, the evaluator's
+// Limits), bounded by a byte budget with least-recently-used eviction. An
+// entry outlives the generation it was rendered against: a new generation
+// that bumps a catalog an instance does not require leaves that
+// instance's key as it was, and its render hits. A result that names the
+// platform's directory is bound to it, and goes when it is reclaimed. A
+// hit is a copy, equal to a fresh render against the current generation;
+// [Publisher.Key] tells, without evaluating, whether a render's result
+// can differ from one recorded.
 // Renders that miss evaluate once per key, and are admitted by the bytes
 // they read, so that cold renders at once stay within a bound. The memo
 // belongs to the Publisher; the [kernel.Kernel] retains nothing.

@@ -66,6 +66,11 @@ func builtPlatform20(t testing.TB) (*kernel.Platform, *baseline.NaivePlatform) {
 // platform20Files are the files of the benchmark platform.
 func platform20Files(t testing.TB) platformmodule.Files {
 	t.Helper()
+	return generate(t, platform20Input())
+}
+
+// platform20Input is the generator's input of the benchmark platform.
+func platform20Input() platformmodule.Input {
 	in := platformmodule.Input{Name: "bench", Labels: map[string]string{"team": "platform"}}
 	for i := range 20 {
 		in.Catalogs = append(in.Catalogs, platformmodule.Catalog{
@@ -73,6 +78,12 @@ func platform20Files(t testing.TB) platformmodule.Files {
 			Kinds: []string{"Deployment", "Service", "CronJob"},
 		})
 	}
+	return in
+}
+
+// generate returns the files of the platform module of in.
+func generate(t testing.TB, in platformmodule.Input) platformmodule.Files {
+	t.Helper()
 	files, err := platformmodule.Generate(in)
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,14 @@
 // of the instance instead (assemble.go); a differential test holds the two
 // equal, and BenchmarkRenderPaths measures what the shortcut saves.
 //
+// What a render reads of its platform is known before it evaluates, and
+// stated in one place (dependencies.go): [ReadsOf] parses an instance's
+// files for the catalogs its requires field names (every catalog, where a
+// parse cannot tell), and [Reads.Dependencies] digests the platform's
+// name, type and labels, the skew policy, and what the platform carries
+// of those catalogs. A test renders against the platform projected to
+// that set alone and requires the same result.
+//
 // Platform and instance modules are CUE modules that stand alone: a
 // cue.mod/module.cue with no dependencies (the kernel uses no registry)
 // and one package at the module's root, written in any of CUE's forms.

@@ -21,7 +21,7 @@ func ExampleStream() {
 	// repeat  generation 2: repeat: the same generation, identical files
 	// relabel generation 2: relabel example.com/rollout=wave-2
 	// broken  generation 3: broken: syntax error: an unclosed brace in platform.cue
-	// new     generation 4: add example.com/catalogs/cache@v1 v1.0.0
+	// new     generation 4: add example.com/catalogs/cache@v1 v1.0.0, skew policy Refuse
 	// stale   generation 1: stale: generation 1 arrives after 4
 }
 

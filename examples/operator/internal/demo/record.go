@@ -21,6 +21,8 @@ type recorder struct {
 	set       Histogram
 	prune     Histogram
 
+	lastInv *PublishInvalidation // the last publish's, once one set a record
+
 	reclaims        int
 	reclaimErrors   int
 	firstReclaimErr error
@@ -84,4 +86,26 @@ func (r *recorder) reclaim(ev platform.ReclaimEvent) {
 	}
 	r.reclaims++
 	r.reclaimDelay.Record(ev.Delay)
+}
+
+// invalidated records pi, the last publish's invalidation, for the status
+// line; one that left nothing held is not recorded.
+func (r *recorder) invalidated(pi PublishInvalidation) {
+	if pi.Invalidated+pi.Valid == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastInv = &pi
+}
+
+// lastInvalidation returns the last publish's invalidation, and whether
+// one was recorded.
+func (r *recorder) lastInvalidation() (PublishInvalidation, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastInv == nil {
+		return PublishInvalidation{}, false
+	}
+	return *r.lastInv, true
 }

@@ -148,14 +148,14 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	var progressWG sync.WaitGroup
 	if cfg.Progress != nil {
 		line := NewStatusLine(cfg.Progress, cfg.Terminal, cfg.ProgressEvery).FitTo(cfg.Width)
-		progressWG.Go(func() { line.Run(progress, func() string { return status(pub, pool, check, start) }) })
+		progressWG.Go(func() { line.Run(progress, func() string { return status(pub, pool, check, rec, start) }) })
 	}
 
 	stop := make(chan struct{})
 	var poolWG sync.WaitGroup
 	poolWG.Go(func() { pool.Run(ctx, stop) })
 
-	sum := &Summary{Seed: cfg.Seed, Concurrency: cfg.Renders, PlatformDir: cfg.Dir}
+	sum := &Summary{Seed: cfg.Seed, Concurrency: cfg.Renders, PlatformDir: cfg.Dir, Invalidation: Invalidation{Instances: len(Instances())}}
 	publishStream(ctx, cfg, pub, check, rec, sum)
 
 	close(stop)
@@ -190,14 +190,17 @@ func publishStream(ctx context.Context, cfg Config, pub *platform.Publisher, che
 		}
 		st := stream.Next()
 		check.Expect(st.Generation, st.Files)
+		before := renderKeys(ctx, pub)
 		g, err := pub.Publish(ctx, st.Generation, st.Files, st.Skew)
 		check.Settled(pub.Store().Generation(), time.Now())
 		if ctx.Err() != nil {
 			return
 		}
-		if msg := verifyPublish(st, g, err, pub, rec, sum); msg != "" {
+		msg, outcome := verifyPublish(st, g, err, pub, rec, sum)
+		if msg != "" {
 			sum.unexpected(msg)
 		}
+		rec.invalidated(sum.Invalidation.record(st, outcome, before, renderKeys(ctx, pub)))
 		t := time.NewTimer(cfg.PublishEvery)
 		select {
 		case <-t.C:
@@ -209,10 +212,18 @@ func publishStream(ctx context.Context, cfg Config, pub *platform.Publisher, che
 }
 
 // verifyPublish checks one publish against its step's expectation; it
-// returns what was unexpected, or "".
-func verifyPublish(st Step, g platform.Generated, err error, pub *platform.Publisher, rec *recorder, sum *Summary) string {
+// returns what was unexpected, or "", and the publish's outcome as its
+// event reported it.
+func verifyPublish(st Step, g platform.Generated, err error, pub *platform.Publisher, rec *recorder, sum *Summary) (string, publish.Outcome) {
 	want := wantOutcome[st.Kind]
 	ev, ok := rec.take()
+	msg := checkPublish(st, g, err, pub, sum, want, ev, ok)
+	return msg, ev.Outcome
+}
+
+// checkPublish is verifyPublish, given the publish's event ev (ok false:
+// none was reported).
+func checkPublish(st Step, g platform.Generated, err error, pub *platform.Publisher, sum *Summary, want publish.Outcome, ev platform.PublishEvent, ok bool) string {
 	what := fmt.Sprintf("generation %d (%s)", st.Generation, st.Change)
 	switch {
 	case !ok:
@@ -293,7 +304,7 @@ func finalCheck(check *Checker, pub *platform.Publisher, grace time.Duration) {
 }
 
 // status returns the progress line.
-func status(pub *platform.Publisher, pool *Pool, check *Checker, start time.Time) string {
+func status(pub *platform.Publisher, pool *Pool, check *Checker, rec *recorder, start time.Time) string {
 	st := pub.Stats()
 	n, _ := check.Violations()
 	done := pool.Done()
@@ -308,8 +319,12 @@ func status(pub *platform.Publisher, pool *Pool, check *Checker, start time.Time
 			onDisk = append(onDisk, d.Identity.Key)
 		}
 	}
-	return fmt.Sprintf("generation %s  on disk %s  leased %s  leases %d  renders %d (%.0f/s)  violations %d",
-		gen, shortList(onDisk), shortList(pub.Store().Leased()), pool.Outstanding(), done, rate, n)
+	last := ""
+	if pi, ok := rec.lastInvalidation(); ok {
+		last = fmt.Sprintf("  invalidated %d/%d", pi.Invalidated, pi.Invalidated+pi.Valid)
+	}
+	return fmt.Sprintf("generation %s  on disk %s  leased %s  leases %d  renders %d (%.0f/s)  violations %d%s",
+		gen, shortList(onDisk), shortList(pub.Store().Leased()), pool.Outstanding(), done, rate, n, last)
 }
 
 // shortList formats a few generations in full and many as a count, so the
@@ -365,6 +380,9 @@ func summarise(sum *Summary, pub *platform.Publisher, pool *Pool, check *Checker
 		if *l == nil {
 			*l = []string{}
 		}
+	}
+	if sum.Invalidation.PerPublish == nil {
+		sum.Invalidation.PerPublish = []PublishInvalidation{}
 	}
 	if sum.ExpectedFailures == nil {
 		sum.ExpectedFailures = []ExpectedFailure{}

@@ -260,6 +260,9 @@ func (s *Stream) newGeneration() Step {
 		} else {
 			next.skew = kernel.SkewWarn
 		}
+		if next.skew != s.state.skew {
+			change += ", skew policy " + next.skew.String()
+		}
 	}
 	st := s.step(StepNew, s.next, next, change)
 	s.next++

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"leasekit.dev/publish"
 )
 
 // A Summary is what a run did and found. It marshals to JSON for scripts;
@@ -30,7 +32,8 @@ type Summary struct {
 
 	PublishLatency PublishLatency `json:"publish_latency"`
 
-	RenderMemo RenderMemo `json:"render_memo"`
+	RenderMemo   RenderMemo   `json:"render_memo"`
+	Invalidation Invalidation `json:"invalidation"` // what each publish did to the embedded instances' renders
 
 	MaxOutstandingLeases int64    `json:"max_outstanding_leases"`
 	MaxIdleOnDisk        int      `json:"max_idle_on_disk"` // most superseded, unleased directories seen on disk at once
@@ -52,6 +55,10 @@ const maxListed = 20
 // textListed bounds the expected failures WriteText lists: one of each
 // kind of breakage.
 const textListed = 3
+
+// textChanges bounds the publishes of new content whose invalidation
+// WriteText lists.
+const textChanges = 8
 
 // unexpected records an unexpected outcome.
 func (s *Summary) unexpected(msg string) {
@@ -157,6 +164,24 @@ func (s *Summary) WriteText(w io.Writer) error {
 	m := s.RenderMemo
 	row("render memo", "%.0f%% hit rate: %d hits, %d misses, %d evictions; %d entries in %d bytes at the end; %d renders waited for admission",
 		100*m.HitRate, m.Hits, m.Misses, m.Evictions, m.Entries, m.Bytes, m.AdmissionWaits)
+	v := s.Invalidation
+	row("invalidation", "%d publishes after the first invalidated %d of %d renders of the %d instances and left %d valid (%s)",
+		v.Publishes, v.Invalidated, v.Invalidated+v.Valid, v.Instances, v.Valid, percent(v.Valid, v.Invalidated+v.Valid)+" valid")
+	// The publishes that set a record of new content, the first few: the
+	// others leave every render valid.
+	var changes []PublishInvalidation
+	for _, pi := range v.PerPublish {
+		if pi.Outcome == publish.Published.String() || pi.Outcome == publish.Changed.String() {
+			changes = append(changes, pi)
+		}
+	}
+	for i, pi := range changes {
+		if i == textChanges {
+			row("  per publish", "and %d more (every publish listed with --json)", len(changes)-textChanges)
+			break
+		}
+		row("  per publish", "%s", pi)
+	}
 	l := s.PublishLatency
 	row("publish latency", "p50 / max: write %s / %s, build %s / %s, set %s / %s, prune %s / %s",
 		msText(l.Write.P50), msText(l.Write.Max), msText(l.Build.P50), msText(l.Build.Max),
@@ -179,6 +204,15 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "violations: %d\n", s.Violations)
 	return err
+}
+
+// percent returns n of total as a percentage for people: "40%", or "-"
+// of nothing.
+func percent(n, total int) string {
+	if total == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(n)/float64(total))
 }
 
 // msText formats milliseconds for people.
