@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// The test binary stands in for the go command when fakeGo is set: go
+// list lists two packages, go build compiles them, and go test prints the
+// stream in fakeStream and exits with fakeStatus.
+const (
+	fakeGo     = "TESTRUN_FAKE_GO"
+	fakeStream = "TESTRUN_FAKE_STREAM"
+	fakeStatus = "TESTRUN_FAKE_STATUS"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeGo) == "" {
+		os.Exit(m.Run())
+	}
+	args := os.Args[1:]
+	switch args[0] {
+	case "list":
+		fmt.Println("example.com/a\nexample.com/a [example.com/a.test]\nexample.com/a.test\nexample.com/dep")
+		os.Exit(0)
+	case "build":
+		fmt.Fprintln(os.Stderr, "example.com/dep\nexample.com/a")
+		os.Exit(0)
+	case "test":
+		stream, err := os.ReadFile(os.Getenv(fakeStream))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		os.Stdout.Write(stream)
+		code, _ := strconv.Atoi(os.Getenv(fakeStatus))
+		os.Exit(code)
+	}
+	fmt.Fprintln(os.Stderr, "fake go: unknown command", args)
+	os.Exit(2)
+}
+
+// events builds a go test -json stream: events, and lines go test prints
+// outside them.
+func events(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
+
+func output(pkg, test, line string) string {
+	return fmt.Sprintf(`{"Action":"output","Package":%q,"Test":%q,"Output":%q}`, pkg, test, line+"\n")
+}
+
+func action(pkg, test, act string, elapsed float64) string {
+	return fmt.Sprintf(`{"Action":%q,"Package":%q,"Test":%q,"Elapsed":%g}`, act, pkg, test, elapsed)
+}
+
+// runFake runs the command against the fake go with stream and status.
+func runFake(t *testing.T, stream string, code int, args ...string) (string, int) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := t.TempDir() + "/stream"
+	if err := os.WriteFile(name, []byte(stream), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(fakeGo, "1")
+	t.Setenv(fakeStream, name)
+	t.Setenv(fakeStatus, strconv.Itoa(code))
+	var stdout, stderr bytes.Buffer
+	got := run(self, args, &stdout, &stderr, time.Now)
+	if stderr.Len() > 0 {
+		t.Logf("stderr: %s", stderr.String())
+	}
+	return stdout.String(), got
+}
+
+// A passing run prints the build, a line as each package starts, go
+// test's own result line and the summary, and no test's output.
+func TestRunPasses(t *testing.T) {
+	stream := events(
+		action("example.com/a", "", "start", 0),
+		action("example.com/a", "TestX", "run", 0),
+		output("example.com/a", "TestX", "=== RUN   TestX"),
+		output("example.com/a", "TestX", "    x_test.go:9: a log line"),
+		output("example.com/a", "TestX", "--- PASS: TestX (25.00s)"),
+		action("example.com/a", "TestX", "pass", 25),
+		output("example.com/a", "", "PASS"),
+		output("example.com/a", "", "ok  \texample.com/a\t25.1s"),
+		action("example.com/a", "", "pass", 25.1),
+	)
+	out, code := runFake(t, stream, 0, "-race", "-run", "X", "example.com/a")
+	if code != 0 {
+		t.Errorf("exit status %d, want 0", code)
+	}
+	for _, want := range []string{
+		"build: 2 packages the tests import (go build -v -race)\n",
+		"build: 2 packages compiled, the rest cached",
+		"start\texample.com/a\n",
+		"slow \texample.com/a\tTestX passed in 25.0s\n",
+		"ok  \texample.com/a\t25.1s\n",
+		"testrun: 1 packages in ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"a log line", "=== RUN", "PASS\n"} {
+		if strings.Contains(out, not) {
+			t.Errorf("output holds %q:\n%s", not, out)
+		}
+	}
+	if !strings.HasSuffix(out, ": ok\n") {
+		t.Errorf("last line does not say ok:\n%s", out)
+	}
+}
+
+// A failing run keeps go test's exit status and prints the failing test's
+// output, subtests' included, and the FAIL lines as go test prints them.
+func TestRunFails(t *testing.T) {
+	stream := events(
+		action("example.com/a", "", "start", 0),
+		action("example.com/a", "TestOK", "run", 0),
+		output("example.com/a", "TestOK", "    ok_test.go:3: fine"),
+		action("example.com/a", "TestOK", "pass", 0.1),
+		action("example.com/a", "TestBad", "run", 0),
+		action("example.com/a", "TestBad/sub", "run", 0),
+		output("example.com/a", "TestBad/sub", "    bad_test.go:7: want 1, got 2"),
+		output("example.com/a", "TestBad/sub", "    --- FAIL: TestBad/sub (0.00s)"),
+		action("example.com/a", "TestBad/sub", "fail", 0),
+		output("example.com/a", "TestBad", "--- FAIL: TestBad (0.00s)"),
+		action("example.com/a", "TestBad", "fail", 0),
+		output("example.com/a", "", "FAIL"),
+		output("example.com/a", "", "FAIL\texample.com/a\t0.2s"),
+		action("example.com/a", "", "fail", 0.2),
+		"FAIL",
+	)
+	out, code := runFake(t, stream, 3, "example.com/a")
+	if code != 3 {
+		t.Errorf("exit status %d, want go test's 3", code)
+	}
+	for _, want := range []string{
+		"    bad_test.go:7: want 1, got 2\n    --- FAIL: TestBad/sub (0.00s)\n--- FAIL: TestBad (0.00s)\n",
+		"FAIL\nFAIL\texample.com/a\t0.2s\nFAIL\n",
+		"testrun: 1 packages in ",
+		": FAIL (exit status 3); failed: example.com/a\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "fine") {
+		t.Errorf("a passing test's output is printed:\n%s", out)
+	}
+}
+
+// A build failure is printed as go test reports it.
+func TestRunBuildFails(t *testing.T) {
+	stream := events(
+		`{"ImportPath":"example.com/a [example.com/a.test]","Action":"build-output","Output":"# example.com/a\n"}`,
+		`{"ImportPath":"example.com/a [example.com/a.test]","Action":"build-output","Output":"a.go:3:1: syntax error\n"}`,
+		`{"ImportPath":"example.com/a [example.com/a.test]","Action":"build-fail"}`,
+		action("example.com/a", "", "start", 0),
+		output("example.com/a", "", "FAIL\texample.com/a [build failed]"),
+		`{"Action":"fail","Package":"example.com/a","Elapsed":0,"FailedBuild":"example.com/a [example.com/a.test]"}`,
+	)
+	out, code := runFake(t, stream, 1, "example.com/a")
+	if code != 1 {
+		t.Errorf("exit status %d, want 1", code)
+	}
+	if !strings.Contains(out, "# example.com/a\na.go:3:1: syntax error\n") || !strings.Contains(out, "FAIL\texample.com/a [build failed]\n") {
+		t.Errorf("the build failure is not printed as go test prints it:\n%s", out)
+	}
+}
+
+// With -v or -json, go test's output is passed on as it is.
+func TestRunVerbatim(t *testing.T) {
+	stream := events(action("example.com/a", "", "start", 0), output("example.com/a", "", "ok  \texample.com/a\t0.1s"))
+	for _, flag := range []string{"-v", "-json", "--json=true"} {
+		out, code := runFake(t, stream, 4, flag, "example.com/a")
+		if out != stream || code != 4 {
+			t.Errorf("with %s: exit status %d and output\n%s\nwant 4 and the stream as it is", flag, code, out)
+		}
+	}
+}
+
+func TestBuildArgs(t *testing.T) {
+	build, pkgs := buildArgs([]string{"-race", "-run", "TestX", "-count=1", "-tags", "a,b", "./...", "-timeout", "1m", "leasekit.dev/x", "-rapid.checks=5", "-gcflags=-N"})
+	if want := []string{"-race", "-tags", "a,b", "-gcflags=-N"}; !slices.Equal(build, want) {
+		t.Errorf("build flags %q, want %q", build, want)
+	}
+	if want := []string{"./...", "leasekit.dev/x"}; !slices.Equal(pkgs, want) {
+		t.Errorf("packages %q, want %q", pkgs, want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the ticker's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// When nothing has been printed for quiet, a line says what runs: the
+// test binaries' build before any package starts, then each package
+// running with its longest-running test; and only then.
+func TestQuietRunSaysWhatRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf syncBuffer
+		w := &printer{w: &buf, now: time.Now, last: time.Now()}
+		r := newRelay(w)
+		stop := w.ticker(r.running)
+		defer stop()
+
+		time.Sleep(quiet - time.Second)
+		synctest.Wait()
+		if got := buf.String(); got != "" {
+			t.Fatalf("printed before quiet: %q", got)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := buf.String(); got != "build: compiling and linking the test binaries\n" {
+			t.Fatalf("after %v of silence before any package: %q", quiet, got)
+		}
+
+		r.event(event{Action: "start", Package: "example.com/a"})
+		r.event(event{Action: "run", Package: "example.com/a", Test: "TestLong"})
+		time.Sleep(10 * time.Second)
+		r.event(event{Action: "run", Package: "example.com/a", Test: "TestShort"})
+		time.Sleep(quiet - 10*time.Second)
+		synctest.Wait()
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		if got, want := lines[len(lines)-1], "running: example.com/a (30s, TestLong for 30s)"; got != want {
+			t.Fatalf("after %v of silence: %q, want %q", quiet, got, want)
+		}
+	})
+}
