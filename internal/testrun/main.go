@@ -1,14 +1,20 @@
-// Command testrun runs go test with a line of progress: the repository's
-// test command (go run ./internal/testrun -race leasekit.dev/...).
+// Command testrun is the repository's test command, go test with a line
+// of progress: go run ./internal/testrun -race leasekit.dev/...
 //
-// It takes go test's flags and packages. First it builds the packages the
-// tests import, as go test would (the same build flags), printing how many
-// it has compiled as it goes; then it runs go test -json and prints a line
-// when a package starts, every package's own result line as go test
-// prints it (ok, FAIL, no test files), the output of each test that
-// fails, each test that took more than [slow], and, when nothing else has
-// been printed for [quiet], what is still running. Its exit status is go
-// test's. With -json or -v it runs go test as it is, without the build step.
+// It takes go test's flags and packages (a test binary's own flag as
+// -name=value). First it builds the packages the tests import, with the
+// same build flags, counting them as it goes; then it runs go test -json
+// and prints a line when a package starts, each package's result line as
+// go test prints it (ok, FAIL, no test files), the output of each test
+// that fails, each test that took more than 20 seconds, and, when nothing
+// has been printed for 30 seconds, what is still running. Its exit status
+// is go test's. With -json or -v it runs go test as it is, with no build
+// step.
+//
+// Each property test draws [Checks] cases (rapid's RAPID_CHECKS, which
+// testrun sets when the environment does not): enough to prove each
+// promise once. Depth is asked for as rapid asks for it, RAPID_CHECKS=N in
+// the environment or -rapid.checks=N; CI asks for it.
 //
 // TESTRUN_JSON=file keeps go test's whole -json stream in file.
 package main
@@ -24,10 +30,25 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
+
+// Checks is the number of cases a property test draws unless
+// RAPID_CHECKS or -rapid.checks says otherwise.
+const Checks = 20
+
+// testEnv is the environment of go test: this process's, with
+// RAPID_CHECKS set to Checks unless it is set.
+func testEnv() []string {
+	env := os.Environ()
+	if _, ok := os.LookupEnv("RAPID_CHECKS"); !ok {
+		env = append(env, "RAPID_CHECKS="+strconv.Itoa(Checks))
+	}
+	return env
+}
 
 // slow is how long a test runs before its end is printed; quiet, how long
 // the output stays silent before a line says what runs.
@@ -45,7 +66,9 @@ func main() {
 // exit status.
 func run(goCmd string, args []string, stdout, stderr io.Writer, now func() time.Time) int {
 	if slices.ContainsFunc(args, func(a string) bool { return plainFlag(a, "json") || plainFlag(a, "v") }) {
-		return status(command(goCmd, append([]string{"test"}, args...), stdout, stderr).Run())
+		cmd := command(goCmd, append([]string{"test"}, args...), stdout, stderr)
+		cmd.Env = testEnv()
+		return status(cmd.Run())
 	}
 	start := now()
 	build, pkgs := buildArgs(args)
@@ -53,6 +76,7 @@ func run(goCmd string, args []string, stdout, stderr io.Writer, now func() time.
 	prebuild(goCmd, build, pkgs, w, stderr, now)
 
 	cmd := command(goCmd, append([]string{"test", "-json"}, args...), nil, stderr)
+	cmd.Env = testEnv()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		fmt.Fprintln(stderr, "testrun:", err)

@@ -20,6 +20,8 @@ const (
 	fakeGo     = "TESTRUN_FAKE_GO"
 	fakeStream = "TESTRUN_FAKE_STREAM"
 	fakeStatus = "TESTRUN_FAKE_STATUS"
+	// fakeShowChecks makes go test print its RAPID_CHECKS first.
+	fakeShowChecks = "TESTRUN_FAKE_SHOW_CHECKS"
 )
 
 func TestMain(m *testing.M) {
@@ -39,6 +41,9 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
+		}
+		if v, ok := os.LookupEnv("RAPID_CHECKS"); ok && os.Getenv(fakeShowChecks) != "" {
+			fmt.Println("RAPID_CHECKS=" + v)
 		}
 		os.Stdout.Write(stream)
 		code, _ := strconv.Atoi(os.Getenv(fakeStatus))
@@ -252,4 +257,21 @@ func TestQuietRunSaysWhatRuns(t *testing.T) {
 			t.Fatalf("after %v of silence: %q, want %q", quiet, got, want)
 		}
 	})
+}
+
+// go test runs with RAPID_CHECKS at Checks, unless it is set.
+func TestRunSetsRapidChecks(t *testing.T) {
+	stream := events(action("example.com/a", "", "start", 0))
+	t.Setenv(fakeShowChecks, "1")
+	t.Setenv("RAPID_CHECKS", "") // restored when the test ends
+	os.Unsetenv("RAPID_CHECKS")
+	for _, args := range [][]string{{"example.com/a"}, {"-v", "example.com/a"}} {
+		if out, _ := runFake(t, stream, 0, args...); !strings.Contains(out, "RAPID_CHECKS=20\n") {
+			t.Errorf("with %q, go test ran without RAPID_CHECKS=20:\n%s", args, out)
+		}
+	}
+	t.Setenv("RAPID_CHECKS", "300")
+	if out, _ := runFake(t, stream, 0, "example.com/a"); !strings.Contains(out, "RAPID_CHECKS=300\n") {
+		t.Errorf("go test ran without the RAPID_CHECKS of the environment:\n%s", out)
+	}
 }
