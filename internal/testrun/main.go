@@ -181,7 +181,7 @@ func buildArgs(args []string) (build, pkgs []string) {
 // report, in its own words.
 func prebuild(goCmd string, build, pkgs []string, w *printer, stderr io.Writer, now func() time.Time) {
 	start := now()
-	list := command(goCmd, slices.Concat([]string{"list", "-deps", "-test", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}"}, build, pkgs), nil, stderr)
+	list := command(goCmd, slices.Concat([]string{"list", "-deps", "-test", "-f", "{{if and (not .Standard) (or .GoFiles .CgoFiles)}}{{.ImportPath}}{{end}}"}, build, pkgs), nil, stderr)
 	listed, err := list.Output()
 	if err != nil {
 		w.line("build: go list failed; go test reports why")
@@ -204,7 +204,7 @@ func prebuild(goCmd string, build, pkgs []string, w *printer, stderr io.Writer, 
 		w.line("build: " + err.Error())
 		return
 	}
-	compiled, failed := 0, false
+	compiled := 0
 	var mu sync.Mutex
 	stop := w.ticker(func() string {
 		mu.Lock()
@@ -213,22 +213,20 @@ func prebuild(goCmd string, build, pkgs []string, w *printer, stderr io.Writer, 
 	})
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		mu.Lock()
-		if l := sc.Text(); strings.HasPrefix(l, "#") || strings.ContainsAny(l, " \t:") {
-			failed = true
-		} else if l != "" {
+		// A line is a package compiled, or part of a failure that go
+		// test reports.
+		if l := sc.Text(); l != "" && !strings.HasPrefix(l, "#") && !strings.ContainsAny(l, " \t:") {
+			mu.Lock()
 			compiled++
+			mu.Unlock()
 		}
-		mu.Unlock()
 	}
 	stop()
-	err = cmd.Wait()
-	switch {
-	case err != nil || failed:
+	if err := cmd.Wait(); err != nil {
 		w.line(fmt.Sprintf("build: %d packages compiled, then a failure; go test reports it (%s)", compiled, round(now().Sub(start))))
-	default:
-		w.line(fmt.Sprintf("build: %d packages compiled, the rest cached (%s)", compiled, round(now().Sub(start))))
+		return
 	}
+	w.line(fmt.Sprintf("build: %d packages compiled, the rest cached (%s)", compiled, round(now().Sub(start))))
 }
 
 // printer writes whole lines and knows when it last did.

@@ -20,6 +20,8 @@ const (
 	fakeGo     = "TESTRUN_FAKE_GO"
 	fakeStream = "TESTRUN_FAKE_STREAM"
 	fakeStatus = "TESTRUN_FAKE_STATUS"
+	// fakeBuildFails makes go build fail after one package.
+	fakeBuildFails = "TESTRUN_FAKE_BUILD_FAILS"
 	// fakeShowChecks makes go test print its RAPID_CHECKS first.
 	fakeShowChecks = "TESTRUN_FAKE_SHOW_CHECKS"
 )
@@ -34,7 +36,12 @@ func TestMain(m *testing.M) {
 		fmt.Println("example.com/a\nexample.com/a [example.com/a.test]\nexample.com/a.test\nexample.com/dep")
 		os.Exit(0)
 	case "build":
-		fmt.Fprintln(os.Stderr, "example.com/dep\nexample.com/a")
+		fmt.Fprintln(os.Stderr, "example.com/dep")
+		if os.Getenv(fakeBuildFails) != "" {
+			fmt.Fprintln(os.Stderr, "# example.com/a\na.go:3:1: syntax error")
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "example.com/a")
 		os.Exit(0)
 	case "test":
 		stream, err := os.ReadFile(os.Getenv(fakeStream))
@@ -176,9 +183,16 @@ func TestRunBuildFails(t *testing.T) {
 		output("example.com/a", "", "FAIL\texample.com/a [build failed]"),
 		`{"Action":"fail","Package":"example.com/a","Elapsed":0,"FailedBuild":"example.com/a [example.com/a.test]"}`,
 	)
+	t.Setenv(fakeBuildFails, "1")
 	out, code := runFake(t, stream, 1, "example.com/a")
 	if code != 1 {
 		t.Errorf("exit status %d, want 1", code)
+	}
+	if !strings.Contains(out, "build: 1 packages compiled, then a failure; go test reports it") {
+		t.Errorf("the build step does not say it failed:\n%s", out)
+	}
+	if strings.Count(out, "syntax error") != 1 {
+		t.Errorf("the failure is not printed once, as go test prints it:\n%s", out)
 	}
 	if !strings.Contains(out, "# example.com/a\na.go:3:1: syntax error\n") || !strings.Contains(out, "FAIL\texample.com/a [build failed]\n") {
 		t.Errorf("the build failure is not printed as go test prints it:\n%s", out)
