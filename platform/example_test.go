@@ -202,15 +202,14 @@ func ExamplePublisher_RenderLeased() {
 
 // A render releases the last lease on a superseded generation; to wait
 // until its directory is gone (a test, a clean shutdown), call Reclaim,
-// then Settle. Run, which the release wakes, removes it too: whichever
+// then Settle. Run, which the release wakes, removes it too; whichever
 // does, Settle returns once its tree is gone.
 func ExamplePublisher_Reclaim() {
 	platformDir, _ := os.MkdirTemp("", "platform")
 	defer os.RemoveAll(platformDir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	modules := filepath.Join(platformDir, "modules")
-	pub := platform.NewPublisher(modules, platform.PublisherOptions{NoSync: true})
+	pub := platform.NewPublisher(filepath.Join(platformDir, "modules"), platform.PublisherOptions{NoSync: true})
 	if err := pub.Boot(); err != nil {
 		log.Fatal(err)
 	}
@@ -223,28 +222,17 @@ func ExamplePublisher_Reclaim() {
 	if _, err := pub.Publish(ctx, 2, acme("v1.5.0"), kernel.SkewWarn); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("while leased:", entries(modules))
+	onDisk, _ := pub.Layout().Generations()
+	fmt.Println("leased, on disk:", onDisk)
 
 	release()
 	pub.Reclaim()
 	if err := pub.Settle(ctx); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("released:", entries(modules))
+	onDisk, _ = pub.Layout().Generations()
+	fmt.Println("released, on disk:", onDisk)
 	// Output:
-	// while leased: [gen-1 gen-2]
-	// released: [gen-2]
-}
-
-// entries lists dir, leaving out the files with which a layout marks and
-// locks a directory it owns where extended attributes are missing.
-func entries(dir string) []string {
-	des, _ := os.ReadDir(dir)
-	var names []string
-	for _, de := range des {
-		if de.Name() != ".dirlife-root" && de.Name() != ".dirlife-lock" {
-			names = append(names, de.Name())
-		}
-	}
-	return names
+	// leased, on disk: [1 2]
+	// released, on disk: [2]
 }
