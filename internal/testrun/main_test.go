@@ -83,6 +83,7 @@ func runFake(t *testing.T, stream string, code int, args ...string) (string, int
 	if err := os.WriteFile(name, []byte(stream), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("TESTRUN_JSON", "") // not the stream of a testrun that runs this test
 	t.Setenv(fakeGo, "1")
 	t.Setenv(fakeStream, name)
 	t.Setenv(fakeStatus, strconv.Itoa(code))
