@@ -41,10 +41,10 @@ import (
 const Checks = 20
 
 // testEnv is the environment of go test: this process's, with
-// RAPID_CHECKS set to Checks unless it is set.
+// RAPID_CHECKS set to Checks unless it is set and not empty.
 func testEnv() []string {
 	env := os.Environ()
-	if _, ok := os.LookupEnv("RAPID_CHECKS"); !ok {
+	if os.Getenv("RAPID_CHECKS") == "" { // an empty one would make rapid panic
 		env = append(env, "RAPID_CHECKS="+strconv.Itoa(Checks))
 	}
 	return env
@@ -71,11 +71,12 @@ func run(goCmd string, args []string, stdout, stderr io.Writer, now func() time.
 		return status(cmd.Run())
 	}
 	start := now()
-	build, pkgs := buildArgs(args)
+	dir := args[:dirFlag(args)]
+	build, pkgs := buildArgs(args[len(dir):])
 	w := &printer{w: stdout, now: now, last: now()}
-	prebuild(goCmd, build, pkgs, w, stderr, now)
+	prebuild(goCmd, dir, build, pkgs, w, stderr, now)
 
-	cmd := command(goCmd, append([]string{"test", "-json"}, args...), nil, stderr)
+	cmd := command(goCmd, slices.Concat([]string{"test"}, dir, []string{"-json"}, args[len(dir):]), nil, stderr)
 	cmd.Env = testEnv()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -130,6 +131,19 @@ func plainFlag(arg, name string) bool {
 	return a != arg && (a == name || a == name+"=true")
 }
 
+// dirFlag returns how many of args, at their start, are the go command's
+// -C flag, which must come first.
+func dirFlag(args []string) int {
+	switch {
+	case len(args) == 0:
+	case args[0] == "-C" || args[0] == "--C":
+		return min(2, len(args))
+	case strings.HasPrefix(args[0], "-C=") || strings.HasPrefix(args[0], "--C="):
+		return 1
+	}
+	return 0
+}
+
 // valueFlags are the go test flags (build flags included) whose value may
 // be the next argument.
 var valueFlags = map[string]bool{
@@ -179,9 +193,9 @@ func buildArgs(args []string) (build, pkgs []string) {
 // the build flags, and prints how many it compiled as it goes; go test
 // then compiles only the tests themselves. Its failures are go test's to
 // report, in its own words.
-func prebuild(goCmd string, build, pkgs []string, w *printer, stderr io.Writer, now func() time.Time) {
+func prebuild(goCmd string, dir, build, pkgs []string, w *printer, stderr io.Writer, now func() time.Time) {
 	start := now()
-	list := command(goCmd, slices.Concat([]string{"list", "-deps", "-test", "-f", "{{if and (not .Standard) (or .GoFiles .CgoFiles)}}{{.ImportPath}}{{end}}"}, build, pkgs), nil, stderr)
+	list := command(goCmd, slices.Concat([]string{"list"}, dir, []string{"-deps", "-test", "-f", "{{if and (not .Standard) (or .GoFiles .CgoFiles)}}{{.ImportPath}}{{end}}"}, build, pkgs), nil, stderr)
 	listed, err := list.Output()
 	if err != nil {
 		w.line("build: go list failed; go test reports why")
@@ -195,7 +209,7 @@ func prebuild(goCmd string, build, pkgs []string, w *printer, stderr io.Writer, 
 		}
 	}
 	w.line(fmt.Sprintf("build: %d packages the tests import (%s)", len(deps), strings.Join(append([]string{"go build -v"}, build...), " ")))
-	cmd := command(goCmd, slices.Concat([]string{"build", "-v"}, build, deps), nil, nil)
+	cmd := command(goCmd, slices.Concat([]string{"build"}, dir, []string{"-v"}, build, deps), nil, nil)
 	out, err := cmd.StderrPipe()
 	if err == nil {
 		err = cmd.Start()

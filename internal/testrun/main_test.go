@@ -20,6 +20,8 @@ const (
 	fakeGo     = "TESTRUN_FAKE_GO"
 	fakeStream = "TESTRUN_FAKE_STREAM"
 	fakeStatus = "TESTRUN_FAKE_STATUS"
+	// fakeArgs names a file to which each run of go adds its arguments.
+	fakeArgs = "TESTRUN_FAKE_ARGS"
 	// fakeBuildFails makes go build fail after one package.
 	fakeBuildFails = "TESTRUN_FAKE_BUILD_FAILS"
 	// fakeShowChecks makes go test print its RAPID_CHECKS first.
@@ -31,6 +33,13 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	args := os.Args[1:]
+	if name := os.Getenv(fakeArgs); name != "" {
+		f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, strings.Join(args, " "))
+			f.Close()
+		}
+	}
 	switch args[0] {
 	case "list":
 		fmt.Println("example.com/a\nexample.com/a [example.com/a.test]\nexample.com/a.test\nexample.com/dep")
@@ -203,6 +212,29 @@ func TestRunVerbatim(t *testing.T) {
 	}
 }
 
+// The go command's -C, which must come first, stays first.
+func TestRunKeepsDirFirst(t *testing.T) {
+	stream := events(action("example.com/a", "", "start", 0))
+	for _, dir := range [][]string{{"-C", "sub"}, {"-C=sub"}} {
+		name := t.TempDir() + "/args"
+		t.Setenv(fakeArgs, name)
+		runFake(t, stream, 0, append(dir, "-race", "example.com/a")...)
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(ran) != 3 {
+			t.Fatalf("with %q, the go commands run: %q, want list, build and test", dir, ran)
+		}
+		for i, cmd := range []string{"list", "build", "test"} {
+			if want := strings.Join(append([]string{cmd}, dir...), " ") + " "; !strings.HasPrefix(ran[i], want) {
+				t.Errorf("with %q, go ran as %q, want it to begin %q", dir, ran[i], want)
+			}
+		}
+	}
+}
+
 func TestBuildArgs(t *testing.T) {
 	build, pkgs := buildArgs([]string{"-race", "-run", "TestX", "-count=1", "-tags", "a,b", "./...", "-timeout", "1m", "leasekit.dev/x", "-rapid.checks=5", "-gcflags=-N"})
 	if want := []string{"-race", "-tags", "a,b", "-gcflags=-N"}; !slices.Equal(build, want) {
@@ -276,6 +308,10 @@ func TestRunSetsRapidChecks(t *testing.T) {
 		if out, _ := runFake(t, stream, 0, args...); !strings.Contains(out, "RAPID_CHECKS=20\n") {
 			t.Errorf("with %q, go test ran without RAPID_CHECKS=20:\n%s", args, out)
 		}
+	}
+	t.Setenv("RAPID_CHECKS", "") // which rapid would refuse
+	if out, _ := runFake(t, stream, 0, "example.com/a"); !strings.Contains(out, "RAPID_CHECKS=20\n") {
+		t.Errorf("with RAPID_CHECKS empty, go test ran without RAPID_CHECKS=20:\n%s", out)
 	}
 	t.Setenv("RAPID_CHECKS", "300")
 	if out, _ := runFake(t, stream, 0, "example.com/a"); !strings.Contains(out, "RAPID_CHECKS=300\n") {
