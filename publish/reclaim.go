@@ -113,8 +113,8 @@ func (p *Publisher[K, A, V]) Run(ctx context.Context) error {
 }
 
 // Reclaim runs one pass of the reclaim loop now, for a caller that does
-// not run Run: it removes every directory that is neither current nor
-// leased and reports each removal it tried. It waits for a running Publish
+// not run Run or that waits for a removal: it removes every directory
+// that is neither current nor leased and reports each removal it tried. It waits for a running Publish
 // to finish. A removal that fails is reported and left for the next pass.
 // Before Boot has succeeded it does nothing and returns nil.
 //
