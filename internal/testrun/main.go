@@ -195,20 +195,28 @@ func buildArgs(args []string) (build, pkgs []string) {
 // report, in its own words.
 func prebuild(goCmd string, dir, build, pkgs []string, w *printer, stderr io.Writer, now func() time.Time) {
 	start := now()
-	list := command(goCmd, slices.Concat([]string{"list"}, dir, []string{"-deps", "-test", "-f", "{{if and (not .Standard) (or .GoFiles .CgoFiles)}}{{.ImportPath}}{{end}}"}, build, pkgs), nil, stderr)
+	list := command(goCmd, slices.Concat([]string{"list"}, dir, []string{"-deps", "-test", "-f", "{{if or .GoFiles .CgoFiles}}{{.Standard}} {{.ImportPath}}{{end}}"}, build, pkgs), nil, stderr)
 	listed, err := list.Output()
 	if err != nil {
 		w.line("build: go list failed; go test reports why")
 		return
 	}
+	// go build -v names the standard library's packages it compiles too:
+	// they count, but need not be named.
 	var deps []string
-	for p := range strings.Lines(string(listed)) {
+	all := 0
+	for l := range strings.Lines(string(listed)) {
+		std, p, _ := strings.Cut(strings.TrimSpace(l), " ")
 		// Leave out the test variants ("p [p.test]") and test mains.
-		if p = strings.TrimSpace(p); p != "" && !strings.HasSuffix(p, ".test") && !strings.Contains(p, " ") {
+		if p == "" || strings.HasSuffix(p, ".test") || strings.Contains(p, " ") {
+			continue
+		}
+		all++
+		if std == "false" {
 			deps = append(deps, p)
 		}
 	}
-	w.line(fmt.Sprintf("build: %d packages the tests import (%s)", len(deps), strings.Join(append([]string{"go build -v"}, build...), " ")))
+	w.line(fmt.Sprintf("build: %d packages the tests import, %d of them the standard library's (%s)", all, all-len(deps), strings.Join(append([]string{"go build -v"}, build...), " ")))
 	cmd := command(goCmd, slices.Concat([]string{"build"}, dir, []string{"-v"}, build, deps), nil, nil)
 	out, err := cmd.StderrPipe()
 	if err == nil {
@@ -223,7 +231,7 @@ func prebuild(goCmd string, dir, build, pkgs []string, w *printer, stderr io.Wri
 	stop := w.ticker(func() string {
 		mu.Lock()
 		defer mu.Unlock()
-		return fmt.Sprintf("build: %d packages compiled so far (%s)", compiled, round(now().Sub(start)))
+		return fmt.Sprintf("build: %d of %d packages compiled so far, the rest cached or to come (%s)", compiled, all, round(now().Sub(start)))
 	})
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {

@@ -42,9 +42,13 @@ func TestMain(m *testing.M) {
 	}
 	switch args[0] {
 	case "list":
-		fmt.Println("example.com/a\nexample.com/a [example.com/a.test]\nexample.com/a.test\nexample.com/dep")
+		fmt.Println("true fmt\nfalse example.com/a\nfalse example.com/a [example.com/a.test]\nfalse example.com/a.test\nfalse example.com/dep")
 		os.Exit(0)
 	case "build":
+		if args[len(args)-2] != "example.com/a" || args[len(args)-1] != "example.com/dep" {
+			fmt.Fprintln(os.Stderr, "fake go: go build of", args)
+			os.Exit(2)
+		}
 		fmt.Fprintln(os.Stderr, "example.com/dep")
 		if os.Getenv(fakeBuildFails) != "" {
 			fmt.Fprintln(os.Stderr, "# example.com/a\na.go:3:1: syntax error")
@@ -132,7 +136,7 @@ func TestRunPasses(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit status %d, want 0", code)
 	}
-	holds(t, out, true, "build: 2 packages the tests import (go build -v -race)\n",
+	holds(t, out, true, "build: 3 packages the tests import, 1 of them the standard library's (go build -v -race)\n",
 		"build: 2 packages compiled, the rest cached",
 		"start\texample.com/a\n",
 		"slow \texample.com/a\tTestX passed in 25.0s\n",
