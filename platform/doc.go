@@ -66,7 +66,9 @@
 // removal that hangs never holds the Publisher's serialisation. Run waits
 // for those removals after each pass, off the serialisation, and reports
 // (Stats, OnReclaim) and retries with backoff one that failed or ran past
-// RemovalDeadline; [Layout.Settle] waits for them too.
+// RemovalDeadline; [Publisher.Settle] and [Layout.Settle] wait for them
+// too. To wait until a released generation's directory is gone, call
+// [Publisher.Reclaim], then [Publisher.Settle], after the release.
 //
 // Limits: a lease protects a directory from the Publisher's removals,
 // not from another writer of Root; Root belongs to

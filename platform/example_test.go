@@ -209,3 +209,40 @@ func ExamplePublisher_RenderLeased() {
 	// same key: true hits 2
 	// same key: false misses 2
 }
+
+// A render releases the last lease on a superseded generation; to wait
+// until its directory is gone (a test, a clean shutdown), call Reclaim,
+// then Settle. Run, which the release wakes, removes it too; whichever
+// does, Settle returns once its tree is gone.
+func ExamplePublisher_Reclaim() {
+	platformDir, _ := os.MkdirTemp("", "platform")
+	defer os.RemoveAll(platformDir)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pub := platform.NewPublisher(filepath.Join(platformDir, "modules"), platform.PublisherOptions{NoSync: true})
+	if err := pub.Boot(); err != nil {
+		log.Fatal(err)
+	}
+	go pub.Run(ctx)
+
+	if _, err := pub.Publish(ctx, 1, acme("v1.4.0"), kernel.SkewWarn); err != nil {
+		log.Fatal(err)
+	}
+	_, release, _ := pub.Store().Lease() // a render of generation 1
+	if _, err := pub.Publish(ctx, 2, acme("v1.5.0"), kernel.SkewWarn); err != nil {
+		log.Fatal(err)
+	}
+	onDisk, _ := pub.Layout().Generations()
+	fmt.Println("leased, on disk:", onDisk)
+
+	release()
+	pub.Reclaim()
+	if err := pub.Settle(ctx); err != nil {
+		log.Fatal(err)
+	}
+	onDisk, _ = pub.Layout().Generations()
+	fmt.Println("released, on disk:", onDisk)
+	// Output:
+	// leased, on disk: [1 2]
+	// released, on disk: [2]
+}

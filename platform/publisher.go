@@ -170,6 +170,19 @@ func (p *Publisher) Run(ctx context.Context) error { return p.gen().Run(ctx) }
 // the store holds nothing afterwards.
 func (p *Publisher) Forget() { p.gen().Forget() }
 
+// Reclaim is [publish.Publisher.Reclaim], one pass of the reclaim loop
+// now: it removes every generation's directory that is neither current
+// nor leased, and reports each removal it tried. To wait until a released
+// generation's directory is gone, call Reclaim after the release, then
+// Settle; the same two calls wait for it while Run runs.
+func (p *Publisher) Reclaim() []ReclaimEvent { return p.gen().Reclaim() }
+
+// Settle is [publish.Publisher.Settle]: it waits until the removals the
+// Publisher left to the background are over, or until ctx ends (it then
+// returns ctx.Err(); the removals go on), and returns a removal's failure
+// as Run reports it.
+func (p *Publisher) Settle(ctx context.Context) error { return p.gen().Settle(ctx) }
+
 // Store returns the Publisher's store, for readers: Lease, Generated,
 // Generation, Leased. It is the very slot the Publisher sets and leases
 // from. Writing it (SetGenerated, Clear) bypasses the Publisher's

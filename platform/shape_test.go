@@ -25,11 +25,13 @@ func TestZeroPublisherNeverBlocks(t *testing.T) {
 		"Publish": func(p *platform.Publisher) {
 			_, _ = p.Publish(context.Background(), 1, moduleFiles(t, 0), kernel.SkewWarn)
 		},
-		"Render": func(p *platform.Publisher) { _, _, _ = p.Render(context.Background(), kernel.Instance{}) },
-		"Forget": func(p *platform.Publisher) { p.Forget() },
-		"Stats":  func(p *platform.Publisher) { _ = p.Stats() },
-		"Store":  func(p *platform.Publisher) { _ = p.Store() },
-		"Layout": func(p *platform.Publisher) { _ = p.Layout() },
+		"Render":  func(p *platform.Publisher) { _, _, _ = p.Render(context.Background(), kernel.Instance{}) },
+		"Forget":  func(p *platform.Publisher) { p.Forget() },
+		"Reclaim": func(p *platform.Publisher) { _ = p.Reclaim() },
+		"Settle":  func(p *platform.Publisher) { _ = p.Settle(context.Background()) },
+		"Stats":   func(p *platform.Publisher) { _ = p.Stats() },
+		"Store":   func(p *platform.Publisher) { _ = p.Store() },
+		"Layout":  func(p *platform.Publisher) { _ = p.Layout() },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

@@ -30,7 +30,8 @@
 // content reads one again, every byte, and serves it only if it matches,
 // discarding a PublishFS's staged copy then), and
 // [Publisher.Run] removes a replaced directory as soon as its last lease
-// is released. Under [Options.LinkUnchanged] a file unchanged from a
+// is released; to wait until it is gone, call [Publisher.Reclaim], then
+// [Publisher.Settle], after the release. Under [Options.LinkUnchanged] a file unchanged from a
 // directory the Publisher wrote or verified is hard-linked, not written
 // (read and compared first unless its stamp, change time included, is the
 // one taken when its bytes were known), and every file is published

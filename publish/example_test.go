@@ -126,3 +126,52 @@ func ExamplePublisher_PublishFS() {
 	// the digest Publish gives the same files: true
 	// again: gen-1 [published unchanged]
 }
+
+// A reader releases its lease on a replaced record; to wait until that
+// record's directory is gone, call Reclaim, then Settle. The same two
+// calls wait for it while Run runs, which the release wakes to remove the
+// directory on its own: whichever removes it, Settle returns once its
+// tree is gone.
+func ExamplePublisher_Reclaim() {
+	root, _ := os.MkdirTemp("", "bundles-")
+	defer os.RemoveAll(root)
+	dir := filepath.Join(root, "bundles")
+	p := publish.New(dir, dirlife.IntCodec[int64]{Prefix: "gen-"}, loadBundle,
+		publish.Options[int64, bundle, struct{}]{NoSync: true})
+	if err := p.Boot(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+
+	p.Publish(ctx, 1, dirlife.Files{"bundle.json": []byte(`{"name": "web", "replicas": 1}`)}, struct{}{})
+	l, _ := p.Slot().Lease() // a reader of generation 1
+	p.Publish(ctx, 2, dirlife.Files{"bundle.json": []byte(`{"name": "web", "replicas": 2}`)}, struct{}{})
+	fmt.Println("while leased:", entries(dir))
+
+	l.Release()
+	p.Reclaim()
+	if err := p.Settle(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("released:", entries(dir))
+	// Output:
+	// while leased: [gen-1 gen-2]
+	// released: [gen-2]
+}
+
+// entries lists dir, leaving out the files with which the layout marks
+// and locks a directory it owns where extended attributes are missing.
+func entries(dir string) []string {
+	des, _ := os.ReadDir(dir)
+	var names []string
+	for _, de := range des {
+		if de.Name() != ".dirlife-root" && de.Name() != ".dirlife-lock" {
+			names = append(names, de.Name())
+		}
+	}
+	return names
+}

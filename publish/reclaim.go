@@ -113,10 +113,18 @@ func (p *Publisher[K, A, V]) Run(ctx context.Context) error {
 }
 
 // Reclaim runs one pass of the reclaim loop now, for a caller that does
-// not run Run: it removes every directory that is neither current nor
-// leased and reports each removal it tried. It waits for a running Publish
+// not run Run or that waits for a removal: it removes every directory
+// that is neither current nor leased and reports each removal it tried. It waits for a running Publish
 // to finish. A removal that fails is reported and left for the next pass.
 // Before Boot has succeeded it does nothing and returns nil.
+//
+// To wait until a released record's directory is gone (a test, a shutdown
+// that must leave Root clean), call Reclaim after the release, then
+// [Publisher.Settle]: Reclaim takes the directory out of Root, and Settle
+// waits until its tree is removed. The same two calls wait for it while Run
+// runs: Reclaim waits for a pass of Run under way, and Settle for the tree
+// that pass left to the background. OnReclaim only tells that a removal
+// was tried, which it may be before its tree is gone.
 func (p *Publisher[K, A, V]) Reclaim() []ReclaimEvent[K] {
 	p.made()
 	if !p.booted.Load() {
@@ -132,6 +140,8 @@ func (p *Publisher[K, A, V]) Reclaim() []ReclaimEvent[K] {
 // Settle waits until the removals the Publisher left to the background
 // are over: those of the directories that Publish, Forget, Reclaim and Run
 // took out of Root, whose trees the layout removes off the serialisation.
+// After a release, Reclaim then Settle waits until the released directory
+// is gone ([Publisher.Reclaim]).
 // Once it returns nil, Root holds no garbage of theirs. It returns at once
 // when none runs. A removal that failed, or that runs past
 // RemovalDeadline (a [*dirlife.StalledError]), is returned, reported as
