@@ -218,7 +218,9 @@ func (m *Member) Start(ctx context.Context) error {
 			return leases.Watch(ctx, o)
 		},
 	}
-	inf := toolscache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, toolscache.Indexers{})
+	// A client that cannot stream a list (client-go's fake) says so, and
+	// the reflector lists instead.
+	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(lw, m.cfg.Client), &coordinationv1.Lease{}, 0, toolscache.Indexers{})
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.observe(obj, false) },
 		UpdateFunc: func(_, obj any) { m.observe(obj, false) },
