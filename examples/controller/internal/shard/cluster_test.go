@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -110,6 +111,16 @@ func newCluster() *cluster {
 				return true, nil, apierrors.NewConflict(leasesGVR.GroupResource(), a.GetName(), fmt.Errorf("precondition resourceVersion %s, the object has %s", *p.ResourceVersion, old.(*coordinationv1.Lease).ResourceVersion))
 			}
 			return true, nil, tr.Delete(leasesGVR, ns, a.GetName())
+		}
+		return false, nil, nil
+	})
+	c.cs.PrependWatchReactor("leases", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.fault != nil {
+			if err := c.fault("watch", ""); err != nil {
+				return true, nil, err
+			}
 		}
 		return false, nil, nil
 	})
@@ -245,16 +256,19 @@ func checkWriters(t *testing.T, members ...*running) {
 }
 
 // covered waits up to d for the members to write, together, for the
-// whole space, and returns how long that took; it fails t if they do not.
+// whole space, each for a part of it, and returns how long that took; it
+// fails t if they do not.
 func covered(t *testing.T, d time.Duration, members ...*running) time.Duration {
 	t.Helper()
 	begun := time.Now()
 	for time.Since(begun) <= d {
 		var all ring.Set
+		each := true
 		for _, r := range members {
-			all = all.Union(r.m.Status().Writing)
+			w := r.m.Status().Writing
+			all, each = all.Union(w), each && !w.Empty()
 		}
-		if all.Equal(ring.Full()) {
+		if each && all.Equal(ring.Full()) {
 			return time.Since(begun)
 		}
 		checkWriters(t, members...)

@@ -24,6 +24,11 @@ func TestDeletedLeaseCountsUntilItExpires(t *testing.T) {
 		c, lg := newCluster(), &logs{}
 		a, b := start(t, c, lg, "a"), start(t, c, lg, "b")
 		covered(t, 3*testLease, a, b)
+		for _, r := range []*running{a, b} {
+			if err := r.m.Ready(nil); err != nil {
+				t.Errorf("%s is not ready in a stable ring: %v", r.id, err)
+			}
+		}
 		watchWriters(t, testRenew, a, b) // both have written since
 		if err := c.cs.CoordinationV1().Leases(testNS).Delete(context.Background(), testRing+"-a", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -37,6 +42,9 @@ func TestDeletedLeaseCountsUntilItExpires(t *testing.T) {
 		ws := c.writesOf(testRing + "-b")
 		if last := ws[len(ws)-1]; last.Annotations[shard.ClaimAnnotation] != "" {
 			t.Errorf("b's last write before it deleted its Lease claims %q, want the empty claim", last.Annotations[shard.ClaimAnnotation])
+		}
+		if got := lg.with(testRing+"-a", "LeaseDeleted"); len(got) == 0 {
+			t.Error("b did not report a's Lease deleted")
 		}
 		if _, err := c.cs.CoordinationV1().Leases(testNS).Get(context.Background(), testRing+"-b", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("b's Lease after a clean leave: %v, want it deleted", err)
@@ -63,8 +71,19 @@ func TestSecondIncarnationWaits(t *testing.T) {
 		if w := a2.m.Status().Writing; !w.Empty() {
 			t.Errorf("the second incarnation writes for %v while the first holds the Lease", w)
 		}
-		if got := lg.with("incarnation"); len(got) < 2 {
-			t.Errorf("the incarnations did not both say they met: %q", got)
+		if s := a2.m.Status(); s.Waiting == "" {
+			t.Errorf("the second incarnation's status does not say it waits: %+v", s)
+		}
+		if err := a2.m.Ready(nil); err == nil {
+			t.Error("the second incarnation is ready while it waits")
+		}
+		if err := a1.m.Ready(nil); err != nil {
+			t.Errorf("the first incarnation is not ready: %v", err)
+		}
+		for _, reason := range []string{"IncarnationWaiting", "IncarnationContended"} {
+			if got := lg.with(reason); len(got) == 0 {
+				t.Errorf("no log line says %s", reason)
+			}
 		}
 		a1.m.Abandon()
 		if err := a1.end(); err != nil {
@@ -113,6 +132,9 @@ func TestForbiddenLeasesFailStart(t *testing.T) {
 				if !apierrors.IsForbidden(err) {
 					t.Errorf("Start's error %q is not the API server's Forbidden", err)
 				}
+				if rerr := a.m.Ready(nil); rerr == nil || !strings.Contains(rerr.Error(), verb) {
+					t.Errorf("Ready after Start failed: %v, want the refusal", rerr)
+				}
 			})
 		})
 	}
@@ -123,11 +145,11 @@ func TestForbiddenLeasesFailStart(t *testing.T) {
 // lease duration.
 func TestHandMadeLeasesAreBounded(t *testing.T) {
 	half := ring.Set{{Lo: 0, Hi: 1<<63 - 1}}.String()
-	for _, tc := range []struct{ name, holder, claim string }{
-		{"huge-duration", "x", half},
-		{"claim-unreadable", "x", "not a claim"},
-		{"holder-not-its-name", "y", half},
-		{"no-holder", "", half},
+	for _, tc := range []struct{ name, holder, claim, reason string }{
+		{"huge-duration", "x", half, "LeaseDuration"},
+		{"claim-unreadable", "x", "not a claim", "ForeignLease"},
+		{"holder-not-its-name", "y", half, "ForeignLease"},
+		{"no-holder", "", half, "ForeignLease"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -135,6 +157,9 @@ func TestHandMadeLeasesAreBounded(t *testing.T) {
 				c.handMade(t, testRing+"-x", tc.holder, tc.claim, 1<<30)
 				a := start(t, c, lg, "a")
 				covered(t, testLease+3*testRenew, a)
+				if got := lg.with(testRing+"-x", tc.reason); len(got) == 0 {
+					t.Errorf("no log line reports the Lease with %s", tc.reason)
+				}
 				if err := a.end(); err != nil {
 					t.Fatal(err)
 				}
