@@ -960,15 +960,22 @@ func (m *Member) observe(log logr.Logger, obj any, deleted bool) {
 	var report, reason string
 	m.mu.Lock()
 	p, known := m.peers[l.Name]
+	if deleted && known && p.rv != l.ResourceVersion {
+		// Its final state, newer than the one seen here.
+		last := m.shape(l)
+		p.claim, p.rv = last.claim, last.rv
+	}
 	switch {
 	case deleted && (!known || p.claim.Empty()):
 		delete(m.peers, l.Name)
 		delete(m.reported, l.Name)
 	case deleted:
 		if !p.deleted {
-			p.deleted = true
+			// Seen gone now: its holder may have renewed it after the
+			// version seen here, and no read shows that version any more.
+			p.deleted, p.seen = true, time.Now()
 			m.peers[l.Name] = p
-			report = fmt.Sprintf("Lease %s/%s was deleted while it claimed %v: it counts until a lease duration (%v) after it was last seen", l.Namespace, l.Name, p.claim, m.cfg.LeaseDuration)
+			report = fmt.Sprintf("Lease %s/%s was deleted while it claimed %v: it counts until a lease duration (%v) after it was seen gone", l.Namespace, l.Name, p.claim, m.cfg.LeaseDuration)
 		}
 	case !known || p.rv != l.ResourceVersion:
 		o := m.shape(l)
