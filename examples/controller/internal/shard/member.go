@@ -129,6 +129,20 @@ type observed struct {
 	seen      time.Time
 	announced time.Duration
 	deleted   bool
+	// incarnation holds the Lease as seen; when another held it before,
+	// with a claim, that claim counts too until prevUntil (the earlier
+	// holder may still write, its Lease deleted or taken over).
+	incarnation string
+	prev        ring.Set
+	prevUntil   time.Time
+}
+
+// claims returns what o counts for at now.
+func (o observed) claims(now time.Time) ring.Set {
+	if now.Before(o.prevUntil) {
+		return o.claim.Union(o.prev)
+	}
+	return o.claim
 }
 
 // counters are the member's counts for its metrics.
@@ -158,17 +172,21 @@ type Member struct {
 	waiters   map[string]bool     // incarnations seen waiting for its Lease
 	refused   error               // the last refusal by the API server, nil after a success
 	startErr  error               // what made Start fail
-	claim     ring.Set            // published
-	target    ring.Set
-	lease     *coordinationv1.Lease // last written
-	deadline  time.Time             // writes stop here
-	abandon   bool                  // stop without releasing the Lease
-	covers    []*sharded            // informers narrowed to the cover
-	cover     ring.Set
-	coverSet  chan struct{} // closed once cover is first set
-	serverSet bool
-	server    bool // the API server honours the shard selector
-	handovers map[string]int
+	// watchedSince is when this member first saw the ring whole: it takes
+	// nothing for a lease duration after, since a Lease deleted before it
+	// looked left it no evidence of a holder that may still write.
+	watchedSince time.Time
+	claim        ring.Set // published
+	target       ring.Set
+	lease        *coordinationv1.Lease // last written
+	deadline     time.Time             // writes stop here
+	abandon      bool                  // stop without releasing the Lease
+	covers       []*sharded            // informers narrowed to the cover
+	cover        ring.Set
+	coverSet     chan struct{} // closed once cover is first set
+	serverSet    bool
+	server       bool // the API server honours the shard selector
+	handovers    map[string]int
 }
 
 // New returns a member, validating cfg.
@@ -287,10 +305,10 @@ func (m *Member) expiry(p observed) time.Time { return p.seen.Add(m.cfg.LeaseDur
 // one, sorted, and every Lease that counts with its claim. m.mu is held.
 func (m *Member) ringLocked(now time.Time) (live []string, peers []ring.Peer) {
 	for name, p := range m.peers {
-		if !now.Before(m.expiry(p)) {
+		if !now.Before(m.expiry(p)) && !now.Before(p.prevUntil) {
 			continue
 		}
-		peers = append(peers, ring.Peer{ID: name, Claim: p.claim})
+		peers = append(peers, ring.Peer{ID: name, Claim: p.claims(now)})
 		if p.id != "" && p.id != m.cfg.Identity {
 			live = append(live, p.id)
 		}
@@ -432,6 +450,9 @@ func (m *Member) run(ctx context.Context) error {
 	})
 	select {
 	case <-synced:
+		m.mu.Lock()
+		m.watchedSince = time.Now()
+		m.mu.Unlock()
 	case err := <-fatal:
 		close(stopSync)
 		return err
@@ -503,6 +524,7 @@ func (m *Member) step(ctx context.Context, log logr.Logger, pendingStop ring.Set
 	m.mu.Lock()
 	now := time.Now()
 	fresh := now.Before(m.deadline)
+	mature := !m.watchedSince.IsZero() && now.Sub(m.watchedSince) >= m.cfg.LeaseDuration
 	claim, deadline := m.claim, m.deadline
 	live, peers := m.ringLocked(now)
 	m.mu.Unlock()
@@ -533,7 +555,7 @@ func (m *Member) step(ctx context.Context, log logr.Logger, pendingStop ring.Set
 	}
 	m.setCover(target.Union(m.currentClaim()))
 	m.probe(ctx)
-	if take.Empty() || !fresh {
+	if take.Empty() || !fresh || !mature {
 		return pendingStop
 	}
 	if err := m.take(ctx, log, take); err != nil && ctx.Err() == nil {
@@ -572,25 +594,38 @@ func (m *Member) take(ctx context.Context, log logr.Logger, take ring.Set) error
 	now := time.Now()
 	var others []ring.Peer
 	listed := map[string]bool{}
+	mine := false
 	m.mu.Lock()
+	published := m.lease.ResourceVersion
 	for i := range list.Items {
 		l := &list.Items[i]
 		if l.Name == m.name {
+			mine = l.ResourceVersion == published
 			continue
 		}
 		listed[l.Name] = true
-		if p, ok := m.peers[l.Name]; ok && p.rv == l.ResourceVersion && !now.Before(m.expiry(p)) {
+		p, ok := m.peers[l.Name]
+		if ok && now.Before(p.prevUntil) {
+			others = append(others, ring.Peer{ID: l.Name, Claim: p.prev}) // an earlier holder's
+		}
+		if ok && p.rv == l.ResourceVersion && !now.Before(m.expiry(p)) {
 			continue // expired as seen, and not renewed since
 		}
 		o := m.shape(l)
 		others = append(others, ring.Peer{ID: l.Name, Claim: o.claim})
 	}
 	for name, p := range m.peers {
-		if !listed[name] && now.Before(m.expiry(p)) {
-			others = append(others, ring.Peer{ID: name, Claim: p.claim}) // deleted: it counts until it expires
+		if !listed[name] && (now.Before(m.expiry(p)) || now.Before(p.prevUntil)) {
+			others = append(others, ring.Peer{ID: name, Claim: p.claims(now)}) // deleted: it counts until it expires
 		}
 	}
 	m.mu.Unlock()
+	if !mine {
+		// Its Lease changed since it published the claim (deleted, taken
+		// over, edited): write for nothing new; the next renewal finds out.
+		log.Info("did not take a part: this member's Lease changed after it claimed it", "part", take.String())
+		return nil
+	}
 	valid := ring.Validate(take, others)
 	if lost := take.Minus(valid); !lost.Empty() {
 		log.Info("withdrew a claim another member made first", "part", lost.String())
@@ -919,7 +954,7 @@ func (m *Member) leave(log logr.Logger) {
 // shape returns what l says as a Lease of the ring, with the problem
 // that makes it not of the ring's shape, if any. m.mu need not be held.
 func (m *Member) shape(l *coordinationv1.Lease) observed {
-	o := observed{rv: l.ResourceVersion, announced: time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second}
+	o := observed{rv: l.ResourceVersion, announced: time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second, incarnation: l.Annotations[IncarnationAnnotation]}
 	holder := ptr.Deref(l.Spec.HolderIdentity, "")
 	raw, annotated := l.Annotations[ClaimAnnotation]
 	c, err := ring.Parse(raw)
@@ -946,8 +981,11 @@ func (m *Member) shape(l *coordinationv1.Lease) observed {
 
 // observe records a Lease of the ring as seen now, or its deletion.
 func (m *Member) observe(log logr.Logger, obj any, deleted bool) {
+	unknown := false
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj, deleted = d.Obj, true
+		// Found gone by a list after a watch ended: its last versions
+		// went unseen, and what they claimed with them.
+		obj, deleted, unknown = d.Obj, true, true
 	}
 	l, ok := obj.(*coordinationv1.Lease)
 	if !ok {
@@ -965,8 +1003,11 @@ func (m *Member) observe(log logr.Logger, obj any, deleted bool) {
 		last := m.shape(l)
 		p.claim, p.rv = last.claim, last.rv
 	}
+	if unknown && known && !p.claim.Empty() {
+		p.claim = ring.Full()
+	}
 	switch {
-	case deleted && (!known || p.claim.Empty()):
+	case deleted && (!known || p.claims(time.Now()).Empty()):
 		delete(m.peers, l.Name)
 		delete(m.reported, l.Name)
 	case deleted:
@@ -980,6 +1021,14 @@ func (m *Member) observe(log logr.Logger, obj any, deleted bool) {
 	case !known || p.rv != l.ResourceVersion:
 		o := m.shape(l)
 		o.seen = time.Now()
+		if known {
+			o.prev, o.prevUntil = p.prev, p.prevUntil
+			if p.incarnation != o.incarnation && !p.claim.Empty() && o.seen.Before(m.expiry(p)) {
+				// Another incarnation holds it now: the earlier one's claim
+				// counts until its Lease would have expired.
+				o.prev, o.prevUntil = p.claims(o.seen), m.expiry(p)
+			}
+		}
 		m.peers[l.Name] = o
 		problem := o.problem
 		if problem == "" && o.announced != m.cfg.LeaseDuration {
@@ -1017,9 +1066,17 @@ func (m *Member) nextExpiry() time.Time {
 	defer m.mu.Unlock()
 	var next time.Time
 	now := time.Now()
+	if !m.watchedSince.IsZero() {
+		next = m.watchedSince.Add(m.cfg.LeaseDuration) // it may take from then on
+		if !next.After(now) {
+			next = time.Time{}
+		}
+	}
 	for _, p := range m.peers {
-		if e := m.expiry(p); e.After(now) && (next.IsZero() || e.Before(next)) {
-			next = e
+		for _, e := range []time.Time{m.expiry(p), p.prevUntil} {
+			if e.After(now) && (next.IsZero() || e.Before(next)) {
+				next = e
+			}
 		}
 	}
 	return next
