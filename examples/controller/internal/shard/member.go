@@ -61,7 +61,8 @@ type Config struct {
 	Identity string
 	// LeaseDuration is how long a member's Lease holds after its last
 	// renewal seen: a member whose Lease is not renewed for that long is
-	// no longer live. At least three RenewPeriods.
+	// no longer live. It bounds every Lease this member honours, whatever
+	// duration the Lease announces. At least three RenewPeriods.
 	LeaseDuration time.Duration
 	// RenewPeriod is how often the member renews its Lease and looks at
 	// the ring.
