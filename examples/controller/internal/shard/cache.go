@@ -167,8 +167,8 @@ func (s *sharded) ListWithContext(ctx context.Context, o metav1.ListOptions) (ru
 // member probes until it is known. It lists one object with the selector
 // of each half of the hash space: a server that ignores the selector
 // answers both with the same first object, outside one of the halves; one
-// that honours it answers each with an object inside it, or none. With no
-// object at all it cannot tell. (A custom resource's list does not echo
+// that honours it answers each with an object inside it, or none. Unless
+// each half answered with an object, it cannot tell. (A custom resource's list does not echo
 // shardInfo: its unstructured list has no field for it.)
 func (s *sharded) probe(ctx context.Context) {
 	s.m.mu.Lock()
@@ -180,8 +180,9 @@ func (s *sharded) probe(ctx context.Context) {
 	defer s.probing.Store(false)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	seen := 0
+	halves := 0
 	for _, half := range []ring.Set{{{Lo: 0, Hi: 1<<63 - 1}}, {{Lo: 1 << 63, Hi: ^uint64(0)}}} {
+		seen := 0
 		list, err := s.lw.ListWithContext(ctx, metav1.ListOptions{ShardSelector: half.Selector(), Limit: 1})
 		if err != nil {
 			return
@@ -197,8 +198,14 @@ func (s *sharded) probe(ctx context.Context) {
 				return
 			}
 		}
+		if seen > 0 {
+			halves++
+		}
 	}
-	if seen > 0 {
+	// Only an object from each half tells: objects created between the
+	// two lists would make a server that ignores the selector look as if
+	// it honoured it.
+	if halves == 2 {
 		s.m.setServerSide(true, "lists with the selector of each half of the space held only objects inside it")
 	}
 }
