@@ -454,9 +454,13 @@ func (m *Member) run(ctx context.Context) error {
 		return nil
 	}
 	if err := m.join(ctx, log, true); err != nil {
-		if ctx.Err() != nil {
+		var ae *AccessError
+		switch {
+		case ctx.Err() != nil:
 			m.leave(log)
 			return nil
+		case errors.As(err, &ae):
+			return err
 		}
 		return fmt.Errorf("shard: join ring %s: %w", m.cfg.Ring, err)
 	}
