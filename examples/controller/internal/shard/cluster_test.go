@@ -55,12 +55,10 @@ func newCluster() *cluster {
 		defer c.mu.Unlock()
 		name := ""
 		switch a := a.(type) {
-		case k8stesting.GetAction:
+		case k8stesting.GetAction: // a delete too: the same methods
 			name = a.GetName()
-		case k8stesting.CreateAction: // an update too: the same methods
+		case k8stesting.CreateAction: // an update too
 			name = a.GetObject().(*coordinationv1.Lease).Name
-		case k8stesting.DeleteAction:
-			name = a.GetName()
 		}
 		if c.fault != nil {
 			if err := c.fault(a.GetVerb(), name); err != nil {
