@@ -247,6 +247,8 @@ func (w *world) pick(t *rapid.T, label string, ok func(*modelMember) bool) *mode
 
 func active(m *modelMember) bool { return m.up && !m.cut && !m.stale }
 
+func isUp(m *modelMember) bool { return m.up }
+
 // land lands m's committed write on h, failing t if another member writes
 // for h now.
 func (w *world) land(t *rapid.T, m *modelMember, f *flight) {
@@ -436,6 +438,14 @@ func runModel(t *rapid.T) {
 		w.start(fmt.Sprintf("m%d", ids))
 	}
 	forged := 0
+	// on is the action that applies f to a member picked among those ok.
+	on := func(label string, ok func(*modelMember) bool, f func(*modelMember)) func(*rapid.T) {
+		return func(t *rapid.T) {
+			if m := w.pick(t, label, ok); m != nil {
+				f(m)
+			}
+		}
+	}
 	actions := map[string]func(*rapid.T){
 		"join": func(t *rapid.T) {
 			up := 0
@@ -459,16 +469,8 @@ func runModel(t *rapid.T) {
 			}
 			w.start(m.id)
 		},
-		"mature": func(t *rapid.T) {
-			if m := w.pick(t, "matured", func(m *modelMember) bool { return m.up && m.young }); m != nil {
-				w.mature(m)
-			}
-		},
-		"acquire": func(t *rapid.T) {
-			if m := w.pick(t, "joiner", func(m *modelMember) bool { return m.up && !m.holds }); m != nil {
-				w.acquire(m)
-			}
-		},
+		"mature":  on("matured", func(m *modelMember) bool { return m.up && m.young }, func(m *modelMember) { w.mature(m) }),
+		"acquire": on("joiner", func(m *modelMember) bool { return m.up && !m.holds }, func(m *modelMember) { w.acquire(m) }),
 		"leave": func(t *rapid.T) {
 			m := w.pick(t, "leaver", active)
 			if m == nil {
@@ -563,16 +565,8 @@ func runModel(t *rapid.T) {
 			wr, target := m.gate.Writing()
 			m.gate.Set(target, wr, m.deadline())
 		},
-		"heal": func(t *rapid.T) {
-			if m := w.pick(t, "healed", func(m *modelMember) bool { return m.up && m.cut }); m != nil {
-				w.heal(m)
-			}
-		},
-		"renew": func(t *rapid.T) {
-			if m := w.pick(t, "renewer", active); m != nil {
-				w.publish(m, m.claim)
-			}
-		},
+		"heal":  on("healed", func(m *modelMember) bool { return m.up && m.cut }, w.heal),
+		"renew": on("renewer", active, func(m *modelMember) { w.publish(m, m.claim) }),
 		"renewFails": func(t *rapid.T) {
 			// A renewal refused (429, 500) or timed out before it applied
 			// changes nothing; one timed out after it applied renews the
@@ -632,38 +626,14 @@ func runModel(t *rapid.T) {
 			s.expired = true
 			obs.view[id] = s
 		},
-		"round": func(t *rapid.T) {
-			// One whole round of the protocol, as the member runs it
-			// when its writes in flight are done quickly.
-			if m := w.pick(t, "member", active); m != nil {
-				w.round(m)
-			}
-		},
-		"refreshAll": func(t *rapid.T) {
-			if m := w.pick(t, "observer", func(m *modelMember) bool { return m.up }); m != nil {
-				w.refreshAll(m)
-			}
-		},
-		"stop": func(t *rapid.T) {
-			if m := w.pick(t, "stopper", active); m != nil {
-				w.stopPhase(m)
-			}
-		},
-		"publishStop": func(t *rapid.T) {
-			if m := w.pick(t, "stopper", active); m != nil {
-				w.publishStop(m)
-			}
-		},
-		"takePublish": func(t *rapid.T) {
-			if m := w.pick(t, "taker", active); m != nil {
-				w.takePublish(m)
-			}
-		},
-		"takeValidate": func(t *rapid.T) {
-			if m := w.pick(t, "taker", active); m != nil {
-				w.takeValidate(m)
-			}
-		},
+		// One whole round of the protocol, as the member runs it when
+		// its writes in flight are done quickly.
+		"round":        on("member", active, func(m *modelMember) { w.round(m) }),
+		"refreshAll":   on("observer", isUp, w.refreshAll),
+		"stop":         on("stopper", active, w.stopPhase),
+		"publishStop":  on("stopper", active, func(m *modelMember) { w.publishStop(m) }),
+		"takePublish":  on("taker", active, func(m *modelMember) { w.takePublish(m) }),
+		"takeValidate": on("taker", active, func(m *modelMember) { w.takeValidate(m) }),
 		"hold": func(t *rapid.T) {
 			m := w.pick(t, "holder", func(m *modelMember) bool { return m.up })
 			if m == nil {
@@ -686,13 +656,8 @@ func runModel(t *rapid.T) {
 			f.committed = f.hold.Writes()
 		},
 		"commit": func(t *rapid.T) {
-			m := w.pick(t, "writer", func(m *modelMember) bool { return m.up && len(m.flights) > 0 })
-			if m == nil {
-				return
-			}
-			i := rapid.IntRange(0, len(m.flights)-1).Draw(t, "flight")
-			f := m.flights[i]
-			if f.committed {
+			m, i, f := w.pickFlight(t)
+			if m == nil || f.committed {
 				return
 			}
 			if !f.hold.Writes() {
@@ -703,12 +668,10 @@ func runModel(t *rapid.T) {
 			f.committed = true
 		},
 		"land": func(t *rapid.T) {
-			m := w.pick(t, "writer", func(m *modelMember) bool { return m.up && len(m.flights) > 0 })
+			m, i, f := w.pickFlight(t)
 			if m == nil {
 				return
 			}
-			i := rapid.IntRange(0, len(m.flights)-1).Draw(t, "flight")
-			f := m.flights[i]
 			if f.committed {
 				w.land(t, m, f)
 			}
@@ -740,6 +703,17 @@ func (w *world) mature(m *modelMember) bool {
 	}
 	m.young = false
 	return true
+}
+
+// pickFlight picks a member up with holds and one of them, or returns a
+// nil member.
+func (w *world) pickFlight(t *rapid.T) (*modelMember, int, *flight) {
+	m := w.pick(t, "writer", func(m *modelMember) bool { return m.up && len(m.flights) > 0 })
+	if m == nil {
+		return nil, 0, nil
+	}
+	i := rapid.IntRange(0, len(m.flights)-1).Draw(t, "flight")
+	return m, i, m.flights[i]
 }
 
 // heal ends m's cut: a stale member's renewal completes past its deadline,

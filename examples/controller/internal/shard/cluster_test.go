@@ -75,13 +75,7 @@ func newCluster() *cluster {
 			if _, err := tr.Get(leasesGVR, ns, l.Name); err == nil {
 				return true, nil, apierrors.NewAlreadyExists(leasesGVR.GroupResource(), l.Name)
 			}
-			c.rv++
-			l.ResourceVersion = strconv.Itoa(c.rv)
-			if err := tr.Create(leasesGVR, l, ns); err != nil {
-				return true, nil, err
-			}
-			c.writes = append(c.writes, *l.DeepCopy())
-			return true, l, nil
+			return c.stamp(l, func() error { return tr.Create(leasesGVR, l, ns) })
 		}
 		switch a := a.(type) {
 		case k8stesting.UpdateAction:
@@ -93,13 +87,7 @@ func newCluster() *cluster {
 			if l.ResourceVersion != old.(*coordinationv1.Lease).ResourceVersion {
 				return true, nil, apierrors.NewConflict(leasesGVR.GroupResource(), l.Name, fmt.Errorf("resourceVersion %s, the object has %s", l.ResourceVersion, old.(*coordinationv1.Lease).ResourceVersion))
 			}
-			c.rv++
-			l.ResourceVersion = strconv.Itoa(c.rv)
-			if err := tr.Update(leasesGVR, l, ns); err != nil {
-				return true, nil, err
-			}
-			c.writes = append(c.writes, *l.DeepCopy())
-			return true, l, nil
+			return c.stamp(l, func() error { return tr.Update(leasesGVR, l, ns) })
 		case k8stesting.DeleteAction:
 			old, err := tr.Get(leasesGVR, ns, a.GetName())
 			if err != nil {
@@ -123,6 +111,18 @@ func newCluster() *cluster {
 		return false, nil, nil
 	})
 	return c
+}
+
+// stamp gives l the next resourceVersion and stores it with put,
+// recording the write; c.mu is held.
+func (c *cluster) stamp(l *coordinationv1.Lease, put func() error) (bool, runtime.Object, error) {
+	c.rv++
+	l.ResourceVersion = strconv.Itoa(c.rv)
+	if err := put(); err != nil {
+		return true, nil, err
+	}
+	c.writes = append(c.writes, *l.DeepCopy())
+	return true, l, nil
 }
 
 // setFault sets the function that may refuse a request.
