@@ -844,6 +844,8 @@ func (m *Member) write(ctx context.Context, log logr.Logger, claim ring.Set, rej
 				continue // still this incarnation's: write over it
 			case gerr != nil && !apierrors.IsNotFound(gerr):
 				return errors.Join(err, m.refusal("get", gerr))
+			case gerr == nil && cur.Annotations[IncarnationAnnotation] == m.incarnation:
+				return err // still its own, changed at every attempt: the next renewal tries again
 			}
 			// Deleted by hand, or held by another incarnation: this member
 			// no longer holds its Lease.
