@@ -167,3 +167,24 @@ func TestHandMadeLeasesAreBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestNewcomerTakesNothingForALeaseDuration: a member that starts after
+// a Lease was deleted by hand, and so never saw it, takes nothing until
+// the deleted Lease's holder has stopped writing.
+func TestNewcomerTakesNothingForALeaseDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, lg := newCluster(), &logs{}
+		a := start(t, c, lg, "a")
+		covered(t, 3*testLease, a)
+		// Right after a renewal, so that a writes on for a renew period.
+		for n := len(c.writesOf(testRing + "-a")); len(c.writesOf(testRing+"-a")) == n; {
+			time.Sleep(time.Millisecond)
+		}
+		if err := c.cs.CoordinationV1().Leases(testNS).Delete(context.Background(), testRing+"-a", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b := start(t, c, lg, "b")
+		watchWriters(t, 2*testLease, a, b)
+		covered(t, 2*testLease, a, b)
+	})
+}
