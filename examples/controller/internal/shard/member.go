@@ -692,8 +692,9 @@ func (m *Member) fresh(send time.Time, rv string) *coordinationv1.Lease {
 // crash with nothing claimed), else once the Lease has not changed for a
 // lease duration, as the ring would judge it expired. While it waits it
 // writes for nothing, marks the Lease with WaitingAnnotation so that its
-// holder learns of it, and says so. It blocks until it holds the Lease,
-// or ctx ends.
+// holder learns of it, and says so. A request that fails (but for a
+// refusal, returned as an [*AccessError]) is tried again after a renew
+// period. It blocks until it holds the Lease, or ctx ends.
 func (m *Member) join(ctx context.Context, log logr.Logger, quick bool) error {
 	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
 	defer func() {
@@ -703,6 +704,21 @@ func (m *Member) join(ctx context.Context, log logr.Logger, quick bool) error {
 	}()
 	var waitRV string
 	var since time.Time
+	// pause returns err when it ends the join (a refusal, ctx ended), else
+	// nil once a renew period has passed: the join tries again.
+	pause := func(err error) error {
+		var ae *AccessError
+		if errors.As(err, &ae) || ctx.Err() != nil {
+			return err
+		}
+		log.Error(err, "join the ring; trying again")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(m.cfg.RenewPeriod):
+			return nil
+		}
+	}
 	for {
 		send := time.Now()
 		got, err := leases.Create(ctx, m.fresh(send, ""), metav1.CreateOptions{})
@@ -712,7 +728,10 @@ func (m *Member) join(ctx context.Context, log logr.Logger, quick bool) error {
 				continue
 			}
 			if gerr != nil {
-				return m.refusal("get", gerr)
+				if err := pause(m.refusal("get", gerr)); err != nil {
+					return err
+				}
+				continue
 			}
 			other := old.Annotations[IncarnationAnnotation]
 			claim, perr := ring.Parse(old.Annotations[ClaimAnnotation])
@@ -761,7 +780,10 @@ func (m *Member) join(ctx context.Context, log logr.Logger, quick bool) error {
 			err = m.refusal("create", err)
 		}
 		if err != nil {
-			return err
+			if err := pause(err); err != nil {
+				return err
+			}
+			continue
 		}
 		m.mu.Lock()
 		m.lease, m.claim, m.joined, m.refused = got, nil, true, nil

@@ -188,3 +188,26 @@ func TestNewcomerTakesNothingForALeaseDuration(t *testing.T) {
 		covered(t, 2*testLease, a, b)
 	})
 }
+
+// TestJoinOutlastsServerErrors: a join whose requests fail (500s) tries
+// again, and Start does not fail.
+func TestJoinOutlastsServerErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, lg := newCluster(), &logs{}
+		failures := 0
+		c.setFault(func(verb, _ string) error {
+			if (verb == "create" || verb == "get") && failures < 4 {
+				failures++
+				return apierrors.NewInternalError(errors.New("etcd is slow"))
+			}
+			return nil
+		})
+		a := start(t, c, lg, "a")
+		covered(t, 3*testLease, a)
+		select {
+		case <-a.done:
+			t.Fatalf("Start returned %v after server errors", a.err)
+		default:
+		}
+	})
+}
