@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -193,11 +195,11 @@ func run(o options) error {
 	var cacheOpts cache.Options
 	leaderElect := o.leaderElect
 	if o.ring != "" {
-		member, err = newMember(o, cfg)
-		if err != nil {
-			return err
+		// The cache makes its informers once Setup asks for them, after
+		// the member below exists (it needs the manager's recorder).
+		cacheOpts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+			return controller.RingInformer(member)(lw, obj, resync, idx)
 		}
-		cacheOpts.NewInformer = controller.RingInformer(member)
 		leaderElect = false
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -217,6 +219,12 @@ func run(o options) error {
 	})
 	if err != nil {
 		return err
+	}
+	if o.ring != "" {
+		member, err = newMember(o, cfg, mgr.GetEventRecorder("ring"))
+		if err != nil {
+			return err
+		}
 	}
 	var k platform.Evaluator = kernel.New()
 	if !o.inProcess {
@@ -243,11 +251,21 @@ func run(o options) error {
 	if err := mgr.AddReadyzCheck("publisher", w.Ready); err != nil {
 		return err
 	}
+	// With a ring: ready while this replica holds its Lease and renewed it
+	// in time to write; not ready before it joined, while another
+	// incarnation of its identity holds the Lease, while the API server
+	// refuses it the Leases, or once a renewal is overdue.
+	if member != nil {
+		if err := mgr.AddReadyzCheck("ring", member.Ready); err != nil {
+			return err
+		}
+	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// newMember returns this replica's ring membership from the flags.
-func newMember(o options, cfg *rest.Config) (*shard.Member, error) {
+// newMember returns this replica's ring membership from the flags; its
+// events go to rec.
+func newMember(o options, cfg *rest.Config, rec events.EventRecorder) (*shard.Member, error) {
 	ns := o.ringNS
 	if ns == "" {
 		ns = o.leaderNS
@@ -274,6 +292,6 @@ func newMember(o options, cfg *rest.Config) (*shard.Member, error) {
 	return shard.New(shard.Config{
 		Ring: o.ring, Namespace: ns, Identity: id,
 		LeaseDuration: o.ringLease, RenewPeriod: o.ringRenew,
-		Client: kube, Logger: ctrl.Log.WithName("ring"),
+		Client: kube, Logger: ctrl.Log.WithName("ring"), Recorder: rec,
 	})
 }

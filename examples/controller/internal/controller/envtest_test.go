@@ -37,8 +37,9 @@ func TestEnvtest(t *testing.T) {
 	t.Run("DeploySharded", testDeploySharded)
 	t.Run("Failover", testFailover)
 	t.Run("Shard", func(t *testing.T) {
-		t.Run("server-side", func(t *testing.T) { testShard(t, true) })
-		t.Run("client-side", func(t *testing.T) { testShard(t, false) })
+		t.Run("server-side", func(t *testing.T) { testShard(t, true, false) })
+		t.Run("client-side", func(t *testing.T) { testShard(t, false, false) })
+		t.Run("faults", func(t *testing.T) { testShard(t, false, true) })
 	})
 	var s *suite // started by the first step that runs
 	steps := []struct {

@@ -63,7 +63,14 @@ const (
 // the SHARD line logs the speedup, the writes by a second replica or a
 // second time (dup_writes, asserted 0), and how long the killed replica's
 // Releases waited (orphan_max_ms, from the kill to the last written).
-func testShard(t *testing.T, serverSide bool) {
+//
+// With faults, the managers reach the API server through a proxy on a
+// loopback address that refuses a few percent of their requests (409,
+// 429 with Retry-After, 500), answers others late and cuts every watch
+// after seconds (startFaultProxy); the test's own client goes direct.
+// The SHARD line also reports moved: the share of the hash space whose
+// owner changed with the kill and with the join.
+func testShard(t *testing.T, serverSide, faults bool) {
 	ctx := context.Background()
 	n := *shardReleases
 	env := patient(&envtest.Environment{
@@ -95,8 +102,17 @@ func testShard(t *testing.T, serverSide bool) {
 	log := &statusWrites{releases: map[statusInput][]string{}, platform: map[int64][]string{}}
 	dir := t.TempDir()
 	replicas := map[string]*replica{}
+	mcfg := cfg
+	if faults {
+		seed := *faultSeed
+		if seed == 0 {
+			seed = uint64(time.Now().UnixNano())
+		}
+		t.Logf("the managers reach the API server through a fault-injecting proxy, seed %d (-shard.faultseed=%d replays its draws)", seed, seed)
+		mcfg = startFaultProxy(t, cfg, seed)
+	}
 	startReplica := func(id string) *replica {
-		r := newReplica(t, cfg, log, filepath.Join(dir, id+fmt.Sprint(len(replicas))), id)
+		r := newReplica(t, mcfg, log, filepath.Join(dir, id+fmt.Sprint(len(replicas))), id)
 		replicas[id] = r
 		return r
 	}
@@ -159,6 +175,7 @@ func testShard(t *testing.T, serverSide bool) {
 
 	// Kill b as the Platform changes: it stops without releasing its
 	// Lease, with writes of its own maybe in flight.
+	beforeKill := targets(replicas)
 	killed := replicas["b"]
 	part := killed.member.Status().Writing
 	killed.member.Abandon()
@@ -190,11 +207,14 @@ func testShard(t *testing.T, serverSide bool) {
 	t.Logf("b's part %v: without a writer for %v after the kill (a lease is %v); its Releases all written %v after the change",
 		part, orphan.Round(time.Millisecond), ringLease, log.lastWrite(part, gen).Sub(begun).Round(time.Millisecond))
 	stable(t, replicas)
+	afterKill := targets(replicas)
 
 	// b again, with its identity: its Lease is its own, claiming nothing.
 	log.mark()
 	startReplica("b")
 	stable(t, replicas)
+	afterJoin := targets(replicas)
+	moved := fmt.Sprintf("kill:%.3f,join:%.3f", movedShare(beforeKill, afterKill), movedShare(afterKill, afterJoin))
 	log.noWritesSince(t, "the ring rebalanced as b joined again")
 	change()
 	checkCaches(t, replicas, serverSide)
@@ -205,11 +225,31 @@ func testShard(t *testing.T, serverSide bool) {
 	}
 	if serverSide {
 		speedup := float64(one) / float64(three)
-		t.Logf("SHARD replicas=3 speedup=%.2f dup_writes=%d orphan_max_ms=%d server_side=%v", speedup, len(dups), orphan.Milliseconds(), serverSide)
+		t.Logf("SHARD replicas=3 speedup=%.2f dup_writes=%d orphan_max_ms=%d server_side=%v moved=%s", speedup, len(dups), orphan.Milliseconds(), serverSide, moved)
 		t.Logf("one replica rendered and wrote %d Releases in %v (%s), three in %v (%s)", n, one.Round(time.Millisecond), oneRenders, three.Round(time.Millisecond), threeRenders)
 	} else {
-		t.Logf("SHARD replicas=3 dup_writes=%d orphan_max_ms=%d server_side=%v", len(dups), orphan.Milliseconds(), serverSide)
+		t.Logf("SHARD replicas=3 dup_writes=%d orphan_max_ms=%d server_side=%v faults=%v moved=%s", len(dups), orphan.Milliseconds(), serverSide, faults, moved)
 	}
+}
+
+// targets returns each replica's target.
+func targets(replicas map[string]*replica) map[string]ring.Set {
+	out := map[string]ring.Set{}
+	for id, r := range replicas {
+		out[id] = r.member.Status().Target
+	}
+	return out
+}
+
+// movedShare returns the share of the hash space whose owner differs
+// between two assignments: what each owner after holds that it did not
+// hold before.
+func movedShare(before, after map[string]ring.Set) float64 {
+	moved := 0.0
+	for id, s := range after {
+		moved += s.Minus(before[id]).Fraction()
+	}
+	return moved
 }
 
 // A replica is one manager of the ring.

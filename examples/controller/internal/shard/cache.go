@@ -129,7 +129,7 @@ func (s *sharded) ListWithContext(ctx context.Context, o metav1.ListOptions) (ru
 	}
 	cover = s.listing // every page of a list with the same selector
 	s.mu.Unlock()
-	o.ShardSelector = selector(cover)
+	o.ShardSelector = cover.Selector()
 	list, err := s.lw.ListWithContext(ctx, o)
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (s *sharded) ListWithContext(ctx context.Context, o metav1.ListOptions) (ru
 	}
 	if sl, ok := list.(metav1.ShardedListInterface); ok && sl.GetShardInfo() != nil {
 		s.m.setServerSide(true, "the list response echoed shardInfo")
-	} else if outside > 0 && o.ShardSelector != "" {
+	} else if outside > 0 {
 		s.m.setServerSide(false, "the list response held objects outside the selector")
 	}
 	go s.probe(ctx)
@@ -168,8 +168,8 @@ func (s *sharded) ListWithContext(ctx context.Context, o metav1.ListOptions) (ru
 // of each half of the hash space: a server that ignores the selector
 // answers both with the same first object, outside one of the halves; one
 // that honours it answers each with an object inside it, or none. Unless
-// each half holds an object it cannot tell. (A custom resource's list
-// does not echo shardInfo: its unstructured list has no field for it.)
+// each half answered with an object, it cannot tell. (A custom resource's list does not echo
+// shardInfo: its unstructured list has no field for it.)
 func (s *sharded) probe(ctx context.Context) {
 	s.m.mu.Lock()
 	known := s.m.serverSet
@@ -180,8 +180,9 @@ func (s *sharded) probe(ctx context.Context) {
 	defer s.probing.Store(false)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	seen := 0 // the halves whose list held an object
+	halves := 0
 	for _, half := range []ring.Set{{{Lo: 0, Hi: 1<<63 - 1}}, {{Lo: 1 << 63, Hi: ^uint64(0)}}} {
+		seen := 0
 		list, err := s.lw.ListWithContext(ctx, metav1.ListOptions{ShardSelector: half.Selector(), Limit: 1})
 		if err != nil {
 			return
@@ -190,19 +191,21 @@ func (s *sharded) probe(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		if len(items) > 0 {
-			seen++
-		}
 		for _, it := range items {
+			seen++
 			if !in(half, it) {
 				s.m.setServerSide(false, "a list with a selector held an object outside it")
 				return
 			}
 		}
+		if seen > 0 {
+			halves++
+		}
 	}
-	// Both halves: a first object created between the two lists, inside
-	// the second half, would pass for a server that honours the selector.
-	if seen == 2 {
+	// Only an object from each half tells: objects created between the
+	// two lists would make a server that ignores the selector look as if
+	// it honoured it.
+	if halves == 2 {
 		s.m.setServerSide(true, "lists with the selector of each half of the space held only objects inside it")
 	}
 }
@@ -213,7 +216,7 @@ func (s *sharded) WatchWithContext(ctx context.Context, o metav1.ListOptions) (w
 	if err != nil {
 		return nil, err
 	}
-	o.ShardSelector = selector(cover)
+	o.ShardSelector = cover.Selector()
 	w, err := s.lw.WatchWithContext(ctx, o)
 	if err != nil {
 		return nil, err
@@ -256,17 +259,6 @@ func (s *sharded) restart() {
 	for f := range s.watches {
 		f.end()
 	}
-}
-
-// selector returns the shard selector of c, every range OR-ed, or "" (no
-// selector: the client's filter alone narrows) for a cover of more ranges
-// than the API server accepts (ring.MaxSelectorRanges; a target has at
-// most 128, and a cover is a target and a claim).
-func selector(c ring.Set) string {
-	if len(c) > ring.MaxSelectorRanges {
-		return ""
-	}
-	return c.Selector()
 }
 
 // in reports whether obj's UID hashes into c.

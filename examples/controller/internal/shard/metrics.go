@@ -15,8 +15,14 @@ const MetricsNamespace = "leasekit_ring"
 // 0 to 1), writing_ratio (the share it writes for), handovers_total
 // {direction: gained, lost}, server_side (1 when the API server honours
 // the shard selector, 0 when the cache filters on the client, -1 not yet
-// known), and owned (owned(), the objects it writes for). On failure it
-// unregisters what it registered.
+// known), ready (1 when [Member.Ready] is nil), foreign_leases (Leases of
+// the ring not of its shape that count until they expire),
+// deleted_leases (Leases seen deleted with a claim, counted until they
+// expire), incarnation_waiting (1 while another incarnation of this
+// identity holds its Lease), incarnation_conflicts_total (meetings of two
+// incarnations of this identity), foreign_leases_seen_total,
+// renew_failures_total, and owned (owned(), the objects it writes for).
+// On failure it unregisters what it registered.
 func (m *Member) RegisterMetrics(reg prometheus.Registerer, owned func() int) error {
 	gauge := func(name, help string, f func(Status) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: name, Help: help},
@@ -46,6 +52,26 @@ func (m *Member) RegisterMetrics(reg prometheus.Registerer, owned func() int) er
 			}
 			return 0
 		}),
+		gauge("ready", "1 when this replica holds its Lease and renewed it in time to write, 0 otherwise (see the readiness check).", func(Status) float64 {
+			if m.Ready(nil) == nil {
+				return 1
+			}
+			return 0
+		}),
+		gauge("foreign_leases", "Leases labelled with the ring that are not of a member's shape (name, holder, claim), counted with their claim until they expire; never a member.", func(s Status) float64 { return float64(s.Foreign) }),
+		gauge("deleted_leases", "Members' Leases seen deleted while they claimed a part, counted until a lease duration after they were last seen.", func(s Status) float64 { return float64(s.Deleted) }),
+		gauge("incarnation_waiting", "1 while another incarnation of this replica's identity holds its Lease: this replica writes for nothing until that Lease expires.", func(s Status) float64 {
+			if s.Waiting != "" {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "incarnation_conflicts_total", Help: "Meetings of two incarnations of this replica's identity (two replicas run with one identity): found its Lease held by another, taken over, or waited for."},
+			func() float64 { return float64(m.metrics.incarnationConflicts.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "foreign_leases_seen_total", Help: "Changes seen to Leases labelled with the ring that are not of a member's shape."},
+			func() float64 { return float64(m.metrics.foreignSeen.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "renew_failures_total", Help: "Renewals of this replica's Lease that failed."},
+			func() float64 { return float64(m.metrics.renewFailures.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "handovers_gained_total", Help: "Parts of the hash space this replica took from the ring."},
 			func() float64 { return float64(m.Status().Gained) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: MetricsNamespace, Name: "handovers_lost_total", Help: "Parts of the hash space this replica handed over to the ring."},
