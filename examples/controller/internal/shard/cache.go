@@ -129,7 +129,7 @@ func (s *sharded) ListWithContext(ctx context.Context, o metav1.ListOptions) (ru
 	}
 	cover = s.listing // every page of a list with the same selector
 	s.mu.Unlock()
-	o.ShardSelector = cover.Selector()
+	o.ShardSelector = selector(cover)
 	list, err := s.lw.ListWithContext(ctx, o)
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (s *sharded) ListWithContext(ctx context.Context, o metav1.ListOptions) (ru
 	}
 	if sl, ok := list.(metav1.ShardedListInterface); ok && sl.GetShardInfo() != nil {
 		s.m.setServerSide(true, "the list response echoed shardInfo")
-	} else if outside > 0 {
+	} else if outside > 0 && o.ShardSelector != "" {
 		s.m.setServerSide(false, "the list response held objects outside the selector")
 	}
 	go s.probe(ctx)
@@ -216,7 +216,7 @@ func (s *sharded) WatchWithContext(ctx context.Context, o metav1.ListOptions) (w
 	if err != nil {
 		return nil, err
 	}
-	o.ShardSelector = cover.Selector()
+	o.ShardSelector = selector(cover)
 	w, err := s.lw.WatchWithContext(ctx, o)
 	if err != nil {
 		return nil, err
@@ -259,6 +259,17 @@ func (s *sharded) restart() {
 	for f := range s.watches {
 		f.end()
 	}
+}
+
+// selector returns the shard selector of c, every range OR-ed, or "" (no
+// selector: the client's filter alone narrows) for a cover of more ranges
+// than the API server accepts (ring.MaxSelectorRanges; a target has at
+// most 128, and a cover is a target and a claim).
+func selector(c ring.Set) string {
+	if len(c) > ring.MaxSelectorRanges {
+		return ""
+	}
+	return c.Selector()
 }
 
 // in reports whether obj's UID hashes into c.

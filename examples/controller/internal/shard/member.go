@@ -295,13 +295,21 @@ func (m *Member) Ready(*http.Request) error {
 func (m *Member) expiry(p observed) time.Time { return p.seen.Add(m.cfg.LeaseDuration) }
 
 // ringLocked returns the identities of the live members other than this
-// one, sorted, and every Lease that counts with its claim. m.mu is held.
+// one, sorted, and every Lease that counts with its claim: a member's
+// Lease under its identity, as [ring.Plan]'s assignment reads the claims
+// of the live identities; any other under "lease:" and its name, which
+// no identity is, so its claim keeps what it names from a take and takes
+// no part in the assignment. m.mu is held.
 func (m *Member) ringLocked(now time.Time) (live []string, peers []ring.Peer) {
 	for name, p := range m.peers {
 		if !now.Before(m.expiry(p)) && !now.Before(p.prevUntil) {
 			continue
 		}
-		peers = append(peers, ring.Peer{ID: name, Claim: p.claims(now)})
+		id := "lease:" + name // no identity has a colon
+		if p.id != "" {
+			id = p.id
+		}
+		peers = append(peers, ring.Peer{ID: id, Claim: p.claims(now)})
 		if p.id != "" && p.id != m.cfg.Identity {
 			live = append(live, p.id)
 		}
