@@ -1,0 +1,93 @@
+package platform_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"leasekit.dev/platform"
+	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/platformmodule"
+)
+
+// writtenPlatform is a platform module whose platform.cue holds body
+// after its package clause: a module as a user writes it, not as the
+// generator does.
+func writtenPlatform(body string) platformmodule.Files {
+	return platformmodule.Files{
+		"cue.mod/module.cue": []byte("module: \"platform.leasekit.dev/acme@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+		"platform.cue":       []byte("package platform\n\n" + body),
+	}
+}
+
+// writtenInstance is an instance module of the files given, each after
+// its package clause but for the data files (not .cue).
+func writtenInstance(files map[string]string) kernel.Instance {
+	in := kernel.Instance{Files: map[string][]byte{
+		"cue.mod/module.cue": []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
+	}}
+	for name, body := range files {
+		in.Files[name] = []byte(body)
+	}
+	return in
+}
+
+// checkAgainstFresh publishes each platform module in turn as the next
+// generation and renders inst after each: every render returns what a
+// fresh kernel render against that generation returns, byte for byte,
+// error text included, memo hit or not.
+func checkAgainstFresh(t *testing.T, inst kernel.Instance, gens ...platformmodule.Files) {
+	t.Helper()
+	ctx := context.Background()
+	p := platform.NewPublisher(t.TempDir(), platform.PublisherOptions{})
+	if err := p.Boot(); err != nil {
+		t.Fatal(err)
+	}
+	for i, files := range gens {
+		if _, err := p.Publish(ctx, int64(i+1), files, kernel.SkewWarn); err != nil {
+			t.Fatalf("generation %d: %v", i+1, err)
+		}
+		before := p.Stats().Memo
+		out, rec, err := p.Render(ctx, inst)
+		hit := p.Stats().Memo.Hits > before.Hits
+		want, werr := kernel.New().Render(ctx, kernel.RenderInput{Platform: rec.Platform, Instance: inst, Skew: rec.Skew})
+		if !reflect.DeepEqual(out, want) || fmt.Sprint(err) != fmt.Sprint(werr) {
+			t.Fatalf("generation %d (memo hit %v): render %+v, %v\na fresh render's %+v, %v", i+1, hit, out, err, want, werr)
+		}
+	}
+}
+
+const (
+	exactWeb = `catalogs: "example.com/catalogs/web@v1": version: "v1.0.0"` + "\n"
+	exactDB  = `catalogs: "example.com/catalogs/db@v2": version: "v2.0.%d"` + "\n"
+	exactUse = `name: "shop"
+requires: "example.com/catalogs/web@v1": "v1.0.0"
+components: web: {kind: "Deployment", catalog: "example.com/catalogs/web@v1"}
+`
+)
+
+// Platforms whose name, type and labels decode alike but are written in
+// forms that #Render reads differently: a default the instance's label
+// overrides where a plain string conflicts with it, and a type absent
+// (the default "standard", which #Render supplies itself) or written.
+// A render of each after the other is what a fresh render gives.
+func TestMemoSeesHowThePlatformWritesWhatARenderReads(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		labels string // the instance's
+		a, b   string // the two platforms
+	}{
+		{"a label's default", `labels: team: "b"`,
+			`name: "acme"` + "\nlabels: team: *\"a\" | string\n", `name: "acme"` + "\nlabels: team: \"a\"\n"},
+		{"the name's default", `labels: "platform.leasekit.dev/name": "x"`,
+			`name: *"acme" | string` + "\n", `name: "acme"` + "\n"},
+		{"the type absent, then written", `labels: "platform.leasekit.dev/type": "x"`,
+			`name: "acme"` + "\n", `name: "acme"` + "\ntype: \"standard\"\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			inst := writtenInstance(map[string]string{"shop.cue": "package shop\n\n" + exactUse + c.labels + "\n"})
+			checkAgainstFresh(t, inst, writtenPlatform(c.a+exactWeb), writtenPlatform(c.b+exactWeb), writtenPlatform(c.a+exactWeb))
+		})
+	}
+}
