@@ -91,3 +91,35 @@ func TestMemoSeesHowThePlatformWritesWhatARenderReads(t *testing.T) {
 		})
 	}
 }
+
+// An instance that embeds a data file (CUE's @embed, enabled by
+// @extern(embed)) into its top or into requires adds catalogs to
+// requires that no field of its CUE files names: bumping one of those
+// changes the render, and a render after the bump is what a fresh render
+// gives.
+func TestMemoSeesCatalogsAnInstanceEmbeds(t *testing.T) {
+	const head = "@extern(embed)\n\npackage shop\n\n"
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"at the top of a file", map[string]string{
+			"shop.cue": head + "@embed(file=\"db.json\")\n\n" + exactUse,
+			"db.json":  `{"requires": {"example.com/catalogs/db@v2": "v2.0.0"}, "components": {"db": {"kind": "Database", "catalog": "example.com/catalogs/db@v2"}}}`,
+		}},
+		{"in requires", map[string]string{
+			"shop.cue": head + exactUse + "requires: {\n\t@embed(file=\"req.json\")\n}\n" +
+				`components: db: {kind: "Database", catalog: "example.com/catalogs/db@v2"}` + "\n",
+			"req.json": `{"example.com/catalogs/db@v2": "v2.0.0"}`,
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			inst := writtenInstance(c.files)
+			if paths, known := kernel.ReadsOf(inst.Files).Catalogs(); known && len(paths) < 2 {
+				t.Errorf("ReadsOf: %v, known: not the catalog the embedded file requires", paths)
+			}
+			checkAgainstFresh(t, inst, writtenPlatform(`name: "acme"`+"\n"+exactWeb+fmt.Sprintf(exactDB, 0)),
+				writtenPlatform(`name: "acme"`+"\n"+exactWeb+fmt.Sprintf(exactDB, 1)))
+		})
+	}
+}
