@@ -42,8 +42,11 @@ func (r Reads) Catalogs() (paths []string, known bool) { return slices.Clone(r.c
 // shorthand of it), and adds fields to the package in no other way that
 // could reach it: no embedding, comprehension, pattern constraint or
 // dynamic label at the top of a file, none in requires, no attribute on
-// requires. Otherwise, and for files that do not parse or pass a default
-// [Limits] (more files, bytes or nesting), ReadsOf returns every catalog:
+// or in requires, and no declaration attribute at the top of a file but
+// @if and @extern (with @extern(embed), an @embed declaration embeds a
+// data file's fields where it stands). Otherwise, and for files that do
+// not parse or pass a default [Limits] (more files, bytes or nesting),
+// ReadsOf returns every catalog:
 // a superset, never less than a render reads. Files are parsed as the
 // current language version writes CUE.
 func ReadsOf(files map[string][]byte) Reads {
@@ -91,7 +94,14 @@ func requiredPaths(f *ast.File) ([]string, bool) {
 	var paths []string
 	for _, d := range f.Decls {
 		switch d := d.(type) {
-		case *ast.Package, *ast.ImportDecl, *ast.Attribute, *ast.CommentGroup, *ast.LetClause:
+		case *ast.Package, *ast.ImportDecl, *ast.CommentGroup, *ast.LetClause:
+		case *ast.Attribute:
+			// A file's build tag and its extern kinds add no field; any
+			// other declaration attribute may be one of those kinds, an
+			// @embed that embeds a data file's fields here.
+			if name := d.Name(); name != "if" && name != "extern" {
+				return nil, false
+			}
 		case *ast.Field:
 			name, _, err := ast.LabelName(d.Label)
 			if err != nil {
@@ -122,7 +132,7 @@ func structLabels(d *ast.Field) ([]string, bool) {
 	var paths []string
 	for _, e := range s.Elts {
 		switch e := e.(type) {
-		case *ast.CommentGroup, *ast.LetClause, *ast.Attribute, *ast.Ellipsis:
+		case *ast.CommentGroup, *ast.LetClause, *ast.Ellipsis:
 		case *ast.Field:
 			if _, pattern := e.Label.(*ast.ListLit); pattern {
 				continue // constrains the fields, adds none

@@ -252,3 +252,26 @@ func TestDependenciesCrossTheCodec(t *testing.T) {
 		t.Errorf("a label written plainly and with a default: the same dependencies %s", deps[0])
 	}
 }
+
+// A file's @if and @extern attributes add no field, and ReadsOf reads
+// past them; any other declaration attribute at the top of a file, or
+// one in requires, may embed a data file's fields there (@embed), and
+// ReadsOf reads every catalog.
+func TestReadsOfDeclarationAttributes(t *testing.T) {
+	req := fmt.Sprintf("requires: %q: \"v1.0.0\"\n", webPath)
+	for _, c := range []struct {
+		src   string
+		known bool
+	}{
+		{"@if(prod)\n@extern(embed)\n\npackage shop\n\n" + req, true},
+		{"@extern(embed)\n\npackage shop\n\n@embed(file=\"x.json\")\n" + req, false},
+		{"@extern(embed)\n\npackage shop\n\n" + req + "requires: {@embed(file=\"x.json\")}\n", false},
+		{"package shop\n\n@tag()\n" + req, false},
+	} {
+		files := instance("name: \"shop\"")
+		files["req.cue"] = []byte(c.src)
+		if paths, known := kernel.ReadsOf(files).Catalogs(); known != c.known || known && !slices.Equal(paths, []string{webPath}) {
+			t.Errorf("ReadsOf of\n%s: %v, known %v; want known %v", c.src, paths, known, c.known)
+		}
+	}
+}
