@@ -3,7 +3,10 @@ package platform_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"leasekit.dev/platform"
@@ -121,5 +124,40 @@ func TestMemoSeesCatalogsAnInstanceEmbeds(t *testing.T) {
 			checkAgainstFresh(t, inst, writtenPlatform(`name: "acme"`+"\n"+exactWeb+fmt.Sprintf(exactDB, 0)),
 				writtenPlatform(`name: "acme"`+"\n"+exactWeb+fmt.Sprintf(exactDB, 1)))
 		})
+	}
+}
+
+// A record set by hand (no Identity) is rendered without the memo, and
+// the key RenderLeased returns for it keeps Key's promise all the same: a
+// result that names the platform's directory has a key that equals no
+// key Key computes.
+func TestRenderLeasedOfARecordSetByHandBindsAKeyThatNamesItsDirectory(t *testing.T) {
+	ctx := context.Background()
+	p := platform.NewPublisher(t.TempDir(), platform.PublisherOptions{})
+	if err := p.Boot(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, data := range writtenPlatform(`name: "acme"` + "\nlabels: team: \"a\"\n" + exactWeb) {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	built, err := kernel.New().BuildPlatform(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := platform.Generated{Generation: 1, Dir: dir, Platform: built}
+	inst := writtenInstance(map[string]string{"shop.cue": "package shop\n\n" + exactUse + "labels: team: \"b\"\n"})
+	_, key, err := p.RenderLeased(ctx, rec, inst)
+	if err == nil || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("RenderLeased: %v, want an error naming %s", err, dir)
+	}
+	if k, kerr := p.Key(ctx, rec, inst); kerr != nil || k == key {
+		t.Fatalf("Key %v (%v) equals the key %v of a result that names the directory", k, kerr, key)
 	}
 }
