@@ -2,6 +2,7 @@ package platform_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -156,6 +157,40 @@ func TestRenderLeasedOfARecordSetByHandBindsAKeyThatNamesItsDirectory(t *testing
 	_, key, err := p.RenderLeased(ctx, rec, inst)
 	if err == nil || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("RenderLeased: %v, want an error naming %s", err, dir)
+	}
+	if k, kerr := p.Key(ctx, rec, inst); kerr != nil || k == key {
+		t.Fatalf("Key %v (%v) equals the key %v of a result that names the directory", k, kerr, key)
+	}
+}
+
+// A render that fails for a reason the memo does not keep, naming the
+// platform's directory (a *kernel.ContentError: the directory no longer
+// holds what the platform was built from), returns a key bound to that
+// directory too: a controller that records it takes it for no render
+// that Key says gives the same result.
+func TestRenderLeasedBindsTheKeyOfAnyResultThatNamesTheDirectory(t *testing.T) {
+	ctx := context.Background()
+	p := platform.NewPublisher(t.TempDir(), platform.PublisherOptions{})
+	if err := p.Boot(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Publish(ctx, 1, writtenPlatform(`name: "acme"`+"\n"+exactWeb), kernel.SkewWarn); err != nil {
+		t.Fatal(err)
+	}
+	rec, release, _ := p.Store().Lease()
+	defer release()
+	file := filepath.Join(rec.Dir, "platform.cue")
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("package platform\n\n"+`name: "acme"`+"\n"+exactWeb+"// changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inst := writtenInstance(map[string]string{"shop.cue": "package shop\n\n" + exactUse})
+	_, key, err := p.RenderLeased(ctx, rec, inst)
+	var ce *kernel.ContentError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), rec.Dir) {
+		t.Fatalf("RenderLeased: %v, want a *kernel.ContentError naming %s", err, rec.Dir)
 	}
 	if k, kerr := p.Key(ctx, rec, inst); kerr != nil || k == key {
 		t.Fatalf("Key %v (%v) equals the key %v of a result that names the directory", k, kerr, key)
