@@ -175,12 +175,18 @@ func (e *entry) result() (kernel.RenderOutput, error) {
 // newEntry returns the entry of a render of key against rec that gave out
 // and err. An output is memoizable when it encodes (MarshalBinary), as
 // every Kernel's does, and accounted at its encoding's length; an error
-// that names rec's directory is bound to rec.
+// that names rec's directory is bound to rec, memoizable or not, so that
+// its key (entry.key) is bound too.
 func newEntry(key RenderKey, rec Generated, out kernel.RenderOutput, err error) *entry {
 	e := &entry{out: out, err: err}
 	var n int
 	switch {
 	case err != nil:
+		// An error that names rec's directory is known by a key bound to
+		// it, kept or not.
+		if namesPlatform(rec, err.Error()) {
+			e.bound = Generated{Identity: rec.Identity, Dir: rec.Dir}
+		}
 		// An error about the instance's content is a function of the
 		// key: kept, as plain data a hit decodes afresh.
 		if !kernel.IsContent(err, key.InstanceDir) {
@@ -188,8 +194,10 @@ func newEntry(key RenderKey, rec Generated, out kernel.RenderOutput, err error) 
 		}
 		e.encoded = kernel.EncodeError(err)
 		n = len(err.Error())
-		if namesPlatform(rec, err.Error(), string(e.encoded)) {
+		if e.bound.Identity == (publish.Identity[int64]{}) && namesPlatform(rec, string(e.encoded)) {
 			e.bound = Generated{Identity: rec.Identity, Dir: rec.Dir}
+		}
+		if e.bound.Identity != (publish.Identity[int64]{}) {
 			key = boundKey(key, rec)
 		}
 	default:

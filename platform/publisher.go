@@ -315,6 +315,9 @@ func (p *Publisher) renderRecord(ctx context.Context, rec Generated, inst kernel
 		var key RenderKey
 		if rec.Platform != nil {
 			key = p.key(rec, snap.Digest(), snap.Dir(), p.reads.of(snap.Digest(), snap.Reads))
+			if err != nil && namesPlatform(rec, err.Error()) {
+				key = boundKey(key, rec) // as a memoized result's: see Key
+			}
 		}
 		return out, rec, key, err
 	}

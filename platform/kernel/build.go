@@ -119,12 +119,13 @@ func (k *Kernel) BuildPlatform(ctx context.Context, dir string) (*Platform, erro
 	if err != nil {
 		return nil, err
 	}
-	p, err := decodePlatform(ctx, cc, schema, v)
+	p, forms, err := decodePlatform(ctx, cc, schema, v)
 	if err != nil {
 		return nil, asError("build", abs, err, source{[]string{"#Platform"}, v})
 	}
 	p.Module, p.Dir, p.Digest, p.size = m.info.Path, abs, m.digest, m.size
 	p.built = sealPlatform(p, m.digest)
+	p.built.platformForms = forms
 	return p, nil
 }
 
@@ -156,22 +157,22 @@ type platformData struct {
 }
 
 // decodePlatform gates v on the #Platform shape, checks its values and
-// decodes it.
-func decodePlatform(ctx context.Context, cc *cue.Context, schema, v cue.Value) (*Platform, error) {
+// decodes it, and returns how it writes what a render reads of it.
+func decodePlatform(ctx context.Context, cc *cue.Context, schema, v cue.Value) (*Platform, platformForms, error) {
 	u := schema.LookupPath(cue.MakePath(cue.Def("#Platform"))).Unify(v)
 	if err := joinCUE(validate(u), checkPlatformValues(cc, v, u)); err != nil {
-		return nil, err
+		return nil, platformForms{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, platformForms{}, err
 	}
 	data, err := u.MarshalJSON()
 	if err != nil {
-		return nil, err
+		return nil, platformForms{}, err
 	}
 	var d platformData
 	if err := json.Unmarshal(data, &d); err != nil {
-		return nil, err
+		return nil, platformForms{}, err
 	}
 	// The schema leaves defaults out: a disjunction with a default costs
 	// more to evaluate than the rest of a platform.
@@ -188,7 +189,7 @@ func decodePlatform(ctx context.Context, cc *cue.Context, schema, v cue.Value) (
 		p.Catalogs = append(p.Catalogs, Catalog{Path: path, Version: c.Version, Enabled: enabled, Kinds: kinds})
 	}
 	slices.SortFunc(p.Catalogs, func(a, b Catalog) int { return strings.Compare(a.Path, b.Path) })
-	return p, nil
+	return p, writtenForms(v, u), nil
 }
 
 // A builtPlatform is what BuildPlatform decoded from a platform module,
@@ -203,6 +204,39 @@ type builtPlatform struct {
 	typ      string            // defaulted
 	labels   map[string]string // the platform's labels
 	versions map[string]string // catalog path to version, as written
+
+	platformForms
+}
+
+// platformForms is what a render reads of how a platform module writes
+// its name, type and labels, beyond the strings they decode to: whether
+// it sets a type (#Render supplies "standard" itself otherwise, at no
+// position in the module), and whether the package, its name, type,
+// labels and each label are plain, with no default, so that #Render
+// unifies each as the string it decodes to. An instance's label unifies
+// with the platform's: a string conflicts with another, a default gives
+// way to it.
+type platformForms struct {
+	typeSet bool
+	plain   bool
+}
+
+// writtenForms returns the forms of the platform v, as u, v under
+// #Platform, holds its values.
+func writtenForms(v, u cue.Value) platformForms {
+	hasDefault := func(x cue.Value) bool { _, ok := x.Default(); return ok }
+	f := platformForms{typeSet: lookup(u, "type").Exists(), plain: !hasDefault(v) && !hasDefault(u)}
+	for _, path := range []string{"name", "type", "labels"} {
+		if x := lookup(u, path); x.Exists() && hasDefault(x) {
+			f.plain = false
+		}
+	}
+	for _, x := range structFields(lookup(u, "labels")) {
+		if hasDefault(x) {
+			f.plain = false
+		}
+	}
+	return f
 }
 
 // builtFrom reports whether p holds what BuildPlatform decoded from the

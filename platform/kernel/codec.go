@@ -33,6 +33,8 @@ type builtJSON struct {
 	Type     string            `json:"type"`
 	Labels   map[string]string `json:"labels"`
 	Versions map[string]string `json:"versions"`
+	TypeSet  bool              `json:"typeSet,omitempty"`
+	Plain    bool              `json:"plain,omitempty"` // false, as an older encoding decodes: the forms are not known
 }
 
 // MarshalJSON encodes p with what its build decoded, so that a Platform
@@ -41,7 +43,8 @@ func (p *Platform) MarshalJSON() ([]byte, error) {
 	w := platformJSON{Name: p.Name, Type: p.Type, Module: p.Module, Labels: p.Labels,
 		Catalogs: p.Catalogs, Dir: p.Dir, Digest: p.Digest, Size: p.size}
 	if b := p.built; b != nil {
-		w.Built = &builtJSON{Digest: b.digest, Name: b.name, Type: b.typ, Labels: b.labels, Versions: b.versions}
+		w.Built = &builtJSON{Digest: b.digest, Name: b.name, Type: b.typ, Labels: b.labels, Versions: b.versions,
+			TypeSet: b.typeSet, Plain: b.plain}
 	}
 	return json.Marshal(w)
 }
@@ -56,7 +59,8 @@ func (p *Platform) UnmarshalJSON(data []byte) error {
 	*p = Platform{Name: w.Name, Type: w.Type, Module: w.Module, Labels: w.Labels,
 		Catalogs: w.Catalogs, Dir: w.Dir, Digest: w.Digest, size: w.Size}
 	if b := w.Built; b != nil {
-		p.built = &builtPlatform{digest: b.Digest, name: b.Name, typ: b.Type, labels: b.Labels, versions: b.Versions}
+		p.built = &builtPlatform{digest: b.Digest, name: b.Name, typ: b.Type, labels: b.Labels, versions: b.Versions,
+			platformForms: platformForms{typeSet: b.TypeSet, plain: b.Plain}}
 	}
 	return nil
 }

@@ -42,8 +42,11 @@ func (r Reads) Catalogs() (paths []string, known bool) { return slices.Clone(r.c
 // shorthand of it), and adds fields to the package in no other way that
 // could reach it: no embedding, comprehension, pattern constraint or
 // dynamic label at the top of a file, none in requires, no attribute on
-// requires. Otherwise, and for files that do not parse or pass a default
-// [Limits] (more files, bytes or nesting), ReadsOf returns every catalog:
+// or in requires, and no declaration attribute at the top of a file but
+// @if and @extern (with @extern(embed), an @embed declaration embeds a
+// data file's fields where it stands). Otherwise, and for files that do
+// not parse or pass a default [Limits] (more files, bytes or nesting),
+// ReadsOf returns every catalog:
 // a superset, never less than a render reads. Files are parsed as the
 // current language version writes CUE.
 func ReadsOf(files map[string][]byte) Reads {
@@ -91,7 +94,14 @@ func requiredPaths(f *ast.File) ([]string, bool) {
 	var paths []string
 	for _, d := range f.Decls {
 		switch d := d.(type) {
-		case *ast.Package, *ast.ImportDecl, *ast.Attribute, *ast.CommentGroup, *ast.LetClause:
+		case *ast.Package, *ast.ImportDecl, *ast.CommentGroup, *ast.LetClause:
+		case *ast.Attribute:
+			// A file's build tag and its extern kinds add no field; any
+			// other declaration attribute may be one of those kinds, an
+			// @embed that embeds a data file's fields here.
+			if name := d.Name(); name != "if" && name != "extern" {
+				return nil, false
+			}
 		case *ast.Field:
 			name, _, err := ast.LabelName(d.Label)
 			if err != nil {
@@ -122,7 +132,7 @@ func structLabels(d *ast.Field) ([]string, bool) {
 	var paths []string
 	for _, e := range s.Elts {
 		switch e := e.(type) {
-		case *ast.CommentGroup, *ast.LetClause, *ast.Attribute, *ast.Ellipsis:
+		case *ast.CommentGroup, *ast.LetClause, *ast.Ellipsis:
 		case *ast.Field:
 			if _, pattern := e.Label.(*ast.ListLit); pattern {
 				continue // constrains the fields, adds none
@@ -140,9 +150,14 @@ func structLabels(d *ast.Field) ([]string, bool) {
 }
 
 // A dependencySet is everything a render reads of its platform, the one
-// statement of it: the platform's name, type and labels, the skew policy,
-// and for each catalog the render reads, whether the platform carries it,
-// its version, whether it is enabled and its kinds. render.cue and
+// statement of it: the platform's name, type and labels, whether its
+// module sets the type, the skew policy, and for each catalog the render
+// reads, whether the platform carries it, its version, whether it is
+// enabled and its kinds. Where the module writes its name, type or a
+// label in a form #Render reads beyond the string it decodes to (a
+// default, which an instance's label overrides), the set holds the
+// platform's content digest too: any change of the module changes it.
+// render.cue and
 // checkCatalogs read nothing else of a platform (a test renders against
 // the platform projected to this set and requires the same result), save
 // the positions of the platform module's files, which name its directory:
@@ -151,6 +166,8 @@ func structLabels(d *ast.Field) ([]string, bool) {
 type dependencySet struct {
 	Name     string
 	Type     string
+	TypeSet  bool   // the module sets the type: #Render supplies "standard" otherwise
+	Content  string // the platform's Digest, unless its name, type and labels are plain strings (see platformForms)
 	Labels   map[string]string
 	Skew     SkewPolicy
 	Every    bool // the instance's reads are not known: Catalogs holds every catalog
@@ -183,9 +200,11 @@ func (d dependencySet) digest() string {
 			buf = append(buf, 0)
 		}
 	}
-	str("leasekit.dev/platform/kernel dependencies v1")
+	str("leasekit.dev/platform/kernel dependencies v2")
 	str(d.Name)
 	str(d.Type)
+	flag(d.TypeSet)
+	str(d.Content)
 	buf = binary.AppendUvarint(buf, uint64(len(d.Labels)))
 	for _, k := range slices.Sorted(maps.Keys(d.Labels)) {
 		str(k)
@@ -212,6 +231,14 @@ func (d dependencySet) digest() string {
 // reads of p under skew.
 func (r Reads) dependencies(p *Platform, skew SkewPolicy) dependencySet {
 	d := dependencySet{Name: p.Name, Type: p.Type, Labels: p.Labels, Skew: skew, Every: !r.known}
+	if b := p.built; b != nil && b.plain {
+		d.TypeSet = b.typeSet
+	} else {
+		// Forms a render reads that the set does not spell out, or not
+		// known (a Platform BuildPlatform did not return): the content
+		// stands for them.
+		d.Content = p.Digest
+	}
 	read := func(c Catalog) catalogRead {
 		return catalogRead{Path: c.Path, Carried: true, Version: c.Version, Enabled: c.Enabled, Kinds: c.Kinds}
 	}
@@ -234,9 +261,12 @@ func (r Reads) dependencies(p *Platform, skew SkewPolicy) dependencySet {
 
 // Dependencies returns the digest of what a render of an instance that
 // reads r reads of p under skew: "sha256:" and 64 hexadecimal digits over
-// the platform's name, type and labels, the skew policy, and each catalog
-// r names (every catalog when r does not know): whether p carries it,
-// its version, whether it is enabled, its kinds. Renders of one instance
+// the platform's name, type and labels, whether its module sets the
+// type, the skew policy, and each catalog r names (every catalog when r
+// does not know): whether p carries it, its version, whether it is
+// enabled, its kinds; and p's Digest too when its module writes the name,
+// the type or a label with a default, which a render reads beyond the
+// string it decodes to. Renders of one instance
 // against platforms with equal Dependencies give the same result, unless
 // that result names the platform's directory or files (an error at a
 // position in the platform module), which then depends on the directory

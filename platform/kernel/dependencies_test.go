@@ -216,3 +216,62 @@ func TestReadsOfParsesNothingPastTheLimits(t *testing.T) {
 		t.Fatalf("ReadsOf of a file past MaxFileSize: %v, known", paths)
 	}
 }
+
+// A platform's dependencies are the same after it crosses a process
+// boundary as JSON, as an isolate worker's platform does: a platform
+// module whose name, type and labels are plain strings stays without
+// its content in the set, and one that writes a label with a default
+// keeps it.
+func TestDependenciesCrossTheCodec(t *testing.T) {
+	k := kernel.New()
+	reads := kernel.ReadsOf(instance(fmt.Sprintf("name: \"shop\"\nrequires: %q: \"v1.0.0\"\n", webPath)))
+	const module = "module: \"platform.leasekit.dev/acme@v0\"\nlanguage: version: \"v0.14.0\"\n"
+	body := fmt.Sprintf("package platform\n\nname: \"acme\"\ncatalogs: %q: version: \"v1.0.0\"\n", webPath)
+	var deps []string
+	for _, labels := range []string{`labels: team: "a"`, `labels: team: *"a" | string`} {
+		dir := t.TempDir()
+		kernel.WriteFiles(t, dir, map[string]string{"cue.mod/module.cue": module, "platform.cue": body + labels + "\n"})
+		p, err := k.BuildPlatform(context.Background(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var q kernel.Platform
+		if err := json.Unmarshal(data, &q); err != nil {
+			t.Fatal(err)
+		}
+		if a, b := reads.Dependencies(p, kernel.SkewWarn), reads.Dependencies(&q, kernel.SkewWarn); a != b {
+			t.Errorf("%s: dependencies %s, and %s after a JSON round trip", labels, a, b)
+		}
+		deps = append(deps, reads.Dependencies(p, kernel.SkewWarn))
+	}
+	if deps[0] == deps[1] {
+		t.Errorf("a label written plainly and with a default: the same dependencies %s", deps[0])
+	}
+}
+
+// A file's @if and @extern attributes add no field, and ReadsOf reads
+// past them; any other declaration attribute at the top of a file, or
+// one in requires, may embed a data file's fields there (@embed), and
+// ReadsOf reads every catalog.
+func TestReadsOfDeclarationAttributes(t *testing.T) {
+	req := fmt.Sprintf("requires: %q: \"v1.0.0\"\n", webPath)
+	for _, c := range []struct {
+		src   string
+		known bool
+	}{
+		{"@if(prod)\n@extern(embed)\n\npackage shop\n\n" + req, true},
+		{"@extern(embed)\n\npackage shop\n\n@embed(file=\"x.json\")\n" + req, false},
+		{"@extern(embed)\n\npackage shop\n\n" + req + "requires: {@embed(file=\"x.json\")}\n", false},
+		{"package shop\n\n@tag()\n" + req, false},
+	} {
+		files := instance("name: \"shop\"")
+		files["req.cue"] = []byte(c.src)
+		if paths, known := kernel.ReadsOf(files).Catalogs(); known != c.known || known && !slices.Equal(paths, []string{webPath}) {
+			t.Errorf("ReadsOf of\n%s: %v, known %v; want known %v", c.src, paths, known, c.known)
+		}
+	}
+}

@@ -28,9 +28,11 @@
 // stated in one place (dependencies.go): [ReadsOf] parses an instance's
 // files for the catalogs its requires field names (every catalog, where a
 // parse cannot tell), and [Reads.Dependencies] digests the platform's
-// name, type and labels, the skew policy, and what the platform carries
-// of those catalogs. A test renders against the platform projected to
-// that set alone and requires the same result.
+// name, type and labels (and whether its module sets the type), the skew
+// policy, and what the platform carries of those catalogs; a module that
+// writes its name, type or a label with a default, which an instance's
+// label overrides, adds its whole content. A test renders against the
+// platform projected to that set alone and requires the same result.
 //
 // Platform and instance modules are CUE modules that stand alone: a
 // cue.mod/module.cue with no dependencies (the kernel uses no registry)
