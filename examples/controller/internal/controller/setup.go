@@ -75,6 +75,17 @@ type Config struct {
 	// cover (cache.Options.NewInformer = [RingInformer]). WarmStandby is
 	// then ignored: the ring is the standby.
 	Ring *shard.Member
+
+	// StatusKey names the Secret holding the key of the Releases' status
+	// MACs ([StatusKey]), in the controller's own namespace; created on
+	// first start when absent. An empty Name means DefaultStatusKeyName,
+	// an empty Namespace "default".
+	StatusKey types.NamespacedName
+
+	// StatusKeyRefresh is how often the Secret is read again (a deleted
+	// one is made again with a new key); zero means
+	// DefaultStatusKeyRefresh.
+	StatusKeyRefresh time.Duration
 }
 
 // Shard is what a reconciler asks of a ring: a hold on an object's hash
@@ -99,6 +110,7 @@ type Wiring struct {
 	Platform  *PlatformReconciler
 	Release   *ReleaseReconciler
 	Standby   *Standby // nil without Config.WarmStandby
+	StatusKey *StatusKey
 
 	runnable *electedOnly
 	elected  <-chan struct{}
@@ -215,6 +227,29 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		},
 	}
 	w.Release.Platforms = w.Platform
+	secret := cfg.StatusKey
+	if secret.Name == "" {
+		secret.Name = DefaultStatusKeyName
+	}
+	if secret.Namespace == "" {
+		secret.Namespace = "default"
+	}
+	w.StatusKey = &StatusKey{
+		Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secret: secret,
+		Recorder: mgr.GetEventRecorder("release-controller"),
+		Log:      mgr.GetLogger().WithName("status-key"),
+		Refresh:  cfg.StatusKeyRefresh,
+		OnChange: func() {
+			// Verdicts taken from statuses under the old key are trusted
+			// no more: every Release is reconciled again, once.
+			w.Release.forgetVerdicts()
+			notify()
+		},
+	}
+	w.Release.Key = w.StatusKey
+	if err := mgr.Add(w.StatusKey); err != nil {
+		return nil, fmt.Errorf("controller: add the status key: %w", err)
+	}
 	// With a ring: what this replica comes to write for is reconciled
 	// again (rendered already, it is only written); what it stops writing
 	// for is forgotten as written here.
