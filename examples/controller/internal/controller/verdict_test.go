@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"pgregory.net/rapid"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -431,10 +431,10 @@ func TestReleaseVerdictModel(t *testing.T) {
 			key verdictKey
 		}
 		var (
-			mem      *verdict // the replica's memory
-			stored   *verdict // the status's verdict; nil when it holds none
-			digest   bool     // the status holds its digest
-			intact   bool     // the status is as the controller signed it
+			mem    *verdict // the replica's memory
+			stored *verdict // the status's verdict; nil when it holds none
+			digest bool     // the status holds its digest
+			intact bool     // the status is as the controller signed it
 		)
 		current := func() verdictKey {
 			if kind == kindOverBudget {
