@@ -158,7 +158,8 @@ func ExampleLayout() {
 }
 
 // A resync renders every object again; the memo answers what did not
-// change, and the key says what a render was a function of.
+// change, and the key says what a render was a function of: what it
+// reads of the platform, not the platform's generation.
 func ExamplePublisher_RenderLeased() {
 	platformDir, _ := os.MkdirTemp("", "platform")
 	defer os.RemoveAll(platformDir)
@@ -167,35 +168,44 @@ func ExamplePublisher_RenderLeased() {
 	if err := pub.Boot(); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := pub.Publish(ctx, 1, acme("v1.4.0"), kernel.SkewWarn); err != nil {
-		log.Fatal(err)
-	}
-	var keys []platform.RenderKey
-	for range 3 { // three resyncs of one object
+	render := func() platform.RenderKey {
 		rec, release, _ := pub.Store().Lease()
+		defer release()
 		_, key, err := pub.RenderLeased(ctx, rec, shopInstance)
-		release()
 		if err != nil {
 			log.Fatal(err)
 		}
-		keys = append(keys, key)
+		return key
 	}
+	publish := func(gen int64, catalogs ...platformmodule.Catalog) {
+		files, err := platformmodule.Generate(platformmodule.Input{Name: "acme", Catalogs: catalogs})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if _, err := pub.Publish(ctx, gen, files, kernel.SkewWarn); err != nil {
+			log.Fatal(err)
+		}
+	}
+	web := platformmodule.Catalog{Path: "example.com/catalogs/web@v1", Version: "v1.4.0", Kinds: []string{"Deployment"}}
+	db := platformmodule.Catalog{Path: "example.com/catalogs/db@v1", Version: "v1.0.0"}
+
+	publish(1, web)
+	first := render()
+	render() // a resync
 	st := pub.Stats().Memo
 	fmt.Println("hits", st.Hits, "misses", st.Misses, "entries", st.Entries)
-	fmt.Println("same key:", keys[0] == keys[2], "generation", keys[0].Platform.Key, "skew", keys[0].Skew)
 
-	// a new generation: its renders miss, and the old one's entries go
-	// with its directory
-	if _, err := pub.Publish(ctx, 2, acme("v1.5.0"), kernel.SkewWarn); err != nil {
-		log.Fatal(err)
-	}
-	rec, release, _ := pub.Store().Lease()
-	_, key, _ := pub.RenderLeased(ctx, rec, shopInstance)
-	release()
-	st = pub.Stats().Memo
-	fmt.Println("hits", st.Hits, "misses", st.Misses, "dropped", st.Dropped, "generation", key.Platform.Key)
+	// a new generation that adds a catalog the shop does not require: the
+	// shop's render reads the same, so its key and its entry stay
+	publish(2, web, db)
+	fmt.Println("same key:", render() == first, "hits", pub.Stats().Memo.Hits)
+
+	// a bump of the catalog it requires: a new key, an evaluation
+	web.Version = "v1.5.0"
+	publish(3, web, db)
+	fmt.Println("same key:", render() == first, "misses", pub.Stats().Memo.Misses)
 	// Output:
-	// hits 2 misses 1 entries 1
-	// same key: true generation 1 skew Warn
-	// hits 2 misses 2 dropped 1 generation 2
+	// hits 1 misses 1 entries 1
+	// same key: true hits 2
+	// same key: false misses 2
 }

@@ -44,15 +44,16 @@ func (s seam) ReadInstance(ctx context.Context, in kernel.Instance) (*kernel.Ins
 	return s.read(ctx, in)
 }
 
-// MemoIdentities returns the identities the memo holds entries of.
+// MemoIdentities returns the identities whose directories the memo's
+// entries name.
 func (p *Publisher) MemoIdentities() []publish.Identity[int64] {
 	p.memo.mu.Lock()
 	defer p.memo.mu.Unlock()
 	var ids []publish.Identity[int64]
 	if p.memo.lru != nil {
-		for _, k := range p.memo.lru.Keys() {
-			if !slices.Contains(ids, k.Platform) {
-				ids = append(ids, k.Platform)
+		for _, e := range p.memo.lru.Values() {
+			if id := e.bound.Identity; id != (publish.Identity[int64]{}) && !slices.Contains(ids, id) {
+				ids = append(ids, id)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
+	"leasekit.dev/platform/platformmodule"
 )
 
 // published returns a booted Publisher with opts and generation 1 of
@@ -295,21 +296,78 @@ func TestMemoHitIsACopy(t *testing.T) {
 	}
 }
 
-// An identity's entries go when its directory is reclaimed.
-func TestMemoDropsAReclaimedIdentity(t *testing.T) {
+// An entry outlives the generation it was rendered against, when the
+// next one changes nothing the render reads: the generation's reclaim
+// drops nothing, and the next render hits.
+func TestMemoEntriesOutliveTheirGeneration(t *testing.T) {
+	p := published(t, platform.PublisherOptions{}) // generation 1: moduleFiles(t, 0)
+	ctx := context.Background()
+	want, _, err := p.Render(ctx, renderInstance(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := moduleFiles(t, 0)
+	files["extra.cue"] = []byte("package platform\n\n_unread: 1\n") // a change the render does not read
+	if _, err := p.Publish(ctx, 2, files, kernel.SkewWarn); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats().Memo; st.Entries != 1 || st.Dropped != 0 {
+		t.Fatalf("memo %+v after generation 1 was reclaimed", st)
+	}
+	got, rec, err := p.Render(ctx, renderInstance(t))
+	if err != nil || rec.Generation != 2 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("render against generation %d: %+v, %v", rec.Generation, got, err)
+	}
+	if st := p.Stats().Memo; st.Hits != 1 || st.Misses != 1 {
+		t.Fatalf("memo %+v: the render against generation 2 evaluated", st)
+	}
+}
+
+// A result that names the platform's directory (a label the platform and
+// the instance set to different values, an error at both positions)
+// serves only renders against that directory, and goes when it is
+// reclaimed; its key equals no key Key computes.
+func TestMemoDropsEntriesThatNameAReclaimedDirectory(t *testing.T) {
 	p := published(t, platform.PublisherOptions{})
 	ctx := context.Background()
-	if _, _, err := p.Render(ctx, renderInstance(t)); err != nil {
+	labelled := func(catalogs ...platformmodule.Catalog) platformmodule.Files {
+		files, err := platformmodule.Generate(platformmodule.Input{Name: "acme", Labels: map[string]string{"team": "a"}, Catalogs: catalogs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files
+	}
+	web := platformmodule.Catalog{Path: "example.com/catalogs/web@v1", Version: "v1.0.0"}
+	db := platformmodule.Catalog{Path: "example.com/catalogs/db@v2", Version: "v2.0.0"}
+	inst := renderInstance(t)
+	inst.Files["labels.cue"] = []byte("package shop\n\nlabels: team: \"b\"\n")
+	if _, err := p.Publish(ctx, 2, labelled(web), kernel.SkewWarn); err != nil {
 		t.Fatal(err)
 	}
-	if st := p.Stats().Memo; st.Entries != 1 || st.Bytes == 0 {
-		t.Fatalf("memo %+v after a render", st)
+	rec, release, _ := p.Store().Lease()
+	_, key, err := p.RenderLeased(ctx, rec, inst)
+	release()
+	if err == nil || !strings.Contains(err.Error(), rec.Dir) {
+		t.Fatalf("render against generation 2: %v, want an error naming %s", err, rec.Dir)
 	}
-	if _, err := p.Publish(ctx, 2, moduleFiles(t, 2), kernel.SkewWarn); err != nil {
+	if k, kerr := p.Key(ctx, rec, inst); kerr != nil || k == key {
+		t.Fatalf("Key %v (%v) equals the key %v of a result that names the directory", k, kerr, key)
+	}
+	if st := p.Stats().Memo; st.Entries != 1 || st.Dropped != 0 {
+		t.Fatalf("memo %+v after the render", st)
+	}
+	if _, err := p.Publish(ctx, 3, labelled(web, db), kernel.SkewWarn); err != nil {
 		t.Fatal(err)
 	}
-	if st := p.Stats().Memo; st.Entries != 0 || st.Bytes != 0 || st.Dropped != 1 {
-		t.Fatalf("memo %+v after generation 1 was reclaimed", st)
+	if st := p.Stats().Memo; st.Entries != 0 || st.Dropped != 1 {
+		t.Fatalf("memo %+v after generation 2 was reclaimed: want its entry dropped", st)
+	}
+	_, rec3, err3 := p.Render(ctx, inst)
+	if err3 == nil || !strings.Contains(err3.Error(), rec3.Dir) || strings.Contains(err3.Error(), rec.Dir+"/") {
+		t.Fatalf("render against generation 3: %v, want an error naming %s alone", err3, rec3.Dir)
+	}
+	if st := p.Stats().Memo; st.Hits != 0 || st.Misses != 2 {
+		t.Fatalf("memo %+v: a render against another directory hit", st)
 	}
 }
 
@@ -425,8 +483,8 @@ func TestRenderLeased(t *testing.T) {
 	rec, release, _ := p.Store().Lease()
 	defer release()
 	_, wantKey, err := p.RenderLeased(ctx, rec, renderInstance(t))
-	if err != nil || wantKey.Platform != rec.Identity {
-		t.Fatalf("RenderLeased: %v, key %v for %v", err, wantKey, rec.Identity)
+	if k, kerr := p.Key(ctx, rec, renderInstance(t)); err != nil || kerr != nil || k != wantKey {
+		t.Fatalf("RenderLeased: %v, key %v; Key %v, %v", err, wantKey, k, kerr)
 	}
 	if _, err := p.Publish(ctx, 2, moduleFiles(t, 2), kernel.SkewWarn); err != nil {
 		t.Fatal(err)
@@ -487,4 +545,55 @@ func TestPanickingEvaluationPanicsInEachWaiter(t *testing.T) {
 			t.Fatalf("the render after the panic: %+v, %v, %d evaluations (want 2)", out, err, calls.Load())
 		}
 	})
+}
+
+// A platform of two catalogs, web and db, and an instance that uses only
+// web: each bump of db is a memo hit that returns what a fresh render
+// returns, resources and diagnostics; a bump of web, a change of the
+// platform's labels and one of its name each evaluate.
+func TestMemoHitsAcrossGenerationsThatChangeNothingItReads(t *testing.T) {
+	ctx := context.Background()
+	p := platform.NewPublisher(t.TempDir(), platform.PublisherOptions{})
+	if err := p.Boot(); err != nil {
+		t.Fatal(err)
+	}
+	in := platformmodule.Input{Name: "acme", Labels: map[string]string{"team": "a"}, Catalogs: []platformmodule.Catalog{
+		{Path: "example.com/catalogs/web@v1", Version: "v1.0.0-rc.1", Kinds: []string{"Deployment"}}, // older than the instance requires: a diagnostic
+		{Path: "example.com/catalogs/db@v2", Version: "v2.0.0"},
+	}}
+	gen := int64(0)
+	publishAndRender := func(what string, wantEval bool) {
+		t.Helper()
+		files, err := platformmodule.Generate(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen++
+		if _, err := p.Publish(ctx, gen, files, kernel.SkewWarn); err != nil {
+			t.Fatal(err)
+		}
+		before := p.Stats().Memo
+		out, rec, err := p.Render(ctx, renderInstance(t))
+		after := p.Stats().Memo
+		want, werr := kernel.New().Render(ctx, kernel.RenderInput{Platform: rec.Platform, Instance: renderInstance(t), Skew: rec.Skew})
+		if err != nil || werr != nil || !reflect.DeepEqual(out, want) || len(out.Diagnostics) != 1 {
+			t.Fatalf("%s: render %+v, %v; a fresh render's %+v, %v", what, out, err, want, werr)
+		}
+		if evaluated := after.Misses - before.Misses; (evaluated == 1) != wantEval || after.Hits+after.Misses != before.Hits+before.Misses+1 {
+			t.Fatalf("%s: memo %+v then %+v; want an evaluation: %v", what, before, after, wantEval)
+		}
+	}
+	publishAndRender("generation 1", true)
+	for _, v := range []string{"v2.1.0", "v2.2.0", "v2.2.1"} {
+		in.Catalogs[1].Version = v
+		publishAndRender("db bumped to "+v, false)
+	}
+	in.Catalogs[0].Version = "v1.0.0-rc.2"
+	publishAndRender("web bumped", true)
+	in.Labels["team"] = "b"
+	publishAndRender("a label changed", true)
+	in.Name = "zenith"
+	publishAndRender("the name changed", true)
+	in.Catalogs[1].Version = "v2.3.0"
+	publishAndRender("db bumped again", false)
 }

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -43,7 +44,9 @@ type PublisherOptions struct {
 	// MemoBudget is the most bytes the render memo accounts for (zero:
 	// [DefaultMemoBudget]; negative: no memo). An entry is accounted at
 	// the length of its output's encoding plus its key's; the least recently used
-	// entries are evicted until the rest fit.
+	// entries are evicted until the rest fit. What each instance content
+	// reads of a platform ([kernel.ReadsOf]) is remembered beside it, in
+	// an eighth of the budget again.
 	MemoBudget int64
 
 	// AdmissionCapacity is the most bytes of instance and platform files
@@ -81,8 +84,9 @@ type Publisher struct {
 	evaluator Evaluator
 	store     Store // its slot is the one pub sets and leases from
 
-	memo      *memo      // renders by RenderKey; entries of a reclaimed identity go
-	admission *admission // of the renders that evaluate
+	memo      *memo       // renders by RenderKey; entries that name a reclaimed directory go
+	reads     *readsCache // what each instance content reads of a platform
+	admission *admission  // of the renders that evaluate
 }
 
 // NewPublisher returns a Publisher whose layout owns root. It touches
@@ -93,6 +97,7 @@ func NewPublisher(root string, opts PublisherOptions) *Publisher {
 		p.evaluator = kernel.New()
 	}
 	p.memo = newMemo(orDefault(opts.MemoBudget, DefaultMemoBudget))
+	p.reads = newReadsCache(p.memo.budget / 8)
 	p.admission = newAdmission(orDefault(opts.AdmissionCapacity, DefaultAdmissionCapacity))
 	gopts := publish.Options[int64, *kernel.Platform, kernel.SkewPolicy]{
 		Slot:            &p.store.slot,
@@ -200,15 +205,20 @@ func (p *Publisher) Stats() Stats {
 // output and the record it rendered against. It returns [ErrNotReady] when
 // no platform is held, and takes none of the locks Publish holds.
 //
-// A render is looked up by its [RenderKey] in the Publisher's memo: a hit
-// returns a copy and reads nothing of the platform's directory (a leased
-// identity's directory never changes). An instance in Files is keyed by
-// their digest; one in a Dir is read once, hit or miss. A miss evaluates
-// once for every render of the key that waits for it, after admission
+// A render is looked up by its [RenderKey] in the Publisher's memo, keyed
+// on what it reads of the platform rather than on the generation: a render
+// against a new generation that changed nothing it reads (a catalog the
+// instance does not require, say) hits the entry an earlier generation
+// left, and returns what a fresh render would, byte for byte. A hit
+// returns a copy and reads nothing of the platform's directory. An
+// instance in Files is keyed by their digest; one in a Dir is read once,
+// hit or miss. A miss evaluates once for every render of the key against
+// the record that waits for it, after admission
 // ([PublisherOptions].AdmissionCapacity); an evaluation that panics makes
 // each waiting render panic with the same value. When ctx ends, Render
 // returns ctx.Err() at once. Only errors of the instance's content are
-// memoized, as [kernel.IsContent] tells them.
+// memoized, as [kernel.IsContent] tells them; one that names the
+// platform's directory serves only renders against that directory.
 func (p *Publisher) Render(ctx context.Context, inst kernel.Instance) (kernel.RenderOutput, Generated, error) {
 	p.mustBeMade()
 	if !p.pub.Booted() {
@@ -239,9 +249,47 @@ func (p *Publisher) RenderLeased(ctx context.Context, rec Generated, inst kernel
 	return out, key, err
 }
 
+// Key returns the key a render of inst against rec would have, computed
+// without evaluating: it reads inst as Render does (an instance in a Dir
+// is read; one in Files is hashed) and parses its files, once for each
+// content (see [kernel.ReadsOf]). A controller that recorded the key of a
+// render compares it with Key to tell whether a render against rec can
+// give another result: equal keys, equal results. A key that
+// [Publisher.RenderLeased] returned for a result that names the
+// platform's directory never equals Key's. Key blocks only while it
+// reads a Dir, and returns ctx.Err() once ctx is done; it fails when the
+// instance cannot be read or rec holds no platform, and changes nothing.
+func (p *Publisher) Key(ctx context.Context, rec Generated, inst kernel.Instance) (RenderKey, error) {
+	p.mustBeMade()
+	key, _, err := p.keyOf(ctx, rec, inst)
+	return key, err
+}
+
+// keyOf returns the key of a render of inst against rec and, for an
+// instance read from a Dir, the snapshot read; one in Files is read only
+// by a miss, which reads the same bytes under the Limits.
+func (p *Publisher) keyOf(ctx context.Context, rec Generated, inst kernel.Instance) (RenderKey, *kernel.InstanceSnapshot, error) {
+	if rec.Platform == nil {
+		return RenderKey{}, nil, errNoPlatform
+	}
+	if inst.Files != nil && inst.Dir == "" {
+		digest := kernel.Digest(inst.Files)
+		return p.key(rec, digest, filesDir, p.reads.of(digest, func() kernel.Reads { return kernel.ReadsOf(inst.Files) })), nil, nil
+	}
+	snap, err := p.readInstance(ctx, inst)
+	if err != nil {
+		return RenderKey{}, nil, err
+	}
+	return p.key(rec, snap.Digest(), snap.Dir(), p.reads.of(snap.Digest(), snap.Reads)), snap, nil
+}
+
+// errNoPlatform is the failure of a render, or of a key, of a record that
+// holds no platform.
+var errNoPlatform = errors.New("platform: render: the record holds no platform (Generated.Platform is nil)")
+
 // renderRecord renders inst against rec, which the caller holds leased.
 func (p *Publisher) renderRecord(ctx context.Context, rec Generated, inst kernel.Instance) (kernel.RenderOutput, Generated, RenderKey, error) {
-	if rec.Identity == (publish.Identity[int64]{}) {
+	if rec.Identity == (publish.Identity[int64]{}) || rec.Platform == nil {
 		// A record set by hand names a directory that may change: its
 		// renders are neither memoized nor shared.
 		p.memo.bypass()
@@ -250,33 +298,26 @@ func (p *Publisher) renderRecord(ctx context.Context, rec Generated, inst kernel
 			return kernel.RenderOutput{}, rec, RenderKey{}, err
 		}
 		out, err := p.evaluate(ctx, rec, snap)
-		return out, rec, p.key(rec, snap.Digest(), snap.Dir()), err
-	}
-	// An instance in memory is its Files: their digest is the key, and a
-	// miss reads them (the same bytes) under the Limits. One in a
-	// directory is read once, and a miss renders the bytes read.
-	var snap *kernel.InstanceSnapshot
-	var key RenderKey
-	if inst.Files != nil && inst.Dir == "" {
-		key = p.key(rec, kernel.Digest(inst.Files), filesDir)
-	} else {
-		var err error
-		if snap, err = p.readInstance(ctx, inst); err != nil {
-			return kernel.RenderOutput{}, rec, RenderKey{}, err
+		var key RenderKey
+		if rec.Platform != nil {
+			key = p.key(rec, snap.Digest(), snap.Dir(), p.reads.of(snap.Digest(), snap.Reads))
 		}
-		key = p.key(rec, snap.Digest(), snap.Dir())
-	}
-	if e, ok := p.memo.lookup(key); ok {
-		out, err := e.result()
 		return out, rec, key, err
 	}
+	key, snap, err := p.keyOf(ctx, rec, inst)
+	if err != nil {
+		return kernel.RenderOutput{}, rec, RenderKey{}, err
+	}
+	if e, ok := p.memo.lookup(key, rec); ok {
+		out, err := e.result()
+		return out, rec, e.key(key), err
+	}
 	if snap == nil {
-		var err error
 		if snap, err = p.readInstance(ctx, inst); err != nil {
 			return kernel.RenderOutput{}, rec, key, err
 		}
 	}
-	out, err := p.memo.evaluate(ctx, key, func(ctx context.Context) (kernel.RenderOutput, error) { return p.evaluate(ctx, rec, snap) })
+	out, key, err := p.memo.evaluate(ctx, key, rec, func(ctx context.Context) (kernel.RenderOutput, error) { return p.evaluate(ctx, rec, snap) })
 	return out, rec, key, err
 }
 
@@ -285,13 +326,14 @@ func (p *Publisher) readInstance(ctx context.Context, inst kernel.Instance) (*ke
 	return p.evaluator.ReadInstance(ctx, inst)
 }
 
-// key returns the key of a render against rec of an instance with the
-// digest and the name its errors give it.
-func (p *Publisher) key(rec Generated, digest, dir string) RenderKey {
+// key returns the key of a render against rec, which holds a platform,
+// of an instance with the digest, the name its errors give it and the
+// reads.
+func (p *Publisher) key(rec Generated, digest, dir string, reads kernel.Reads) RenderKey {
 	return RenderKey{
-		Platform: rec.Identity, PlatformDir: rec.Dir,
-		Instance: digest, InstanceDir: dir,
-		Skew: rec.Skew, Limits: p.evaluator.Bounds(), Version: moduleVersion(),
+		Dependencies: reads.Dependencies(rec.Platform, rec.Skew),
+		Instance:     digest, InstanceDir: dir,
+		Limits: p.evaluator.Bounds(), Version: moduleVersion(),
 	}
 }
 
