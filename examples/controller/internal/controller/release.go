@@ -168,6 +168,11 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, fmt.Errorf("render release %s: %w", key, err)
 	}
 
+	if r.forged(&rel) {
+		// Someone but the controller wrote a verdict: it says nothing,
+		// and this process's own is evaluated again too.
+		r.forgetVerdicts(key)
+	}
 	inst := releaseInstance(&rel)
 	rec, release, served := r.Publisher.Store().Lease()
 	defer release()
@@ -179,7 +184,16 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		err := platform.ErrNotReady
 		var out kernel.RenderOutput
 		if served {
-			out, _, err = r.Publisher.RenderLeased(ctx, rec, inst)
+			var rk platform.RenderKey
+			out, rk, err = r.Publisher.RenderLeased(ctx, rec, inst)
+			switch {
+			case rk.Dependencies != "" && rk.Dependencies != in.deps:
+				// The result names the platform's directory: it holds
+				// for that directory alone.
+				in = in.with(rk.Dependencies)
+			case rk.Dependencies == "" && in.against != "":
+				in = in.with(wholePlatform(rec))
+			}
 		}
 		if r.Observe != nil {
 			r.Observe(time.Since(start).Seconds(), err)
@@ -283,6 +297,8 @@ type verdictInputs struct {
 	// deps is the digest of what a render of the spec reads of the
 	// platform served (status.dependenciesDigest); empty with against.
 	deps string
+	// common is what every verdict on the spec is a function of.
+	common string
 	// over covers a render killed past a budget, which holds whatever the
 	// platform: the spec's files, the evaluator's Limits, the
 	// controller's build, and the evaluator's time and memory budgets.
@@ -308,25 +324,38 @@ func (r *ReleaseReconciler) inputs(ctx context.Context, inst kernel.Instance, re
 		}
 		budgets = fmt.Sprintf("time=%d memory=%d", t, m)
 	}
-	common := fmt.Sprintf("leasekit.dev/examples/controller release verdict v1\nspec %s\nlimits %+v\nbuild %s\n", spec, limits, build())
-	in := verdictInputs{over: digestOf(common + "over budget " + budgets + "\n")}
+	in := verdictInputs{common: fmt.Sprintf("leasekit.dev/examples/controller release verdict v2\nspec %s\nlimits %+v\nbuild %s\n", spec, limits, build())}
+	in.over = digestOf(in.common + "over budget " + budgets + "\n")
 	if served && rec.Identity != (publish.Identity[int64]{}) {
-		in.deps = dependencies(ctx, r.Publisher, rec, inst)
-		in.against = digestOf(common + "dependencies " + in.deps + "\n")
+		in = in.with(dependencies(ctx, r.Publisher, rec, inst))
 	}
 	return in
 }
 
+// with returns in against a platform of which a render reads what deps
+// digests.
+func (in verdictInputs) with(deps string) verdictInputs {
+	in.deps = deps
+	in.against = digestOf(in.common + "dependencies " + deps + "\n")
+	return in
+}
+
 // dependencies returns the digest of what a render of inst against rec
-// reads of the platform, [platform.Publisher.Key]'s Dependencies. An
-// instance whose key cannot be computed (its files do not read) depends,
-// as far as this controller knows, on the whole platform: its identity
-// and skew policy.
+// reads of the platform, [platform.Publisher.Key]'s Dependencies; it
+// evaluates nothing. An instance whose key cannot be computed (its files
+// do not read) depends, as far as this controller knows, on the whole
+// platform: its identity, directory and skew policy.
 func dependencies(ctx context.Context, pub *platform.Publisher, rec platform.Generated, inst kernel.Instance) string {
-	_ = ctx
-	_ = pub
-	_ = inst
-	return digestOf(fmt.Sprintf("leasekit.dev/examples/controller whole platform\n%s skew %s\n", rec.Identity, rec.Skew))
+	if key, err := pub.Key(ctx, rec, inst); err == nil && key.Dependencies != "" {
+		return key.Dependencies
+	}
+	return wholePlatform(rec)
+}
+
+// wholePlatform is the dependencies of a render that may read anything of
+// rec: they change with every content and directory.
+func wholePlatform(rec platform.Generated) string {
+	return digestOf(fmt.Sprintf("leasekit.dev/examples/controller whole platform\n%s dir %q skew %s\n", rec.Identity, rec.Dir, rec.Skew))
 }
 
 // releaseInstance returns rel's instance module.
@@ -553,6 +582,31 @@ func (r *ReleaseReconciler) trusted(key types.NamespacedName, uid types.UID, sta
 	return st == nil || st.uid != uid || st.written == nil || equality.Semantic.DeepEqual(st.written, status)
 }
 
+// forged reports whether rel's status claims a verdict (its Rendered
+// condition is other than PlatformNotReady) whose MAC does not verify
+// under the key held; false when no key is held.
+func (r *ReleaseReconciler) forged(rel *v1alpha1.Release) bool {
+	c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
+	if c == nil || c.Reason == v1alpha1.ReasonPlatformNotReady || r.Key.held() == nil {
+		return false
+	}
+	return !r.Key.Verify(rel.UID, &rel.Status, c)
+}
+
+// Verdicts returns the number of Releases whose verdict this process
+// holds, decided here or taken from a signed status.
+func (r *ReleaseReconciler) Verdicts() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, st := range r.state {
+		if st.decided {
+			n++
+		}
+	}
+	return n
+}
+
 // keyLoaded waits until r.Key's first load ended, so that no status is
 // distrusted for want of a key still being read; it returns an error when
 // ctx ends first.
@@ -568,16 +622,18 @@ func (r *ReleaseReconciler) keyLoaded(ctx context.Context) error {
 	}
 }
 
-// forgetVerdicts forgets every verdict this process holds, decided or
-// taken from a status, for a key changed: each Release is rendered again
-// when next reconciled (the Publisher's memo may answer) and its status
-// signed under the new key. What it stored stays known.
-func (r *ReleaseReconciler) forgetVerdicts() {
+// forgetVerdicts forgets the verdicts this process holds, decided or
+// taken from a status, of the Releases keys, or of every Release when
+// none is given (for a key changed): each is rendered again when next
+// reconciled (the Publisher's memo may answer) and its status signed
+// under the key held. What it stored stays known.
+func (r *ReleaseReconciler) forgetVerdicts(keys ...types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, st := range r.state {
-		written := st.written
-		*st = releaseState{uid: st.uid, written: written}
+	for k, st := range r.state {
+		if len(keys) == 0 || slices.Contains(keys, k) {
+			*st = releaseState{uid: st.uid, written: st.written}
+		}
 	}
 }
 

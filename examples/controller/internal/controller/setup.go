@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -305,7 +306,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("release").
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: releaseReconciles * renders, EnableWarmup: warmup}).
-		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, unsigned(w.StatusKey)))).
 		WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ client.Object) []reconcile.Request {
 				return allReleases(ctx, c)
@@ -327,6 +328,28 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		}
 	}
 	return w, nil
+}
+
+// unsigned passes the update of a Release whose new status is not one
+// the controller signed under key (a forgery, a status cleared, a verdict
+// of an earlier key), so that it is reconciled, evaluated and corrected
+// at once; the controller's own writes do not pass, but those it writes
+// unsigned (PlatformNotReady, or with no key held), which reconcile once
+// and write nothing.
+func unsigned(key *StatusKey) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			rel, ok := e.ObjectNew.(*v1alpha1.Release)
+			if !ok {
+				return false
+			}
+			c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
+			return c == nil || !key.Verify(rel.UID, &rel.Status, c)
+		},
+	}
 }
 
 // ownedReleases counts the Releases in the cache whose status member
