@@ -91,7 +91,7 @@ type StatusKey struct {
 	mu      sync.RWMutex
 	key     []byte
 	refused string        // the resourceVersion of the Secret last refused
-	loaded  chan struct{} // closed once the first Load ended
+	loaded  chan struct{} // closed once a Load first succeeded
 	closed  bool
 }
 
@@ -110,21 +110,30 @@ func (k *StatusKey) loadedCh(done bool) chan struct{} {
 }
 
 // Start reads or creates the Secret, then reads it again every Refresh
-// until ctx ends. A failure to read is logged and retried at the next
-// refresh; the key held stays. It returns nil when ctx ends.
+// until ctx ends. A failure is logged and retried: at the next refresh
+// once a Load succeeded (the key held stays), and sooner before that,
+// from half a second doubling up to Refresh, since Releases wait for the
+// first. It returns nil when ctx ends.
 func (k *StatusKey) Start(ctx context.Context) error {
 	every := k.Refresh
 	if every <= 0 {
 		every = DefaultStatusKeyRefresh
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
+	retry := 500 * time.Millisecond
 	for {
+		wait := every
 		if err := k.Load(ctx); err != nil && ctx.Err() == nil {
 			k.Log.Error(err, "status key: read or create the Secret; retrying", "secret", k.Secret.String())
+			select {
+			case <-k.Loaded():
+			default:
+				wait, retry = min(retry, every), 2*retry
+			}
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
 		case <-t.C:
 		}
@@ -134,18 +143,24 @@ func (k *StatusKey) Start(ctx context.Context) error {
 // NeedLeaderElection reports false: every replica verifies statuses.
 func (*StatusKey) NeedLeaderElection() bool { return false }
 
-// Loaded returns a channel closed once the first Load ended, with a key
-// or without.
+// Loaded returns a channel closed once a Load first succeeded: with a
+// key, or having refused a Secret of the wrong shape. A Load that failed
+// to read or create the Secret does not close it: until one succeeds no
+// status is judged without the key it may be signed with.
 func (k *StatusKey) Loaded() <-chan struct{} { return k.loadedCh(false) }
 
 // Load reads the Secret once, creating it with a new key when it does not
 // exist, and holds its key. It blocks for at most two requests. On a
 // failure to read or create it returns the error and leaves the key held
 // as it was; a Secret of the wrong shape drops the key (see StatusKey).
-func (k *StatusKey) Load(ctx context.Context) error {
-	defer k.loadedCh(true)
+func (k *StatusKey) Load(ctx context.Context) (err error) {
+	defer func() {
+		if err == nil {
+			k.loadedCh(true)
+		}
+	}()
 	var s corev1.Secret
-	err := k.Reader.Get(ctx, k.Secret, &s)
+	err = k.Reader.Get(ctx, k.Secret, &s)
 	if apierrors.IsNotFound(err) {
 		key := make([]byte, statusKeyBytes)
 		_, _ = rand.Read(key) // never fails (crypto/rand)
@@ -261,10 +276,18 @@ type signed struct {
 // mac returns the MAC of the verdict status (its MAC and conditions
 // aside) with its Rendered condition c, for the Release uid, under key.
 func mac(key []byte, uid types.UID, status *v1alpha1.ReleaseStatus, c *metav1.Condition) string {
+	// An empty list is stored as none (omitempty): the two sign alike.
+	resources, diagnostics := status.Resources, status.Diagnostics
+	if len(resources) == 0 {
+		resources = nil
+	}
+	if len(diagnostics) == 0 {
+		diagnostics = nil
+	}
 	b, err := json.Marshal(signed{
 		UID: uid, ObservedGeneration: status.ObservedGeneration, PlatformGeneration: status.PlatformGeneration,
-		Instance: status.Instance, Resources: status.Resources, ResourceCount: status.ResourceCount,
-		ResourcesDigest: status.ResourcesDigest, Diagnostics: status.Diagnostics,
+		Instance: status.Instance, Resources: resources, ResourceCount: status.ResourceCount,
+		ResourcesDigest: status.ResourcesDigest, Diagnostics: diagnostics,
 		InputsDigest: status.InputsDigest, DependenciesDigest: status.DependenciesDigest,
 		Status: c.Status, Reason: c.Reason, Message: c.Message, CondGeneration: c.ObservedGeneration,
 	})

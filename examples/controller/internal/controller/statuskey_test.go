@@ -73,6 +73,16 @@ func TestStatusKeyMACCoversTheVerdict(t *testing.T) {
 			t.Errorf("a verdict with its %s changed verifies", what)
 		}
 	}
+	// An empty list, as a render of no resources makes it, signs as the
+	// none the API server stores.
+	empty, c0 := aVerdict()
+	empty.Resources, empty.Diagnostics = []v1alpha1.RenderedResource{}, []string{}
+	stored := empty.DeepCopy()
+	stored.Resources, stored.Diagnostics = nil, nil
+	stored.MAC = k.Sign("uid-1", empty, c0)
+	if !k.Verify("uid-1", stored, c0) {
+		t.Error("a verdict of empty lists does not verify as stored")
+	}
 	// A second replica on the same cluster holds the same key.
 	if !statusKey(t, c).Verify("uid-1", st, cond) {
 		t.Error("another replica's key does not verify the verdict")
