@@ -128,7 +128,7 @@ func TestStatusKeyRacingCreateReadsTheWinner(t *testing.T) {
 	var gets atomic.Int32
 	// The loser looked before the winner created: its first read finds
 	// nothing, its create conflicts.
-	loserClient := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+	loserClient := interceptor.NewClient(base, interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if _, ok := obj.(*corev1.Secret); ok && gets.Add(1) == 1 {
 				return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, key.Name)
