@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -312,6 +313,49 @@ func TestReleaseRenderedStatusIsTrusted(t *testing.T) {
 	after, err := b.reconcile(t)
 	if err != nil || b.ev.count() != 0 || after.ResourceVersion != before.ResourceVersion {
 		t.Fatalf("restarted: %v, %d render(s), written %v; want none and no write", err, b.ev.count(), after.ResourceVersion != before.ResourceVersion)
+	}
+}
+
+// TestReleaseKeyRotationEvaluatesOnce: after the status key's Secret is
+// deleted, a replica makes a new key, evaluates the Release once and
+// signs it under the new key; the next restart trusts it again. A status
+// copied from another Release is evaluated too.
+func TestReleaseKeyRotationEvaluatesOnce(t *testing.T) {
+	f := newFixture(t, false, newPlatform(acme(), 1), newRelease(shop("v1.4.0"), 1))
+	a := startReplica(t, f.client, nil)
+	before, err := a.reconcile(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: controller.DefaultStatusKeyName}}
+	if err := f.client.Delete(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	b := startReplica(t, f.client, nil)
+	rotated, err := b.reconcile(t)
+	if err != nil || b.ev.count() != 1 || rotated.Status.MAC == before.Status.MAC {
+		t.Fatalf("after the rotation: %v, %d evaluation(s), MAC changed %v; want one evaluation and a new MAC", err, b.ev.count(), rotated.Status.MAC != before.Status.MAC)
+	}
+	c := startReplica(t, f.client, nil)
+	after, err := c.reconcile(t)
+	if err != nil || c.ev.count() != 0 || after.ResourceVersion != rotated.ResourceVersion {
+		t.Fatalf("the next restart: %v, %d evaluation(s), written %v; want none", err, c.ev.count(), after.ResourceVersion != rotated.ResourceVersion)
+	}
+
+	// The same verdict copied onto another Release fails its MAC.
+	other := newRelease(shop("v1.4.0"), 1)
+	other.Name, other.UID = "copy", "uid-of-the-copy" // the fake client sets no UID of its own
+	if err := f.client.Create(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	other.Status = *after.Status.DeepCopy()
+	updateStatus(t, f.client, other)
+	d := startReplica(t, f.client, nil)
+	if _, err := d.release.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(other)}); err != nil {
+		t.Fatal(err)
+	}
+	if d.ev.count() != 1 {
+		t.Fatalf("a status copied from another Release: %d evaluation(s), want 1", d.ev.count())
 	}
 }
 
