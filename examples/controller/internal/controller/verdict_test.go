@@ -440,7 +440,7 @@ type verdictKey struct {
 // reconciles, against a model of what each verdict holds for. After every
 // reconcile: the reconciler rendered exactly when neither its memory nor a
 // status as the controller signed it held a verdict for the current
-// inputs; a status it kept is not
+// inputs (a status tampered with drops the memory's too); a status it kept is not
 // written; its error is terminal exactly for a spec over budget decided
 // or first stored; and the stored status is the verdict of the current
 // spec, with its digest.
@@ -548,7 +548,8 @@ func TestReleaseVerdictModel(t *testing.T) {
 				before := get()
 				renders, evals := r.renders.Load(), r.ev.count()
 				cur := current()
-				memHit := mem != nil && *mem == verdict{gen, cur}
+				// A status that fails its MAC drops the memory's verdict too.
+				memHit := mem != nil && intact && *mem == verdict{gen, cur}
 				statusHit := stored != nil && digest && intact && *stored == verdict{gen, cur}
 				_, err := r.release.Reconcile(ctx, ctrl.Request{NamespacedName: releaseKey})
 				after := get()
