@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -82,6 +83,9 @@ type options struct {
 	ringIdentity string        // this replica's identity in the ring
 	ringLease    time.Duration // a member's lease duration
 	ringRenew    time.Duration // a member's renew period
+
+	statusKey   string // the name of the status key's Secret
+	statusKeyNS string // its namespace
 }
 
 // usage heads the -h output.
@@ -126,6 +130,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.ringIdentity, "ring-identity", "", "this replica's identity in the ring, unique among its replicas (default: the host name, the pod's name)")
 	fs.DurationVar(&o.ringLease, "ring-lease-duration", 15*time.Second, "how long a member's Lease holds after its last renewal seen: a replica gone is replaced in its part after this, plus a renew period; it stops writing itself a renew period before")
 	fs.DurationVar(&o.ringRenew, "ring-renew-period", 2*time.Second, "how often a member renews its Lease and looks at the ring; at most a third of --ring-lease-duration")
+	fs.StringVar(&o.statusKey, "status-key-secret", controller.DefaultStatusKeyName, "name of the Secret holding the key the Releases' status verdicts are signed with (created on first start when absent; delete it to rotate the key); read with get, so grant get on this name only")
+	fs.StringVar(&o.statusKeyNS, "status-key-namespace", "", "namespace of the status key's Secret (default: --leader-election-namespace, else the pod's namespace)")
 	o.zap.BindFlags(fs)
 	// controller-runtime's --kubeconfig, read by ctrl.GetConfig.
 	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
@@ -194,6 +200,10 @@ func run(o options) error {
 	var member *shard.Member
 	var cacheOpts cache.Options
 	leaderElect := o.leaderElect
+	keyNS, err := namespaceOf(o.statusKeyNS, o.leaderNS, "--status-key-namespace")
+	if err != nil {
+		return err
+	}
 	if o.ring != "" {
 		// The cache makes its informers once Setup asks for them, after
 		// the member below exists (it needs the manager's recorder).
@@ -238,6 +248,7 @@ func run(o options) error {
 		Evaluator:   k,
 		WarmStandby: o.warm,
 		Ring:        member,
+		StatusKey:   types.NamespacedName{Namespace: keyNS, Name: o.statusKey},
 		Logger:      slog.New(logr.ToSlogHandler(ctrl.Log.WithName("publisher"))),
 	})
 	if err != nil {
@@ -263,19 +274,28 @@ func run(o options) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// newMember returns this replica's ring membership from the flags; its
-// events go to rec.
-func newMember(o options, cfg *rest.Config, rec events.EventRecorder) (*shard.Member, error) {
-	ns := o.ringNS
+// namespaceOf returns ns, else fallback, else the pod's namespace; flag
+// names ns in the error outside a pod.
+func namespaceOf(ns, fallback, flag string) (string, error) {
 	if ns == "" {
-		ns = o.leaderNS
+		ns = fallback
 	}
 	if ns == "" {
 		b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 		if err != nil {
-			return nil, fmt.Errorf("--ring-namespace is required outside a pod: %w", err)
+			return "", fmt.Errorf("%s is required outside a pod: %w", flag, err)
 		}
 		ns = strings.TrimSpace(string(b))
+	}
+	return ns, nil
+}
+
+// newMember returns this replica's ring membership from the flags; its
+// events go to rec.
+func newMember(o options, cfg *rest.Config, rec events.EventRecorder) (*shard.Member, error) {
+	ns, err := namespaceOf(o.ringNS, o.leaderNS, "--ring-namespace")
+	if err != nil {
+		return nil, err
 	}
 	id := o.ringIdentity
 	if id == "" {

@@ -51,9 +51,11 @@ type RenderedResource struct {
 
 // Condition types and reasons of a Release.
 const (
-	// ReleaseRendered is True when the current spec rendered against the
-	// platform generation in status.platformGeneration, False with the
-	// render's error otherwise.
+	// ReleaseRendered is True when the spec of the condition's
+	// observedGeneration rendered against the platform generation in
+	// status.platformGeneration (and renders so against every later one
+	// with the same status.dependenciesDigest), False with the render's
+	// error otherwise.
 	ReleaseRendered = "Rendered"
 
 	// ReasonRendered: the render succeeded.
@@ -83,7 +85,10 @@ type ReleaseStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// PlatformGeneration is the platform generation the last render used.
+	// PlatformGeneration is the platform generation the verdict was
+	// rendered against. A later generation whose DependenciesDigest for
+	// this Release is the same leaves the verdict, and this field, as
+	// they were: the verdict is valid for it too.
 	// +optional
 	PlatformGeneration int64 `json:"platformGeneration,omitempty"`
 
@@ -119,14 +124,42 @@ type ReleaseStatus struct {
 
 	// InputsDigest is "sha256:" and the hex SHA-256 of what the render's
 	// verdict is a function of: the spec's files, the evaluator's limits
-	// and the controller's build, and the platform rendered against (its
-	// generation, module digest and skew policy) or, for a render killed
-	// past a budget, the time and memory budgets instead. Empty when no
-	// render was decided (PlatformNotReady). A controller that reads a
-	// RenderFailed status of the current generation whose InputsDigest
-	// matches the current inputs does not evaluate the spec again.
+	// and the controller's build, and DependenciesDigest (what the render
+	// reads of the platform) or, for a render killed past a budget, the
+	// time and memory budgets instead. Empty when no render was decided
+	// (PlatformNotReady). A status whose MAC verifies and whose
+	// InputsDigest is the one of the current inputs is the controller's
+	// verdict: it is neither evaluated nor written again, on a new
+	// platform generation, after a restart or by another replica.
 	// +optional
 	InputsDigest string `json:"inputsDigest,omitempty"`
+
+	// DependenciesDigest is "sha256:" and the hex SHA-256 of exactly what
+	// the render read of the platform for this Release: the platform's
+	// name, type and labels, the presence, version, kinds and state of
+	// the catalogs the instance requires or uses, and the skew policy. A
+	// later platform generation that leaves them as they were leaves the
+	// render valid: the Release is then neither evaluated nor written,
+	// and PlatformGeneration keeps naming the generation it was rendered
+	// against. Empty for a render killed past a budget (its verdict holds
+	// whatever the platform) and when no render was decided.
+	// +optional
+	DependenciesDigest string `json:"dependenciesDigest,omitempty"`
+
+	// MAC is "hmac-sha256:" and the hex HMAC-SHA256, under a key only the
+	// controller holds (a Secret in its namespace), of the verdict: the
+	// Release's UID, ObservedGeneration, PlatformGeneration, Instance,
+	// Resources, ResourceCount, ResourcesDigest, Diagnostics,
+	// InputsDigest, DependenciesDigest and the Rendered condition's
+	// status, reason, message and observedGeneration. It proves that the
+	// controller wrote this verdict for this Release at this generation;
+	// a status written by anyone else, copied from another Release or
+	// generation, or made under a key since rotated, fails it and is
+	// evaluated again. It neither hides the verdict nor stops whoever
+	// may write the status from deleting or replacing it: that costs an
+	// evaluation, never a verdict the controller did not make.
+	// +optional
+	MAC string `json:"mac,omitempty"`
 
 	// Conditions holds Rendered.
 	// +optional
@@ -140,9 +173,12 @@ type ReleaseStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Instance",type=string,JSONPath=`.status.instance`
-// +kubebuilder:printcolumn:name="Platform",type=integer,JSONPath=`.status.platformGeneration`
+// +kubebuilder:printcolumn:name="Generation",type=integer,JSONPath=`.metadata.generation`,description="The spec's generation"
+// +kubebuilder:printcolumn:name="Observed",type=integer,JSONPath=`.status.observedGeneration`,description="The spec's generation the status is the verdict of: the status is current when it equals Generation"
+// +kubebuilder:printcolumn:name="Rendered-At",type=integer,JSONPath=`.status.platformGeneration`,description="The platform generation last rendered against; the verdict holds for every later generation that leaves its dependencies as they were"
 // +kubebuilder:printcolumn:name="Rendered",type=string,JSONPath=`.status.conditions[?(@.type=="Rendered")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Rendered")].reason`
+// +kubebuilder:printcolumn:name="Dependencies",type=string,JSONPath=`.status.dependenciesDigest`,priority=1,description="The digest of what the render read of the platform"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Release struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
@@ -58,8 +59,8 @@ const KustomizeEnv = "LEASEKIT_KUSTOMIZE"
 // granted all the same. A rule granted, unexercised and missing here fails
 // the test; so does a rule listed here that is exercised, or not granted.
 var unexercised = map[rule]string{
-	{"events.k8s.io", "events", "patch"}: "the event recorder patches an event into a series when it repeats, on a 30-minute heartbeat: no test waits that long",
-	{"", "events", "patch"}:              "the leader elector's recorder patches the count of an event repeated within ten minutes: the life cycle is elected once and stops once",
+	{"events.k8s.io", "events", "patch", ""}: "the event recorder patches an event into a series when it repeats, on a 30-minute heartbeat: no test waits that long",
+	{"", "events", "patch", ""}:              "the leader elector's recorder patches the count of an event repeated within ten minutes: the life cycle is elected once and stops once",
 }
 
 // exercisedOrNot lists the rules config/rbac grants the controller that
@@ -67,18 +68,22 @@ var unexercised = map[rule]string{
 // with the reason it is granted. Either way passes; a rule listed here
 // and not granted fails the test.
 var exercisedOrNot = map[rule]string{
-	{"examples.leasekit.dev", "platforms", "list"}: "the cache's informers fill with a streaming watch (sendInitialEvents) where the API server serves one, as this one does, and list when it does not or ends the stream with an error",
-	{"examples.leasekit.dev", "releases", "list"}:  "as for platforms",
+	{"examples.leasekit.dev", "platforms", "list", ""}: "the cache's informers fill with a streaming watch (sendInitialEvents) where the API server serves one, as this one does, and list when it does not or ends the stream with an error",
+	{"examples.leasekit.dev", "releases", "list", ""}:  "as for platforms",
 }
 
 // rule is one verb on one resource of one API group, a granted rule
-// expanded: a resource's subresource is resource/subresource.
-type rule struct{ group, resource, verb string }
+// expanded: a resource's subresource is resource/subresource. name is the
+// one object a rule limited by resourceNames allows, empty for any.
+type rule struct{ group, resource, verb, name string }
 
 func (r rule) String() string {
 	g := r.group
 	if g == "" {
 		g = "core"
+	}
+	if r.name != "" {
+		return fmt.Sprintf("%s %s.%s named %s", r.verb, r.resource, g, r.name)
 	}
 	return fmt.Sprintf("%s %s.%s", r.verb, r.resource, g)
 }
@@ -212,6 +217,8 @@ func testDeployOf(t *testing.T, overlay string) {
 			// As deployed (--warm-standby=true): the standby controllers run too.
 			WarmStandby: !sharded,
 			Ring:        member,
+			// As deployed: the status key's Secret in the pod's namespace.
+			StatusKey: types.NamespacedName{Namespace: ns, Name: controller.DefaultStatusKeyName},
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -363,7 +370,7 @@ func testDeployOf(t *testing.T, overlay string) {
 		}
 	}
 	for r := range unexercised {
-		if sharded && r == (rule{"", "events", "patch"}) {
+		if sharded && r == (rule{"", "events", "patch", ""}) {
 			continue // the leader elector's: no elector in a ring
 		}
 		if !slices.Contains(granted, r) {
@@ -684,7 +691,11 @@ func readAudit(t *testing.T, path, user string) (exercised map[rule]bool, refuse
 		if e.ObjectRef.Subresource != "" {
 			res += "/" + e.ObjectRef.Subresource
 		}
-		exercised[rule{e.ObjectRef.APIGroup, res, e.Verb}] = true
+		exercised[rule{e.ObjectRef.APIGroup, res, e.Verb, ""}] = true
+		if e.ObjectRef.Name != "" {
+			// A rule limited to this object's name is used too.
+			exercised[rule{e.ObjectRef.APIGroup, res, e.Verb, e.ObjectRef.Name}] = true
+		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatalf("the audit log: %v", err)
@@ -742,13 +753,19 @@ func grantedRules(t *testing.T, objs []*unstructured.Unstructured, ns, sa string
 			t.Fatalf("a binding of %s/%s refers to %s %s, which config/default does not hold", ns, sa, b.ref.Kind, b.ref.Name)
 		}
 		for _, pr := range rules {
-			if len(pr.NonResourceURLs) > 0 || len(pr.ResourceNames) > 0 {
-				t.Fatalf("rule %+v: the test expands resource rules without resource names only", pr)
+			if len(pr.NonResourceURLs) > 0 {
+				t.Fatalf("rule %+v: the test expands resource rules only", pr)
+			}
+			names := pr.ResourceNames
+			if len(names) == 0 {
+				names = []string{""}
 			}
 			for _, g := range pr.APIGroups {
 				for _, res := range pr.Resources {
 					for _, v := range pr.Verbs {
-						set[rule{g, res, v}] = true
+						for _, name := range names {
+							set[rule{g, res, v, name}] = true
+						}
 					}
 				}
 			}

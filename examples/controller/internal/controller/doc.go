@@ -14,12 +14,16 @@
 //
 // [ReleaseReconciler] renders each Release's instance module against the
 // platform the Publisher serves, leasing it for the render, and records the
-// result in the Release's status. It renders again whenever the Publisher
-// serves a different platform: another generation, or the same generation
-// number built for a new object. The status records the digest of the
-// verdict's inputs; a RenderFailed status whose digest is the current
-// inputs' one is the verdict, kept as it is: no replica, restarted or newly
-// elected, evaluates that spec again.
+// result in the Release's status. It renders again only when what the
+// render reads of the platform changed (its dependencies, the render key's
+// [platform.RenderKey] Dependencies): a new generation that leaves them
+// costs the Release neither an evaluation nor a write. The status records
+// the dependencies and the digest of the verdict's inputs, signed with a
+// MAC under the [StatusKey], a Secret only the controller reads; a signed
+// status whose inputs still hold is the verdict, kept as it is: no
+// replica, restarted, newly elected or handed the Release by a ring,
+// evaluates that spec again, and a status that fails its MAC (forged,
+// copied, or signed under a key since rotated) is evaluated again.
 //
 // The store and its directory are per process. By default ([Config]
 // WarmStandby) every replica boots its Publisher at start, and a replica
@@ -49,8 +53,9 @@ package controller
 // written with Update (never patched, never read through the status
 // subresource); a status write that conflicts reads its Release again past
 // the cache (get, through the manager's APIReader), while the Platform's
-// is retried from the cache. The leader-election Role and the metrics
-// endpoint's rules are in config/rbac beside it. The deploy test fails on
+// is retried from the cache. The leader-election Role, the status key's
+// Role (get on its one Secret, create) and the metrics endpoint's rules
+// are in config/rbac beside it. The deploy test fails on
 // a rule granted here that the controller does not use, and on a request
 // the API server refuses.
 //go:generate go tool controller-gen rbac:roleName=platform-controller paths=. output:rbac:artifacts:config=../../config/rbac

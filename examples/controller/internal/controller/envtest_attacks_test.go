@@ -55,6 +55,7 @@ type leader struct {
 	wiring *controller.Wiring
 	ws     *isolate.Workers
 	reg    *prometheus.Registry
+	stop   func() error // stops the manager; safe to call again
 }
 
 // renders returns the number of renders of this leader that ended with
@@ -69,16 +70,25 @@ func (l *leader) renders(t *testing.T, result string) uint64 {
 // elected and serves the Platform.
 func startLeader(t *testing.T, s *suite, ws *isolate.Workers) *leader {
 	t.Helper()
+	l := startLeaderOn(t, s, ws)
+	l.ws = ws
+	return l
+}
+
+// startLeaderOn is startLeader evaluating with ev.
+func startLeaderOn(t *testing.T, s *suite, ev platform.Evaluator) *leader {
+	t.Helper()
 	if err := s.stopManager(); err != nil {
 		t.Fatalf("stop the suite's manager: %v", err)
 	}
-	l := &leader{ws: ws, reg: prometheus.NewRegistry()}
-	mgr, w, err := newManagerWith(s.cfg, filepath.Join(t.TempDir(), "platform"), l.reg, ws, false)
+	l := &leader{reg: prometheus.NewRegistry()}
+	mgr, w, err := newManagerOn(s.cfg, filepath.Join(t.TempDir(), "platform"), l.reg, ev, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.wiring = w
 	stop := startManager(mgr)
+	l.stop = stop
 	t.Cleanup(func() {
 		if err := stop(); err != nil {
 			t.Errorf("the step's manager: %v", err)
@@ -294,8 +304,14 @@ func (l *writeLog) resumes() int {
 // are in the log. It returns the log's writes but the sentinel's.
 func (l *writeLog) settle(t *testing.T, s *suite, ns string) map[string][]*metav1.Condition {
 	t.Helper()
+	return l.settleOn(t, s, ns, "sentinel")
+}
+
+// settleOn is settle with a sentinel of that name.
+func (l *writeLog) settleOn(t *testing.T, s *suite, ns, name string) map[string][]*metav1.Condition {
+	t.Helper()
 	sentinel := newRelease(shop("v1.4.0"), 0)
-	sentinel.Namespace, sentinel.Name = ns, "sentinel"
+	sentinel.Namespace, sentinel.Name = ns, name
 	if err := s.client.Create(context.Background(), sentinel); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +321,7 @@ func (l *writeLog) settle(t *testing.T, s *suite, ns string) map[string][]*metav
 		if writes, err = l.snapshot(); err != nil {
 			t.Fatalf("the watch of %s: %v", ns, err)
 		}
-		for _, c := range writes["sentinel"] {
+		for _, c := range writes[name] {
 			if c != nil && c.Status == metav1.ConditionTrue {
 				return nil
 			}
@@ -318,9 +334,9 @@ func (l *writeLog) settle(t *testing.T, s *suite, ns string) map[string][]*metav
 				stored = fmt.Sprintf("Rendered=%s (%s)", c.Status, c.Reason)
 			}
 		}
-		return fmt.Errorf("sentinel written %d time(s) in the log, not yet Rendered; the API server holds it %s", len(writes["sentinel"]), stored)
+		return fmt.Errorf("sentinel written %d time(s) in the log, not yet Rendered; the API server holds it %s", len(writes[name]), stored)
 	})
-	delete(writes, "sentinel")
+	delete(writes, name)
 	if n := l.resumes(); n > 0 {
 		t.Logf("the write log resumed %d watch(es) the API server ended", n)
 	}

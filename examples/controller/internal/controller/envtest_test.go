@@ -64,6 +64,7 @@ func TestEnvtest(t *testing.T) {
 		{"RecreateWhileRendering", testRecreateWhileRendering},
 		{"WorkerKilledFromOutside", testWorkerKilledFromOutside},
 		{"StaleCopyIsRefused", testStaleCopyIsRefused},
+		{"Scoped", testScoped},
 	}
 	for _, step := range steps {
 		if !t.Run(step.name, func(st *testing.T) {

@@ -257,14 +257,15 @@ func runFailover(t *testing.T, scenario string, warm bool) failover {
 		return nil
 	})
 	allAt := time.Now()
-	waitLong(t, fmt.Sprintf("B rendered all %d Releases against the new platform", n), func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(renders) < n {
-			return fmt.Errorf("%d rendered", len(renders))
+	// B holds a verdict for every Release: rendered by B, or one A wrote
+	// for the new platform and signed, which B trusts without a render.
+	waitLong(t, fmt.Sprintf("B holds the verdicts of all %d Releases against the new platform", n), func() error {
+		if v := wB.Release.Verdicts(); v < n {
+			return fmt.Errorf("%d held", v)
 		}
 		return nil
 	})
+	heldAt := time.Now()
 	w.Stop()
 	<-watched
 	wmu.Lock()
@@ -276,9 +277,18 @@ func runFailover(t *testing.T, scenario string, warm bool) failover {
 	if firstBegun.Before(electedAt) {
 		electedAt = firstBegun
 	}
+	// The first and the last verdict B made its own: a render, or, for
+	// what A wrote and signed, the moment B was seen holding them all.
+	first, last := heldAt, heldAt
+	if len(renders) > 0 {
+		first = renders[0]
+		if len(renders) >= n {
+			last = renders[len(renders)-1]
+		}
+	}
 	f := failover{
-		first:    renders[0].Sub(electedAt),
-		all:      renders[n-1].Sub(electedAt),
+		first:    first.Sub(electedAt),
+		all:      last.Sub(electedAt),
 		evals:    m.Misses - m.Shared - evalsAt,
 		notReady: len(notReady),
 	}

@@ -1,15 +1,20 @@
 package controller_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"leasekit.dev/examples/controller/api/v1alpha1"
+	"leasekit.dev/examples/controller/internal/controller"
 	"leasekit.dev/platform/kernel"
 )
 
@@ -101,4 +106,15 @@ func instanceOf(files map[string]string) kernel.Instance {
 		b[k] = []byte(v)
 	}
 	return kernel.Instance{Files: b}
+}
+
+// statusKey returns the status key of the controller on c, loaded: its
+// Secret read, or created when absent. Replicas on one client share it.
+func statusKey(t testing.TB, c client.Client) *controller.StatusKey {
+	t.Helper()
+	k := &controller.StatusKey{Reader: c, Writer: c, Secret: types.NamespacedName{Namespace: "default", Name: controller.DefaultStatusKeyName}}
+	if err := k.Load(context.Background()); err != nil {
+		t.Fatalf("load the status key: %v", err)
+	}
+	return k
 }

@@ -62,7 +62,7 @@ func newFixtureWith(t *testing.T, k platform.Evaluator, boot bool, objs ...clien
 	}
 	f := &fixture{client: c, pub: pub, events: events.NewFakeRecorder(100)}
 	f.platform = &controller.PlatformReconciler{Client: c, Publisher: pub, Recorder: f.events, Changed: func() { f.changed++ }}
-	f.release = &controller.ReleaseReconciler{Client: c, Publisher: pub, Evaluator: k, Recorder: f.events, Platforms: f.platform}
+	f.release = &controller.ReleaseReconciler{Client: c, Publisher: pub, Evaluator: k, Recorder: f.events, Platforms: f.platform, Key: statusKey(t, c)}
 	return f
 }
 

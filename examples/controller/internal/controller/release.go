@@ -74,6 +74,13 @@ type ReleaseReconciler struct {
 	// that very status.
 	Shard Shard
 
+	// Key signs the verdicts this process writes (status.mac) and
+	// verifies those it reads: a status whose MAC verifies and whose
+	// inputs and dependencies still hold is trusted, neither evaluated
+	// nor written. Reconciles wait for its first load. Nil: no verdict
+	// is signed, and no status is trusted.
+	Key *StatusKey
+
 	// Observe, when set, is called with the seconds each render took,
 	// its wait for an evaluation's turn included, and its error.
 	Observe func(secs float64, err error)
@@ -90,8 +97,9 @@ type releaseState struct {
 
 	// The verdict: the status and condition a render decided (or a status
 	// held, see verdict), status.InputsDigest naming the inputs it holds
-	// for. over: the render was killed past a budget, a verdict that holds
-	// whatever the platform.
+	// for; status.MAC is left empty (writeStatus signs). over: the render
+	// was killed past a budget, a verdict that holds whatever the
+	// platform.
 	decided bool
 	over    bool
 	err     error                  // the render's error, after its platform generation; nil when it rendered
@@ -104,19 +112,21 @@ type releaseState struct {
 }
 
 // Reconcile renders the Release unless a verdict holds for its current
-// generation and inputs (see verdict): one this process decided, or a
-// RenderFailed its status holds. It records the outcome in its status; it
-// blocks for the render.
+// generation, inputs and dependencies (see verdict): one this process
+// decided, or one its status holds under a MAC that verifies. It records
+// the outcome in its status, signed; it blocks for the render, and, at
+// first, for the status key's first load.
 //
 // The verdict is recorded in memory before the status write, so a write
 // that fails is retried with backoff without rendering again. A render
 // killed past a kernel budget (the spec's evaluation takes too long or too
 // much memory) records RenderFailed naming the budget and returns a
 // reconcile.TerminalError: that spec is not rendered again, whatever the
-// platform, until the Release or the budgets change. A status that holds
-// RenderFailed for the current inputs is kept as it is, by this process
-// and by any other (a restart, a new leader): it is neither evaluated again
-// nor written. A failure that says nothing of the spec (a worker that died
+// platform, until the Release or the budgets change. A signed status that
+// holds for the current inputs is kept as it is, by this process and by
+// any other (a restart, a new leader, a handover): it is neither evaluated
+// again nor written; so is one whose render's dependencies a new platform
+// generation left as they were. A failure that says nothing of the spec (a worker that died
 // without answering, the Publisher not booted, the context ending) writes
 // nothing and returns an error, retried with backoff.
 //
@@ -154,18 +164,37 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if wait, err := r.platformPending(ctx); err != nil || wait {
 		return r.waitForPlatform(key, err)
 	}
-
-	files := make(map[string][]byte, len(rel.Spec.Files))
-	for name, content := range rel.Spec.Files {
-		files[name] = []byte(content)
+	if err := r.keyLoaded(ctx); err != nil {
+		return ctrl.Result{}, fmt.Errorf("render release %s: %w", key, err)
 	}
-	spec := kernel.Digest(files)
-	served, ok := r.Publisher.Store().Generated()
-	st := r.verdict(key, &rel, r.inputs(spec, served, ok))
+
+	if r.forged(&rel) {
+		// Someone but the controller wrote a verdict: it says nothing,
+		// and this process's own is evaluated again too.
+		r.forgetVerdicts(key)
+	}
+	inst := releaseInstance(&rel)
+	rec, release, served := r.Publisher.Store().Lease()
+	defer release()
+	in := r.inputs(ctx, inst, rec, served)
+	st := r.verdict(key, &rel, in)
 	rendered := st == nil
 	if rendered {
 		start := time.Now()
-		out, rec, err := r.Publisher.Render(ctx, kernel.Instance{Files: files})
+		err := platform.ErrNotReady
+		var out kernel.RenderOutput
+		if served {
+			var rk platform.RenderKey
+			out, rk, err = r.Publisher.RenderLeased(ctx, rec, inst)
+			switch {
+			case rk.Dependencies != "" && rk.Dependencies != in.deps:
+				// The result names the platform's directory: it holds
+				// for that directory alone.
+				in = in.with(rk.Dependencies)
+			case rk.Dependencies == "" && in.against != "":
+				in = in.with(wholePlatform(rec))
+			}
+		}
 		if r.Observe != nil {
 			r.Observe(time.Since(start).Seconds(), err)
 		}
@@ -180,13 +209,14 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		case o == transient || ctx.Err() != nil:
 			return ctrl.Result{}, fmt.Errorf("render release %s (retrying): %w", key, errors.Join(err, ctx.Err()))
 		default:
-			st = r.decide(key, &rel, spec, rec, out, err, o)
+			st = r.decide(key, &rel, in, rec, out, err, o)
 		}
 	}
 
 	if hold != nil && !hold.Writes() {
 		return ctrl.Result{}, nil // rendered into the memo; written once this replica writes for it
 	}
+	release()
 	wrote, err := r.writeStatus(ctx, key, &rel, st)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -201,12 +231,13 @@ func (r *ReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 // verdict returns the verdict that holds for rel's current generation
 // and inputs in, or nil: the one this process decided last, or else the
-// one rel's status holds, if terminal (Rendered False, RenderFailed),
-// which it then caches. Both are held to one rule ([holds]); memory is
-// only what the status holds or is about to hold. A status that says the
-// spec rendered is not trusted: it is rendered again (a hit in a warm
-// Publisher's memo), so a status can spare an evaluation that failed, and
-// never stand for a render that was not made.
+// one rel's status holds under a MAC that verifies with r.Key, which it
+// then caches. Both are held to one rule ([holds]); memory is only what
+// the status holds or is about to hold. A status without a MAC that
+// verifies (written by anyone but the controller, copied from another
+// Release or generation, or signed under a key since rotated) is not
+// trusted: it is evaluated again, so a status never stands for a verdict
+// the controller did not make.
 func (r *ReleaseReconciler) verdict(key types.NamespacedName, rel *v1alpha1.Release, in verdictInputs) *releaseState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -217,17 +248,21 @@ func (r *ReleaseReconciler) verdict(key types.NamespacedName, rel *v1alpha1.Rele
 		}
 	}
 	c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonRenderFailed {
+	if c == nil || !r.Key.Verify(rel.UID, &rel.Status, c) {
 		return nil
 	}
 	over, ok := holds(rel.Generation, &rel.Status, c, in)
 	if !ok {
 		return nil
 	}
+	var err error
+	if c.Status != metav1.ConditionTrue {
+		err = errors.New(c.Message)
+	}
 	st := r.stateOf(key, rel.UID)
-	*st = releaseState{uid: rel.UID, decided: true, over: over, err: errors.New(c.Message), cond: *c, written: st.written}
+	*st = releaseState{uid: rel.UID, decided: true, over: over, err: err, cond: *c, written: st.written}
 	rel.Status.DeepCopyInto(&st.status)
-	st.status.Conditions = nil
+	st.status.Conditions, st.status.MAC = nil, ""
 	v := *st
 	return &v
 }
@@ -255,20 +290,25 @@ func holds(gen int64, status *v1alpha1.ReleaseStatus, c *metav1.Condition, in ve
 // its status.InputsDigest is the one of its kind.
 type verdictInputs struct {
 	// against covers a render's output or refusal: the spec's files, the
-	// evaluator's Limits, the controller's build, and the platform (its
-	// generation, module digest and skew policy). Empty when no platform
-	// is served, or its record has no identity (set by hand): no such
-	// verdict holds then.
+	// evaluator's Limits, the controller's build, and deps. Empty when no
+	// platform is served, or its record has no identity (set by hand): no
+	// such verdict holds then.
 	against string
+	// deps is the digest of what a render of the spec reads of the
+	// platform served (status.dependenciesDigest); empty with against.
+	deps string
+	// common is what every verdict on the spec is a function of.
+	common string
 	// over covers a render killed past a budget, which holds whatever the
 	// platform: the spec's files, the evaluator's Limits, the
 	// controller's build, and the evaluator's time and memory budgets.
 	over string
 }
 
-// inputs returns the inputs of a verdict on a spec whose files have the
-// kernel.Digest spec, against rec when served.
-func (r *ReleaseReconciler) inputs(spec string, rec platform.Generated, served bool) verdictInputs {
+// inputs returns the inputs of a verdict on inst, against rec when
+// served, which the caller holds leased. It evaluates nothing.
+func (r *ReleaseReconciler) inputs(ctx context.Context, inst kernel.Instance, rec platform.Generated, served bool) verdictInputs {
+	spec := kernel.Digest(inst.Files)
 	var limits kernel.Limits
 	budgets := "none"
 	if r.Evaluator != nil {
@@ -284,12 +324,47 @@ func (r *ReleaseReconciler) inputs(spec string, rec platform.Generated, served b
 		}
 		budgets = fmt.Sprintf("time=%d memory=%d", t, m)
 	}
-	common := fmt.Sprintf("leasekit.dev/examples/controller release verdict v1\nspec %s\nlimits %+v\nbuild %s\n", spec, limits, build())
-	in := verdictInputs{over: digestOf(common + "over budget " + budgets + "\n")}
+	in := verdictInputs{common: fmt.Sprintf("leasekit.dev/examples/controller release verdict v2\nspec %s\nlimits %+v\nbuild %s\n", spec, limits, build())}
+	in.over = digestOf(in.common + "over budget " + budgets + "\n")
 	if served && rec.Identity != (publish.Identity[int64]{}) {
-		in.against = digestOf(common + fmt.Sprintf("against %s skew %s\n", rec.Identity, rec.Skew))
+		in = in.with(dependencies(ctx, r.Publisher, rec, inst))
 	}
 	return in
+}
+
+// with returns in against a platform of which a render reads what deps
+// digests.
+func (in verdictInputs) with(deps string) verdictInputs {
+	in.deps = deps
+	in.against = digestOf(in.common + "dependencies " + deps + "\n")
+	return in
+}
+
+// dependencies returns the digest of what a render of inst against rec
+// reads of the platform, [platform.Publisher.Key]'s Dependencies; it
+// evaluates nothing. An instance whose key cannot be computed (its files
+// do not read) depends, as far as this controller knows, on the whole
+// platform: its identity, directory and skew policy.
+func dependencies(ctx context.Context, pub *platform.Publisher, rec platform.Generated, inst kernel.Instance) string {
+	if key, err := pub.Key(ctx, rec, inst); err == nil && key.Dependencies != "" {
+		return key.Dependencies
+	}
+	return wholePlatform(rec)
+}
+
+// wholePlatform is the dependencies of a render that may read anything of
+// rec: they change with every content and directory.
+func wholePlatform(rec platform.Generated) string {
+	return digestOf(fmt.Sprintf("leasekit.dev/examples/controller whole platform\n%s dir %q skew %s\n", rec.Identity, rec.Dir, rec.Skew))
+}
+
+// releaseInstance returns rel's instance module.
+func releaseInstance(rel *v1alpha1.Release) kernel.Instance {
+	files := make(map[string][]byte, len(rel.Spec.Files))
+	for name, content := range rel.Spec.Files {
+		files[name] = []byte(content)
+	}
+	return kernel.Instance{Files: files}
 }
 
 // digestOf returns "sha256:" and the hex SHA-256 of s.
@@ -325,15 +400,13 @@ var build = sync.OnceValue(func() string {
 	return b.String()
 })
 
-// decide records the verdict of a render of rel, whose files have the
-// kernel.Digest spec (its output out, or err, classified as o) against
-// rec, and returns it.
-func (r *ReleaseReconciler) decide(key types.NamespacedName, rel *v1alpha1.Release, spec string, rec platform.Generated, out kernel.RenderOutput, err error, o outcome) *releaseState {
+// decide records the verdict of a render of rel with the inputs in (its
+// output out, or err, classified as o) against rec, and returns it.
+func (r *ReleaseReconciler) decide(key types.NamespacedName, rel *v1alpha1.Release, in verdictInputs, rec platform.Generated, out kernel.RenderOutput, err error, o outcome) *releaseState {
 	v := releaseState{uid: rel.UID, decided: true, over: o == overBudget}
-	in := r.inputs(spec, rec, true)
-	v.status.InputsDigest = in.against
+	v.status.InputsDigest, v.status.DependenciesDigest = in.against, in.deps
 	if v.over {
-		v.status.InputsDigest = in.over
+		v.status.InputsDigest, v.status.DependenciesDigest = in.over, ""
 	}
 	v.status.ObservedGeneration = rel.Generation
 	v.status.PlatformGeneration = rec.Generation
@@ -447,6 +520,9 @@ func (r *ReleaseReconciler) writeStatus(ctx context.Context, key types.Namespace
 	fresh := false
 	for attempt := 1; ; attempt++ {
 		status := st.status.DeepCopy()
+		if status.InputsDigest != "" {
+			status.MAC = r.Key.Sign(cur.UID, status, &st.cond)
+		}
 		status.Conditions = slices.Clone(cur.Status.Conditions)
 		meta.SetStatusCondition(&status.Conditions, st.cond)
 		if equality.Semantic.DeepEqual(&cur.Status, status) {
@@ -504,6 +580,61 @@ func (r *ReleaseReconciler) trusted(key types.NamespacedName, uid types.UID, sta
 		return st != nil && st.uid == uid && st.written != nil && equality.Semantic.DeepEqual(st.written, status)
 	}
 	return st == nil || st.uid != uid || st.written == nil || equality.Semantic.DeepEqual(st.written, status)
+}
+
+// forged reports whether rel's status claims a verdict (its Rendered
+// condition is other than PlatformNotReady) whose MAC does not verify
+// under the key held; false when no key is held.
+func (r *ReleaseReconciler) forged(rel *v1alpha1.Release) bool {
+	c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
+	if c == nil || c.Reason == v1alpha1.ReasonPlatformNotReady || r.Key.held() == nil {
+		return false
+	}
+	return !r.Key.Verify(rel.UID, &rel.Status, c)
+}
+
+// Verdicts returns the number of Releases whose verdict this process
+// holds, decided here or taken from a signed status.
+func (r *ReleaseReconciler) Verdicts() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, st := range r.state {
+		if st.decided {
+			n++
+		}
+	}
+	return n
+}
+
+// keyLoaded waits until r.Key's first load ended, so that no status is
+// distrusted for want of a key still being read; it returns an error when
+// ctx ends first.
+func (r *ReleaseReconciler) keyLoaded(ctx context.Context) error {
+	if r.Key == nil {
+		return nil
+	}
+	select {
+	case <-r.Key.Loaded():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the status key: %w", ctx.Err())
+	}
+}
+
+// forgetVerdicts forgets the verdicts this process holds, decided or
+// taken from a status, of the Releases keys, or of every Release when
+// none is given (for a key changed): each is rendered again when next
+// reconciled (the Publisher's memo may answer) and its status signed
+// under the key held. What it stored stays known.
+func (r *ReleaseReconciler) forgetVerdicts(keys ...types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, st := range r.state {
+		if len(keys) == 0 || slices.Contains(keys, k) {
+			*st = releaseState{uid: st.uid, written: st.written}
+		}
+	}
 }
 
 // forgetWritten forgets what this process stored for the Releases whose

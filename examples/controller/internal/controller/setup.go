@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,6 +76,17 @@ type Config struct {
 	// cover (cache.Options.NewInformer = [RingInformer]). WarmStandby is
 	// then ignored: the ring is the standby.
 	Ring *shard.Member
+
+	// StatusKey names the Secret holding the key of the Releases' status
+	// MACs ([StatusKey]), in the controller's own namespace; created on
+	// first start when absent. An empty Name means DefaultStatusKeyName,
+	// an empty Namespace "default".
+	StatusKey types.NamespacedName
+
+	// StatusKeyRefresh is how often the Secret is read again (a deleted
+	// one is made again with a new key); zero means
+	// DefaultStatusKeyRefresh.
+	StatusKeyRefresh time.Duration
 }
 
 // Shard is what a reconciler asks of a ring: a hold on an object's hash
@@ -99,6 +111,7 @@ type Wiring struct {
 	Platform  *PlatformReconciler
 	Release   *ReleaseReconciler
 	Standby   *Standby // nil without Config.WarmStandby
+	StatusKey *StatusKey
 
 	runnable *electedOnly
 	elected  <-chan struct{}
@@ -215,6 +228,29 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		},
 	}
 	w.Release.Platforms = w.Platform
+	secret := cfg.StatusKey
+	if secret.Name == "" {
+		secret.Name = DefaultStatusKeyName
+	}
+	if secret.Namespace == "" {
+		secret.Namespace = "default"
+	}
+	w.StatusKey = &StatusKey{
+		Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(), Secret: secret,
+		Recorder: mgr.GetEventRecorder("release-controller"),
+		Log:      mgr.GetLogger().WithName("status-key"),
+		Refresh:  cfg.StatusKeyRefresh,
+		OnChange: func() {
+			// Verdicts taken from statuses under the old key are trusted
+			// no more: every Release is reconciled again, once.
+			w.Release.forgetVerdicts()
+			notify()
+		},
+	}
+	w.Release.Key = w.StatusKey
+	if err := mgr.Add(w.StatusKey); err != nil {
+		return nil, fmt.Errorf("controller: add the status key: %w", err)
+	}
 	// With a ring: what this replica comes to write for is reconciled
 	// again (rendered already, it is only written); what it stops writing
 	// for is forgotten as written here.
@@ -270,7 +306,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("release").
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: releaseReconciles * renders, EnableWarmup: warmup}).
-		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, unsigned(w.StatusKey)))).
 		WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ client.Object) []reconcile.Request {
 				return allReleases(ctx, c)
@@ -292,6 +328,28 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 		}
 	}
 	return w, nil
+}
+
+// unsigned passes the update of a Release whose new status is not one
+// the controller signed under key (a forgery, a status cleared, a verdict
+// of an earlier key), so that it is reconciled, evaluated and corrected
+// at once; the controller's own writes do not pass, but those it writes
+// unsigned (PlatformNotReady, or with no key held), which reconcile once
+// and write nothing.
+func unsigned(key *StatusKey) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			rel, ok := e.ObjectNew.(*v1alpha1.Release)
+			if !ok {
+				return false
+			}
+			c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
+			return c == nil || !key.Verify(rel.UID, &rel.Status, c)
+		},
+	}
 }
 
 // ownedReleases counts the Releases in the cache whose status member

@@ -50,8 +50,9 @@ type Standby struct {
 	// leader need not wait for it to publish again what is served.
 	platforms *PlatformReconciler
 	// release, when set, is the leader's Release reconciler in this
-	// process: a Release whose status holds a failure for its current
-	// inputs, the verdict it keeps, is not evaluated here either.
+	// process: a Release whose status holds a signed verdict for its
+	// current inputs and dependencies, or one the reconciler decided, is
+	// not evaluated here either.
 	release *ReleaseReconciler
 
 	mu sync.Mutex
@@ -208,7 +209,9 @@ func (s *Standby) forget() {
 // replica is elected; the output is dropped. It renders a spec once per
 // platform; a spec killed past a budget not again until it changes; and
 // none whose status holds a failure for its current inputs, which the
-// leader's Release reconciler keeps ([ReleaseReconciler.Reconcile]). Its
+// leader's Release reconciler keeps ([ReleaseReconciler.Reconcile]): a
+// verdict it decided, or one a Release's status holds under a MAC that
+// verifies, for the same inputs and dependencies. Its
 // errors are classified as the ReleaseReconciler classifies them
 // ([classify]): a failure that says nothing of the spec (a worker that
 // died without answering, the platform's directory changed, the Publisher
@@ -230,7 +233,8 @@ func (s *Standby) reconcileRelease(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	rec, ok := s.pub.Store().Generated()
+	rec, release, ok := s.pub.Store().Lease()
+	defer release()
 	if !rel.DeletionTimestamp.IsZero() || !ok {
 		return ctrl.Result{}, nil // nothing to render against: the platform's notice comes
 	}
@@ -240,12 +244,12 @@ func (s *Standby) reconcileRelease(ctx context.Context, req ctrl.Request) (ctrl.
 	if seen && t.uid == rel.UID && t.gen == rel.Generation && (t.overBudget || t.against == rec.Platform) {
 		return ctrl.Result{}, nil
 	}
-	files := make(map[string][]byte, len(rel.Spec.Files))
-	for name, content := range rel.Spec.Files {
-		files[name] = []byte(content)
-	}
+	inst := releaseInstance(&rel)
 	if s.release != nil {
-		if v := s.release.verdict(req.NamespacedName, &rel, s.release.inputs(kernel.Digest(files), rec, true)); v != nil {
+		if err := s.release.keyLoaded(ctx); err != nil {
+			return ctrl.Result{}, fmt.Errorf("render release %s while following: %w", req.NamespacedName, err)
+		}
+		if v := s.release.verdict(req.NamespacedName, &rel, s.release.inputs(ctx, inst, rec, true)); v != nil {
 			s.mu.Lock()
 			if s.tried == nil {
 				s.tried = make(map[types.NamespacedName]tried)
@@ -258,7 +262,7 @@ func (s *Standby) reconcileRelease(ctx context.Context, req ctrl.Request) (ctrl.
 	s.mu.Lock()
 	s.renders++
 	s.mu.Unlock()
-	_, got, err := s.pub.Render(ctx, kernel.Instance{Files: files})
+	_, _, err := s.pub.RenderLeased(ctx, rec, inst)
 	o := classify(err)
 	switch {
 	case errors.Is(err, platform.ErrNotReady):
@@ -270,7 +274,7 @@ func (s *Standby) reconcileRelease(ctx context.Context, req ctrl.Request) (ctrl.
 	if s.tried == nil {
 		s.tried = make(map[types.NamespacedName]tried)
 	}
-	s.tried[req.NamespacedName] = tried{uid: rel.UID, gen: rel.Generation, against: got.Platform, overBudget: o == overBudget}
+	s.tried[req.NamespacedName] = tried{uid: rel.UID, gen: rel.Generation, against: rec.Platform, overBudget: o == overBudget}
 	s.mu.Unlock()
 	return ctrl.Result{}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,6 +150,7 @@ func followed(t *testing.T, ev platform.Evaluator, objs ...client.Object) (*Stan
 	t.Helper()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	utilruntime.Must(corev1.AddToScheme(scheme)) // the status key's Secret
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(objs, standbyPlatform())...).
 		WithStatusSubresource(&v1alpha1.Platform{}, &v1alpha1.Release{}).Build()
 	pub := platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), platform.PublisherOptions{NoSync: true, Evaluator: ev})

@@ -38,7 +38,11 @@ func TestStandbyKeepsAVerdictTheStatusHolds(t *testing.T) {
 			rel := standbyRelease("r1")
 			leader, c := followed(t, ev, rel)
 			key := client.ObjectKeyFromObject(rel)
-			lr := &ReleaseReconciler{Client: c, Publisher: leader.pub, Evaluator: ev, Recorder: events.NewFakeRecorder(10)}
+			sk := &StatusKey{Reader: c, Writer: c, Secret: types.NamespacedName{Namespace: "default", Name: DefaultStatusKeyName}}
+			if err := sk.Load(ctx); err != nil {
+				t.Fatal(err)
+			}
+			lr := &ReleaseReconciler{Client: c, Publisher: leader.pub, Evaluator: ev, Recorder: events.NewFakeRecorder(10), Key: sk}
 			if _, err := lr.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil && !errors.Is(err, reconcile.TerminalError(nil)) {
 				t.Fatal(err)
 			}
@@ -51,7 +55,7 @@ func TestStandbyKeepsAVerdictTheStatusHolds(t *testing.T) {
 			}
 
 			s := followOn(t, c, ev)
-			s.release = &ReleaseReconciler{Client: c, Publisher: s.pub, Evaluator: ev, Recorder: events.NewFakeRecorder(10)}
+			s.release = &ReleaseReconciler{Client: c, Publisher: s.pub, Evaluator: ev, Recorder: events.NewFakeRecorder(10), Key: sk}
 			if _, err := s.reconcileRelease(ctx, ctrl.Request{NamespacedName: key}); err != nil {
 				t.Fatal(err)
 			}

@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"leasekit.dev/examples/controller/internal/controller"
+	"leasekit.dev/platform"
 	"leasekit.dev/platform/isolate"
 )
 
@@ -142,6 +143,12 @@ func patient(env *envtest.Environment) *envtest.Environment {
 // newManagerWith is newManager evaluating with ws, closed when the manager
 // stops, and with warm, a warm standby.
 func newManagerWith(cfg *rest.Config, dir string, reg *prometheus.Registry, ws *isolate.Workers, warm bool) (ctrl.Manager, *controller.Wiring, error) {
+	return newManagerOn(cfg, dir, reg, ws, warm)
+}
+
+// newManagerOn is newManager evaluating with ev (an *isolate.Workers is
+// closed when the manager stops), and with warm, a warm standby.
+func newManagerOn(cfg *rest.Config, dir string, reg *prometheus.Registry, ev platform.Evaluator, warm bool) (ctrl.Manager, *controller.Wiring, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        newScheme(),
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
@@ -157,10 +164,12 @@ func newManagerWith(cfg *rest.Config, dir string, reg *prometheus.Registry, ws *
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := mgr.Add(closeOnStop{ws}); err != nil {
-		return nil, nil, err
+	if ws, ok := ev.(*isolate.Workers); ok {
+		if err := mgr.Add(closeOnStop{ws}); err != nil {
+			return nil, nil, err
+		}
 	}
-	w, err := controller.Setup(mgr, controller.Config{PlatformDir: dir, Registerer: reg, NoSync: true, Evaluator: ws, WarmStandby: warm})
+	w, err := controller.Setup(mgr, controller.Config{PlatformDir: dir, Registerer: reg, NoSync: true, Evaluator: ev, WarmStandby: warm})
 	if err != nil {
 		return nil, nil, err
 	}

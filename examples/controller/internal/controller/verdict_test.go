@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"pgregory.net/rapid"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -123,7 +125,12 @@ func bootReplica(dir string, c client.Client, budgets *isolate.Workers) (*restar
 		ev = budgets
 	}
 	r.plat = &controller.PlatformReconciler{Client: c, Publisher: r.pub, Recorder: r.events, Changed: func() {}}
-	r.release = &controller.ReleaseReconciler{Client: c, Publisher: r.pub, Evaluator: ev, Recorder: r.events, Platforms: r.plat,
+	// The replicas of one client share the status key's Secret.
+	key := &controller.StatusKey{Reader: c, Writer: c, Secret: types.NamespacedName{Namespace: "default", Name: controller.DefaultStatusKeyName}}
+	if err := key.Load(context.Background()); err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("load the status key: %w", err), stop())
+	}
+	r.release = &controller.ReleaseReconciler{Client: c, Publisher: r.pub, Evaluator: ev, Recorder: r.events, Platforms: r.plat, Key: key,
 		Observe: func(float64, error) { r.renders.Add(1) }}
 	if _, err := r.plat.Reconcile(context.Background(), ctrl.Request{NamespacedName: platformKey}); err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("reconcile the Platform: %w", err), stop())
@@ -288,11 +295,10 @@ func TestReleaseVerdictOfOtherInputsIsEvaluated(t *testing.T) {
 	}
 }
 
-// TestReleaseRenderedStatusIsRenderedAgain: a status that says the spec
-// rendered, with its digest, is not trusted: a restarted replica renders
-// it (a warm replica's memo would answer), and writes nothing when the
-// render agrees.
-func TestReleaseRenderedStatusIsRenderedAgain(t *testing.T) {
+// TestReleaseRenderedStatusIsTrusted: a status that says the spec
+// rendered, signed by the controller, is its verdict: a restarted replica
+// neither renders nor writes it.
+func TestReleaseRenderedStatusIsTrusted(t *testing.T) {
 	f := newFixture(t, false, newPlatform(acme(), 1), newRelease(shop("v1.4.0"), 1))
 	a := startReplica(t, f.client, nil)
 	before, err := a.reconcile(t)
@@ -305,8 +311,51 @@ func TestReleaseRenderedStatusIsRenderedAgain(t *testing.T) {
 	}
 	b := startReplica(t, f.client, nil)
 	after, err := b.reconcile(t)
-	if err != nil || b.ev.count() != 1 || after.ResourceVersion != before.ResourceVersion {
-		t.Fatalf("restarted: %v, %d render(s), written %v; want one render and no write", err, b.ev.count(), after.ResourceVersion != before.ResourceVersion)
+	if err != nil || b.ev.count() != 0 || after.ResourceVersion != before.ResourceVersion {
+		t.Fatalf("restarted: %v, %d render(s), written %v; want none and no write", err, b.ev.count(), after.ResourceVersion != before.ResourceVersion)
+	}
+}
+
+// TestReleaseKeyRotationEvaluatesOnce: after the status key's Secret is
+// deleted, a replica makes a new key, evaluates the Release once and
+// signs it under the new key; the next restart trusts it again. A status
+// copied from another Release is evaluated too.
+func TestReleaseKeyRotationEvaluatesOnce(t *testing.T) {
+	f := newFixture(t, false, newPlatform(acme(), 1), newRelease(shop("v1.4.0"), 1))
+	a := startReplica(t, f.client, nil)
+	before, err := a.reconcile(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: controller.DefaultStatusKeyName}}
+	if err := f.client.Delete(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	b := startReplica(t, f.client, nil)
+	rotated, err := b.reconcile(t)
+	if err != nil || b.ev.count() != 1 || rotated.Status.MAC == before.Status.MAC {
+		t.Fatalf("after the rotation: %v, %d evaluation(s), MAC changed %v; want one evaluation and a new MAC", err, b.ev.count(), rotated.Status.MAC != before.Status.MAC)
+	}
+	c := startReplica(t, f.client, nil)
+	after, err := c.reconcile(t)
+	if err != nil || c.ev.count() != 0 || after.ResourceVersion != rotated.ResourceVersion {
+		t.Fatalf("the next restart: %v, %d evaluation(s), written %v; want none", err, c.ev.count(), after.ResourceVersion != rotated.ResourceVersion)
+	}
+
+	// The same verdict copied onto another Release fails its MAC.
+	other := newRelease(shop("v1.4.0"), 1)
+	other.Name, other.UID = "copy", "uid-of-the-copy" // the fake client sets no UID of its own
+	if err := f.client.Create(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	other.Status = *after.Status.DeepCopy()
+	updateStatus(t, f.client, other)
+	d := startReplica(t, f.client, nil)
+	if _, err := d.release.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(other)}); err != nil {
+		t.Fatal(err)
+	}
+	if d.ev.count() != 1 {
+		t.Fatalf("a status copied from another Release: %d evaluation(s), want 1", d.ev.count())
 	}
 }
 
@@ -387,10 +436,11 @@ type verdictKey struct {
 // (rendered, refused, over budget, a spec changed back to an earlier
 // one), Platform changes, restarts (with the same budgets or others),
 // statuses tampered with (the digest cleared, as an earlier version wrote
-// them; Rendered True forged over a failure), and reconciles, against a
-// model of what each verdict holds for. After every reconcile: the
-// reconciler rendered exactly when neither its memory nor a terminal
-// status held a verdict for the current inputs; a status it kept is not
+// them; Rendered True forged over the verdict; either breaks the MAC), and
+// reconciles, against a model of what each verdict holds for. After every
+// reconcile: the reconciler rendered exactly when neither its memory nor a
+// status as the controller signed it held a verdict for the current
+// inputs (a status tampered with drops the memory's too); a status it kept is not
 // written; its error is terminal exactly for a spec over budget decided
 // or first stored; and the stored status is the verdict of the current
 // spec, with its digest.
@@ -425,10 +475,10 @@ func TestReleaseVerdictModel(t *testing.T) {
 			key verdictKey
 		}
 		var (
-			mem      *verdict // the replica's memory
-			stored   *verdict // the status's verdict; nil when it holds none
-			digest   bool     // the status holds its digest
-			terminal bool     // the status says RenderFailed
+			mem    *verdict // the replica's memory
+			stored *verdict // the status's verdict; nil when it holds none
+			digest bool     // the status holds its digest
+			intact bool     // the status is as the controller signed it
 		)
 		current := func() verdictKey {
 			if kind == kindOverBudget {
@@ -460,7 +510,7 @@ func TestReleaseVerdictModel(t *testing.T) {
 				if err := c.Get(ctx, platformKey, &p); err != nil {
 					rt.Fatal(err)
 				}
-				p.Spec.Catalogs[0].Version = fmt.Sprintf("v1.%d.0", 4+platGen%2)
+				p.Spec.Catalogs[0].Version = fmt.Sprintf("v1.%d.0", 4+platGen)
 				p.Generation = platGen
 				if err := c.Update(ctx, &p); err != nil {
 					rt.Fatal(err)
@@ -488,8 +538,8 @@ func TestReleaseVerdictModel(t *testing.T) {
 				} else {
 					meta.SetStatusCondition(&rel.Status.Conditions, metav1.Condition{Type: v1alpha1.ReleaseRendered, Status: metav1.ConditionTrue,
 						Reason: v1alpha1.ReasonRendered, Message: "forged", ObservedGeneration: rel.Generation})
-					terminal = false
 				}
+				intact = false
 				if err := c.Status().Update(ctx, rel); err != nil {
 					rt.Fatal(err)
 				}
@@ -498,8 +548,9 @@ func TestReleaseVerdictModel(t *testing.T) {
 				before := get()
 				renders, evals := r.renders.Load(), r.ev.count()
 				cur := current()
-				memHit := mem != nil && *mem == verdict{gen, cur}
-				statusHit := stored != nil && digest && terminal && *stored == verdict{gen, cur}
+				// A status that fails its MAC drops the memory's verdict too.
+				memHit := mem != nil && intact && *mem == verdict{gen, cur}
+				statusHit := stored != nil && digest && intact && *stored == verdict{gen, cur}
 				_, err := r.release.Reconcile(ctx, ctrl.Request{NamespacedName: releaseKey})
 				after := get()
 				wrote := after.ResourceVersion != before.ResourceVersion
@@ -518,7 +569,7 @@ func TestReleaseVerdictModel(t *testing.T) {
 					rt.Fatalf("Reconcile: %v; want a terminal error: %v", err, wantTerminal)
 				}
 				v := verdict{gen, cur}
-				mem, stored, digest, terminal = &v, &v, true, kind != kindRendered
+				mem, stored, digest, intact = &v, &v, true, true
 
 				cond := meta.FindStatusCondition(after.Status.Conditions, v1alpha1.ReleaseRendered)
 				wantStatus, wantReason := metav1.ConditionFalse, v1alpha1.ReasonRenderFailed
