@@ -239,7 +239,14 @@ func TestMemoDependenciesDifferential(t *testing.T) {
 				t.Fatalf("render of instance %d against %v:\n%s\nfresh:\n%s", i, rec.Identity, a, b)
 			}
 
-			mk := fmt.Sprintf("%d %s %s", i, form, pool[i].dependencies(plat))
+			// The memo knows an instance by its content (and a Dir by its
+			// name too), not by its place in the pool, which may hold two
+			// instances of one content.
+			who := kernel.Digest(pool[i].files())
+			if form == "dir" {
+				who = dirs[i] + " " + who
+			}
+			mk := fmt.Sprintf("%s %s %s", form, who, pool[i].dependencies(plat))
 			e, held := model[mk]
 			wantEval := !held || e.dir != "" && (e.bound != rec.Identity || e.dir != rec.Dir)
 			if wantEval != (evaluated == 1) || evaluated > 1 {
