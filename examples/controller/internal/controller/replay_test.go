@@ -18,7 +18,7 @@ import (
 
 // statusPredicate is the predicate Setup passes a Release's status
 // updates through, for the Release reconciler r.
-func statusPredicate(r *ReleaseReconciler) predicate.Funcs { return unsigned(r.Key) }
+func statusPredicate(r *ReleaseReconciler) predicate.Funcs { return notTheVerdict(r) }
 
 // A signed verdict the controller made once, written back by someone else
 // (a replay of an earlier status of the same Release: another spec

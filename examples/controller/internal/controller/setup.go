@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -306,7 +305,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("release").
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: releaseReconciles * renders, EnableWarmup: warmup}).
-		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, unsigned(w.StatusKey)))).
+		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, notTheVerdict(w.Release)))).
 		WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ client.Object) []reconcile.Request {
 				return allReleases(ctx, c)
@@ -330,13 +329,16 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	return w, nil
 }
 
-// unsigned passes the update of a Release whose new status is not one
-// the controller signed under key (a forgery, a status cleared, a verdict
-// of an earlier key), so that it is reconciled, evaluated and corrected
-// at once; the controller's own writes do not pass, but those it writes
-// unsigned (PlatformNotReady, or with no key held), which reconcile once
-// and write nothing.
-func unsigned(key *StatusKey) predicate.Funcs {
+// notTheVerdict passes the update of a Release whose new status is not
+// the verdict r holds for it, signed under r.Key: a forgery, a status
+// cleared, a verdict of an earlier key, or one the controller signed once
+// and someone wrote back (an earlier spec generation, an earlier
+// platform), so that it is reconciled, evaluated and corrected at once.
+// The controller's own writes of the verdict it holds do not pass; those
+// it writes unsigned (PlatformNotReady, or with no key held) and those of
+// another replica or an earlier leader do, and reconcile once, writing
+// nothing.
+func notTheVerdict(r *ReleaseReconciler) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
@@ -346,8 +348,7 @@ func unsigned(key *StatusKey) predicate.Funcs {
 			if !ok {
 				return false
 			}
-			c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
-			return c == nil || !key.Verify(rel.UID, &rel.Status, c)
+			return !r.holdsVerdict(client.ObjectKeyFromObject(rel), rel.UID, &rel.Status)
 		},
 	}
 }
