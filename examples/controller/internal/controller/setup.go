@@ -118,18 +118,22 @@ type Wiring struct {
 
 // Ready is a readiness check (for the manager's AddReadyzCheck): once this
 // replica is elected, it fails until the Publisher has booted (emptied its
-// directory), so an elected replica is ready only when it can publish and
-// render. A cold standby (not elected, without Config.WarmStandby) is
+// directory) and the status key's first load succeeded (every Release
+// waits for it), so an elected replica is ready only when it can publish
+// and render. A cold standby (not elected, without Config.WarmStandby) is
 // ready: it serves nothing, and stands by to take over (a standby held
 // unready would stall a rolling update). A warm standby is ready once its
-// Publisher has booted and it has caught up with the Platform it last saw
-// ([Standby.CaughtUp]).
+// Publisher has booted, the status key is loaded, and it has caught up
+// with the Platform it last saw ([Standby.CaughtUp]).
 func (w *Wiring) Ready(r *http.Request) error {
 	select {
 	case <-w.elected:
 	default:
 		if w.Standby == nil {
 			return nil
+		}
+		if err := w.keyLoaded(); err != nil {
+			return err
 		}
 		ctx := context.Background()
 		if r != nil {
@@ -142,7 +146,21 @@ func (w *Wiring) Ready(r *http.Request) error {
 	if !w.runnable.booted.Load() {
 		return errors.New("controller: elected, but the platform publisher has not booted yet")
 	}
-	return nil
+	return w.keyLoaded()
+}
+
+// keyLoaded returns nil once the status key's first load succeeded, or
+// when there is no status key; otherwise an error saying what waits.
+func (w *Wiring) keyLoaded() error {
+	if w.StatusKey == nil {
+		return nil
+	}
+	select {
+	case <-w.StatusKey.Loaded():
+		return nil
+	default:
+		return fmt.Errorf("controller: the status key's Secret %s has not been read yet (see the status-key log): every Release waits for it", w.StatusKey.Secret)
+	}
 }
 
 // Setup adds to mgr the Publisher (a runnable that needs leader election:
