@@ -66,7 +66,9 @@ const DefaultStatusKeyRefresh = 30 * time.Second
 // releases/status can still delete or replace the status; that costs an
 // evaluation, never a verdict trusted that the controller did not make.
 // The key is as safe as the Secret: whoever may read Secrets in the
-// controller's namespace can forge verdicts.
+// controller's namespace can forge verdicts, and so can whoever may write
+// that Secret (update it, or delete it and create it again with a key of
+// their own): the StatusKey takes whatever key of the right shape it holds.
 //
 // The zero StatusKey holds no key; it is safe for concurrent use once
 // started. Start it as a manager runnable on every replica.
