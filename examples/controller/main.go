@@ -257,8 +257,9 @@ func run(o options) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	// Ready once elected and the Publisher has booted; a warm standby once
-	// booted and caught up with the Platform, a cold one at once.
+	// Ready once elected, the Publisher booted and the status key read; a
+	// warm standby once booted, the key read and caught up with the
+	// Platform, a cold one at once.
 	if err := mgr.AddReadyzCheck("publisher", w.Ready); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -591,6 +592,23 @@ func (r *ReleaseReconciler) forged(rel *v1alpha1.Release) bool {
 		return false
 	}
 	return !r.Key.Verify(rel.UID, &rel.Status, c)
+}
+
+// holdsVerdict reports whether status is, signed under r.Key, the
+// verdict r holds for the Release key with uid: its MAC verifies, and it
+// is the MAC of that verdict. False when r holds none, or no key.
+func (r *ReleaseReconciler) holdsVerdict(key types.NamespacedName, uid types.UID, status *v1alpha1.ReleaseStatus) bool {
+	c := meta.FindStatusCondition(status.Conditions, v1alpha1.ReleaseRendered)
+	if c == nil || !r.Key.Verify(uid, status, c) {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.state[key]
+	if st == nil || !st.decided || st.uid != uid {
+		return false
+	}
+	return hmac.Equal([]byte(status.MAC), []byte(r.Key.Sign(uid, &st.status, &st.cond)))
 }
 
 // Verdicts returns the number of Releases whose verdict this process

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -119,18 +118,22 @@ type Wiring struct {
 
 // Ready is a readiness check (for the manager's AddReadyzCheck): once this
 // replica is elected, it fails until the Publisher has booted (emptied its
-// directory), so an elected replica is ready only when it can publish and
-// render. A cold standby (not elected, without Config.WarmStandby) is
+// directory) and the status key's first load succeeded (every Release
+// waits for it), so an elected replica is ready only when it can publish
+// and render. A cold standby (not elected, without Config.WarmStandby) is
 // ready: it serves nothing, and stands by to take over (a standby held
 // unready would stall a rolling update). A warm standby is ready once its
-// Publisher has booted and it has caught up with the Platform it last saw
-// ([Standby.CaughtUp]).
+// Publisher has booted, the status key is loaded, and it has caught up
+// with the Platform it last saw ([Standby.CaughtUp]).
 func (w *Wiring) Ready(r *http.Request) error {
 	select {
 	case <-w.elected:
 	default:
 		if w.Standby == nil {
 			return nil
+		}
+		if err := w.keyLoaded(); err != nil {
+			return err
 		}
 		ctx := context.Background()
 		if r != nil {
@@ -143,7 +146,21 @@ func (w *Wiring) Ready(r *http.Request) error {
 	if !w.runnable.booted.Load() {
 		return errors.New("controller: elected, but the platform publisher has not booted yet")
 	}
-	return nil
+	return w.keyLoaded()
+}
+
+// keyLoaded returns nil once the status key's first load succeeded, or
+// when there is no status key; otherwise an error saying what waits.
+func (w *Wiring) keyLoaded() error {
+	if w.StatusKey == nil {
+		return nil
+	}
+	select {
+	case <-w.StatusKey.Loaded():
+		return nil
+	default:
+		return fmt.Errorf("controller: the status key's Secret %s has not been read yet (see the status-key log): every Release waits for it", w.StatusKey.Secret)
+	}
 }
 
 // Setup adds to mgr the Publisher (a runnable that needs leader election:
@@ -306,7 +323,7 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("release").
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: releaseReconciles * renders, EnableWarmup: warmup}).
-		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, unsigned(w.StatusKey)))).
+		For(&v1alpha1.Release{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, notTheVerdict(w.Release)))).
 		WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, _ client.Object) []reconcile.Request {
 				return allReleases(ctx, c)
@@ -330,13 +347,16 @@ func Setup(mgr ctrl.Manager, cfg Config) (*Wiring, error) {
 	return w, nil
 }
 
-// unsigned passes the update of a Release whose new status is not one
-// the controller signed under key (a forgery, a status cleared, a verdict
-// of an earlier key), so that it is reconciled, evaluated and corrected
-// at once; the controller's own writes do not pass, but those it writes
-// unsigned (PlatformNotReady, or with no key held), which reconcile once
-// and write nothing.
-func unsigned(key *StatusKey) predicate.Funcs {
+// notTheVerdict passes the update of a Release whose new status is not
+// the verdict r holds for it, signed under r.Key: a forgery, a status
+// cleared, a verdict of an earlier key, or one the controller signed once
+// and someone wrote back (an earlier spec generation, an earlier
+// platform), so that it is reconciled, evaluated and corrected at once.
+// The controller's own writes of the verdict it holds do not pass; those
+// it writes unsigned (PlatformNotReady, or with no key held) and those of
+// another replica or an earlier leader do, and reconcile once, writing
+// nothing.
+func notTheVerdict(r *ReleaseReconciler) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
@@ -346,8 +366,7 @@ func unsigned(key *StatusKey) predicate.Funcs {
 			if !ok {
 				return false
 			}
-			c := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
-			return c == nil || !key.Verify(rel.UID, &rel.Status, c)
+			return !r.holdsVerdict(client.ObjectKeyFromObject(rel), rel.UID, &rel.Status)
 		},
 	}
 }

@@ -9,6 +9,15 @@ import (
 	"testing"
 	"testing/synctest"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"leasekit.dev/platform"
@@ -98,4 +107,39 @@ func TestInProcessRendersEvaluateOneAtATime(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// An elected replica whose status key was never read (its Secret is
+// unreadable: RBAC, the API server) cannot render: every Release waits
+// for the key. It is not ready until a load succeeded, so that a rollout
+// does not replace a replica that renders with one that cannot.
+func TestReadyOnceTheStatusKeyLoaded(t *testing.T) {
+	pub := platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), platform.PublisherOptions{NoSync: true})
+	elected := make(chan struct{})
+	close(elected)
+	scheme := runtime.NewScheme()
+	utilruntime.Must(corev1.AddToScheme(scheme))
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, DefaultStatusKeyName, errors.New("RBAC: not allowed"))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			return forbidden
+		},
+	}).Build()
+	sk := &StatusKey{Reader: c, Writer: c, Secret: types.NamespacedName{Namespace: "default", Name: DefaultStatusKeyName}}
+	w := &Wiring{Publisher: pub, runnable: &electedOnly{pub: pub}, elected: elected, StatusKey: sk}
+	w.runnable.booted.Store(true)
+	if err := sk.Load(context.Background()); !apierrors.IsForbidden(err) {
+		t.Fatalf("Load = %v, want the Forbidden of the Secret's read", err)
+	}
+	if err := w.Ready(nil); err == nil || !strings.Contains(err.Error(), "status key") {
+		t.Fatalf("elected and booted, the status key unread: Ready = %v, want an error naming the status key", err)
+	}
+	readable := fake.NewClientBuilder().WithScheme(scheme).Build()
+	sk.Reader, sk.Writer = readable, readable
+	if err := sk.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Ready(nil); err != nil {
+		t.Fatalf("elected, booted, the status key loaded: Ready = %v, want ready", err)
+	}
 }

@@ -48,8 +48,9 @@ const DefaultStatusKeyRefresh = 30 * time.Second
 // creates with 32 random bytes when it finds none. Replicas racing to
 // create it agree: the one whose create fails with AlreadyExists reads the
 // winner's. It reads the Secret again every Refresh; a Secret deleted is
-// made again with a new key (a rotation), and a key changed is taken: the
-// Releases' MACs then fail and each is evaluated again once.
+// made again with a new key (a rotation; while it cannot be made, no key
+// is held), and a key changed is taken: the Releases' MACs then fail and
+// each is evaluated again once.
 //
 // A Secret of another shape (another type, another field, a key shorter
 // than 32 bytes) is refused, never written over: the StatusKey logs why
@@ -66,7 +67,9 @@ const DefaultStatusKeyRefresh = 30 * time.Second
 // releases/status can still delete or replace the status; that costs an
 // evaluation, never a verdict trusted that the controller did not make.
 // The key is as safe as the Secret: whoever may read Secrets in the
-// controller's namespace can forge verdicts.
+// controller's namespace can forge verdicts, and so can whoever may write
+// that Secret (update it, or delete it and create it again with a key of
+// their own): the StatusKey takes whatever key of the right shape it holds.
 //
 // The zero StatusKey holds no key; it is safe for concurrent use once
 // started. Start it as a manager runnable on every replica.
@@ -151,8 +154,10 @@ func (k *StatusKey) Loaded() <-chan struct{} { return k.loadedCh(false) }
 
 // Load reads the Secret once, creating it with a new key when it does not
 // exist, and holds its key. It blocks for at most two requests. On a
-// failure to read or create it returns the error and leaves the key held
-// as it was; a Secret of the wrong shape drops the key (see StatusKey).
+// failure to read it returns the error and leaves the key held as it was;
+// on a failure to create it, the Secret found gone, it returns the error
+// and holds no key (a deleted Secret revokes its key); a Secret of the
+// wrong shape drops the key (see StatusKey).
 func (k *StatusKey) Load(ctx context.Context) (err error) {
 	defer func() {
 		if err == nil {
@@ -171,11 +176,16 @@ func (k *StatusKey) Load(ctx context.Context) (err error) {
 			Data: map[string][]byte{statusKeyField: key},
 		}
 		err = k.Writer.Create(ctx, &s)
-		if apierrors.IsAlreadyExists(err) {
+		switch {
+		case apierrors.IsAlreadyExists(err):
 			// Another replica made it first: take its key.
 			err = k.Reader.Get(ctx, k.Secret, &s)
-		} else if err == nil {
+		case err == nil:
 			k.Log.Info("status key: created the Secret with a new key; every Release's status is verified under it", "secret", k.Secret.String())
+		default:
+			// The Secret is gone (deleted to rotate the key): the key it
+			// held is revoked, whether or not a new one can be made.
+			k.drop()
 		}
 	}
 	if err != nil {
@@ -222,6 +232,20 @@ func statusKeyOf(s *corev1.Secret) (key []byte, why string) {
 		return nil, fmt.Sprintf("its %q is %d bytes, want at least %d", statusKeyField, len(key), statusKeyBytes)
 	}
 	return key, ""
+}
+
+// drop drops the key held, if any, for a Secret found gone.
+func (k *StatusKey) drop() {
+	k.mu.Lock()
+	had := k.key != nil
+	k.key = nil
+	k.mu.Unlock()
+	if had {
+		k.Log.Info("status key: the Secret is gone and could not be made again; no status is trusted and verdicts are written without a MAC until it is", "secret", k.Secret.String())
+		if k.OnChange != nil {
+			k.OnChange()
+		}
+	}
 }
 
 // refuse drops the key for s, a Secret of the wrong shape, and says so

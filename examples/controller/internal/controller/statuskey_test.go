@@ -191,3 +191,44 @@ func TestStatusKeyRefusesAWrongShape(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusKeyDeletedAndNotMadeAgainHoldsNone: the Secret deleted (a
+// rotation: the old key is revoked) and its create failing, the StatusKey
+// holds no key: a verdict signed under the revoked key is not trusted,
+// and none is signed under it, until the create succeeds.
+func TestStatusKeyDeletedAndNotMadeAgainHoldsNone(t *testing.T) {
+	ctx := context.Background()
+	base := fake.NewClientBuilder().WithScheme(newScheme()).Build()
+	var refuseCreate atomic.Bool
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if refuseCreate.Load() {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, obj.GetName(), nil)
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	k := &controller.StatusKey{Reader: c, Writer: c, Secret: keySecret}
+	if err := k.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, cond := aVerdict()
+	st.MAC = k.Sign("uid-1", st, cond)
+	if err := base.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: keySecret.Namespace, Name: keySecret.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	refuseCreate.Store(true)
+	if err := k.Load(ctx); !apierrors.IsForbidden(err) {
+		t.Fatalf("Load with the Secret deleted and its create refused = %v, want the Forbidden", err)
+	}
+	if k.Verify("uid-1", st, cond) {
+		t.Error("a verdict signed under the deleted Secret's key verifies: the rotation revoked nothing")
+	}
+	if mac := k.Sign("uid-1", st, cond); mac != "" {
+		t.Errorf("signed %q under the deleted Secret's key", mac)
+	}
+	refuseCreate.Store(false)
+	if err := k.Load(ctx); err != nil || k.Sign("uid-1", st, cond) == "" || k.Verify("uid-1", st, cond) {
+		t.Fatalf("the create succeeding: %v; want a new key held, the old verdict not trusted", err)
+	}
+}
