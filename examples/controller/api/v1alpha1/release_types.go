@@ -152,10 +152,11 @@ type ReleaseStatus struct {
 	// Resources, ResourceCount, ResourcesDigest, Diagnostics,
 	// InputsDigest, DependenciesDigest and the Rendered condition's
 	// status, reason, message and observedGeneration. It proves that the
-	// controller wrote this verdict for this Release at this generation;
-	// a status written by anyone else, copied from another Release or
-	// generation, or made under a key since rotated, fails it and is
-	// evaluated again. It neither hides the verdict nor stops whoever
+	// controller wrote this verdict for this Release at this generation:
+	// a status written by anyone else, copied from another Release, or
+	// made under a key since rotated, fails it, and one the controller
+	// wrote for an earlier generation or other inputs no longer holds;
+	// either is evaluated again. It neither hides the verdict nor stops whoever
 	// may write the status from deleting or replacing it: that costs an
 	// evaluation, never a verdict the controller did not make.
 	// +optional
