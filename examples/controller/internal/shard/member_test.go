@@ -240,5 +240,6 @@ func TestWaitingIncarnationCountsTheFirstsClaimOnceItsLeaseIsDeleted(t *testing.
 			t.Fatal(err)
 		}
 		watchWriters(t, 2*testLease, a1, a2)
+		covered(t, testLease, a2)
 	})
 }
