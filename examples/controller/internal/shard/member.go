@@ -302,20 +302,27 @@ func (m *Member) expiry(p observed) time.Time { return p.seen.Add(m.cfg.LeaseDur
 
 // ringLocked returns the identities of the live members other than this
 // one, sorted, and every Lease that counts with its claim: a member's
-// Lease under its identity, as [ring.Plan]'s assignment reads the claims
-// of the live identities; any other under "lease:" and its name, which
-// no identity is, so its claim keeps what it names from a take and takes
-// no part in the assignment. m.mu is held.
+// Lease under its identity, with the claim it publishes now, as
+// [ring.Plan]'s assignment reads the claims of the live identities; any
+// other under "lease:" and its name, which no identity is, so its claim
+// keeps what it names from a take and takes no part in the assignment.
+// The claim of an earlier incarnation of a member, or of another
+// incarnation of this one, counts that way too: the holder of a Lease
+// does not see the claims its Lease held before, and every member must
+// deal the space from the same claims. m.mu is held.
 func (m *Member) ringLocked(now time.Time) (live []string, peers []ring.Peer) {
 	for name, p := range m.peers {
-		if !now.Before(m.expiry(p)) && !now.Before(p.prevUntil) {
+		if now.Before(p.prevUntil) {
+			peers = append(peers, ring.Peer{ID: "lease:" + name + ":earlier", Claim: p.prev})
+		}
+		if !now.Before(m.expiry(p)) {
 			continue
 		}
 		id := "lease:" + name // no identity has a colon
 		if p.id != "" {
 			id = p.id
 		}
-		peers = append(peers, ring.Peer{ID: id, Claim: p.claims(now)})
+		peers = append(peers, ring.Peer{ID: id, Claim: p.claim})
 		if p.id != "" && p.id != m.cfg.Identity {
 			live = append(live, p.id)
 		}
