@@ -868,3 +868,36 @@ func TestHandoverWaitsForWritesInFlight(t *testing.T) {
 		}
 	})
 }
+
+// TestTwinFindsTheLeaseDeleted: the model's scenario of a second
+// incarnation that waits for the first's Lease and finds it deleted by
+// hand: it creates its own, while the first writes on until its next
+// renewal; it must take nothing the first may write for meanwhile.
+func TestTwinFindsTheLeaseDeleted(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := newWorld()
+		round := func(m *modelMember) {
+			w.refreshAll(m)
+			w.mature(m)
+			w.round(m)
+			w.check(t)
+		}
+		a1 := w.start("a")
+		round(a1)
+		if !a1.writing().Equal(Full()) {
+			t.Fatalf("a1 alone writes for %v", a1.writing())
+		}
+		a2 := w.start("a")
+		round(a2) // it waits
+		if a2.holds {
+			t.Fatalf("a2 holds the Lease a1 holds")
+		}
+		w.gone["a"], w.goneRV["a"] = a1.key, w.server["a"].rv
+		delete(w.server, "a")
+		round(a2) // it creates the Lease
+		round(a2) // and may take
+		if !a2.writing().Empty() {
+			t.Fatalf("a2 writes for %v while a1 may still write for %v", a2.writing(), a1.writing())
+		}
+	})
+}
