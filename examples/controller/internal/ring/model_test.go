@@ -193,6 +193,14 @@ func (w *world) acquire(m *modelMember) bool {
 			return false // it waits for that Lease to expire
 		}
 	}
+	if s, had := m.view[m.id]; !ok && had && fixIncarnation && s.holder != "" && s.holder != m.key {
+		// The Lease it waited for is gone: its holder writes on until
+		// it finds out, for what its unseen last versions claim
+		// (anything), which counts as a Lease seen gone until it stopped.
+		ghost := m.id + "~" + s.holder
+		m.view[ghost] = seen{claim: Full(), rv: s.rv, deleted: true}
+		w.gone[ghost] = s.holder
+	}
 	w.rv++
 	w.server[m.id] = &modelLease{rv: w.rv, holder: m.key, member: true}
 	delete(w.gone, m.id)
@@ -898,6 +906,10 @@ func TestTwinFindsTheLeaseDeleted(t *testing.T) {
 		round(a2) // and may take
 		if !a2.writing().Empty() {
 			t.Fatalf("a2 writes for %v while a1 may still write for %v", a2.writing(), a1.writing())
+		}
+		w.settle(t) // a1 finds out and stops; a2 takes the space
+		if !a2.writing().Equal(Full()) {
+			t.Fatalf("settled: a2 writes for %v", a2.writing())
 		}
 	})
 }
