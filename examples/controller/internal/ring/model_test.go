@@ -193,6 +193,14 @@ func (w *world) acquire(m *modelMember) bool {
 			return false // it waits for that Lease to expire
 		}
 	}
+	if s, had := m.view[m.id]; !ok && had && fixIncarnation && s.holder != "" && s.holder != m.key {
+		// The Lease it waited for is gone: its holder writes on until
+		// it finds out, for what its unseen last versions claim
+		// (anything), which counts as a Lease seen gone until it stopped.
+		ghost := m.id + "~" + s.holder
+		m.view[ghost] = seen{claim: Full(), rv: s.rv, deleted: true}
+		w.gone[ghost] = s.holder
+	}
 	w.rv++
 	w.server[m.id] = &modelLease{rv: w.rv, holder: m.key, member: true}
 	delete(w.gone, m.id)
@@ -865,6 +873,43 @@ func TestHandoverWaitsForWritesInFlight(t *testing.T) {
 		round(b) // b takes its half
 		if !b.writing().Contains(h) {
 			t.Fatalf("b does not write for %#x once a's write landed: %v", h, b.writing())
+		}
+	})
+}
+
+// TestTwinFindsTheLeaseDeleted: the model's scenario of a second
+// incarnation that waits for the first's Lease and finds it deleted by
+// hand: it creates its own, while the first writes on until its next
+// renewal; it must take nothing the first may write for meanwhile.
+func TestTwinFindsTheLeaseDeleted(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := newWorld()
+		round := func(m *modelMember) {
+			w.refreshAll(m)
+			w.mature(m)
+			w.round(m)
+			w.check(t)
+		}
+		a1 := w.start("a")
+		round(a1)
+		if !a1.writing().Equal(Full()) {
+			t.Fatalf("a1 alone writes for %v", a1.writing())
+		}
+		a2 := w.start("a")
+		round(a2) // it waits
+		if a2.holds {
+			t.Fatalf("a2 holds the Lease a1 holds")
+		}
+		w.gone["a"], w.goneRV["a"] = a1.key, w.server["a"].rv
+		delete(w.server, "a")
+		round(a2) // it creates the Lease
+		round(a2) // and may take
+		if !a2.writing().Empty() {
+			t.Fatalf("a2 writes for %v while a1 may still write for %v", a2.writing(), a1.writing())
+		}
+		w.settle(t) // a1 finds out and stops; a2 takes the space
+		if !a2.writing().Equal(Full()) {
+			t.Fatalf("settled: a2 writes for %v", a2.writing())
 		}
 	})
 }

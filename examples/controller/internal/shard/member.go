@@ -163,8 +163,14 @@ type Member struct {
 	joined    bool                // this member holds its Lease
 	waitingOn string              // the incarnation whose Lease it waits for
 	waiters   map[string]bool     // incarnations seen waiting for its Lease
-	refused   error               // the last refusal by the API server, nil after a success
-	startErr  error               // what made Start fail
+	// earlier is what another incarnation holding this member's Lease
+	// may write for when this one finds the Lease gone (everything: its
+	// last versions went unseen), counted as a peer's claim until
+	// earlierUntil, a lease duration after that Lease was last seen.
+	earlier      ring.Set
+	earlierUntil time.Time
+	refused      error // the last refusal by the API server, nil after a success
+	startErr     error // what made Start fail
 	// watchedSince is when this member first saw the ring whole: it takes
 	// nothing for a lease duration after, since a Lease deleted before it
 	// looked left it no evidence of a holder that may still write.
@@ -296,23 +302,33 @@ func (m *Member) expiry(p observed) time.Time { return p.seen.Add(m.cfg.LeaseDur
 
 // ringLocked returns the identities of the live members other than this
 // one, sorted, and every Lease that counts with its claim: a member's
-// Lease under its identity, as [ring.Plan]'s assignment reads the claims
-// of the live identities; any other under "lease:" and its name, which
-// no identity is, so its claim keeps what it names from a take and takes
-// no part in the assignment. m.mu is held.
+// Lease under its identity, with the claim it publishes now, as
+// [ring.Plan]'s assignment reads the claims of the live identities; any
+// other under "lease:" and its name, which no identity is, so its claim
+// keeps what it names from a take and takes no part in the assignment.
+// The claim of an earlier incarnation of a member, or of another
+// incarnation of this one, counts that way too: the holder of a Lease
+// does not see the claims its Lease held before, and every member must
+// deal the space from the same claims. m.mu is held.
 func (m *Member) ringLocked(now time.Time) (live []string, peers []ring.Peer) {
 	for name, p := range m.peers {
-		if !now.Before(m.expiry(p)) && !now.Before(p.prevUntil) {
+		if now.Before(p.prevUntil) {
+			peers = append(peers, ring.Peer{ID: "lease:" + name + ":earlier", Claim: p.prev})
+		}
+		if !now.Before(m.expiry(p)) {
 			continue
 		}
 		id := "lease:" + name // no identity has a colon
 		if p.id != "" {
 			id = p.id
 		}
-		peers = append(peers, ring.Peer{ID: id, Claim: p.claims(now)})
+		peers = append(peers, ring.Peer{ID: id, Claim: p.claim})
 		if p.id != "" && p.id != m.cfg.Identity {
 			live = append(live, p.id)
 		}
+	}
+	if now.Before(m.earlierUntil) {
+		peers = append(peers, ring.Peer{ID: "lease:" + m.name, Claim: m.earlier})
 	}
 	slices.Sort(live)
 	live = slices.Compact(live)
@@ -624,6 +640,9 @@ func (m *Member) take(ctx context.Context, log logr.Logger, take ring.Set) error
 			others = append(others, ring.Peer{ID: name, Claim: p.claims(now)}) // deleted: it counts until it expires
 		}
 	}
+	if now.Before(m.earlierUntil) {
+		others = append(others, ring.Peer{ID: m.name, Claim: m.earlier}) // another incarnation's
+	}
 	m.mu.Unlock()
 	if !mine {
 		// Its Lease changed since it published the claim (deleted, taken
@@ -700,9 +719,12 @@ func (m *Member) fresh(send time.Time, rv string) *coordinationv1.Lease {
 // crash with nothing claimed), else once the Lease has not changed for a
 // lease duration, as the ring would judge it expired. While it waits it
 // writes for nothing, marks the Lease with WaitingAnnotation so that its
-// holder learns of it, and says so. A request that fails (but for a
-// refusal, returned as an [*AccessError]) is tried again after a renew
-// period. It blocks until it holds the Lease, or ctx ends.
+// holder learns of it, and says so; and should it find the Lease gone
+// (deleted by hand) and create it, it takes nothing until a lease
+// duration after it last saw the other's version, which may still write.
+// A request that fails (but for a refusal, returned as an
+// [*AccessError]) is tried again after a renew period. It blocks until
+// it holds the Lease, or ctx ends.
 func (m *Member) join(ctx context.Context, log logr.Logger, quick bool) error {
 	leases := m.cfg.Client.CoordinationV1().Leases(m.cfg.Namespace)
 	defer func() {
@@ -770,6 +792,10 @@ func (m *Member) join(ctx context.Context, log logr.Logger, quick bool) error {
 				}
 				m.mu.Lock()
 				m.waitingOn = cmp.Or(other, "unknown")
+				// Should the Lease be gone at the next try, its holder
+				// may write until it finds out, for what its versions
+				// since this one claim: anything.
+				m.earlier, m.earlierUntil = ring.Full(), since.Add(m.cfg.LeaseDuration)
 				m.mu.Unlock()
 				select {
 				case <-ctx.Done():
@@ -1100,6 +1126,9 @@ func (m *Member) nextExpiry() time.Time {
 		if !next.After(now) {
 			next = time.Time{}
 		}
+	}
+	if e := m.earlierUntil; e.After(now) && (next.IsZero() || e.Before(next)) {
+		next = e
 	}
 	for _, p := range m.peers {
 		for _, e := range []time.Time{m.expiry(p), p.prevUntil} {

@@ -211,3 +211,35 @@ func TestJoinOutlastsServerErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitingIncarnationCountsTheFirstsClaimOnceItsLeaseIsDeleted: a
+// second incarnation waiting for the first's Lease, and a lease duration
+// into its watch, finds the Lease deleted by hand and creates its own;
+// the first writes on until its next renewal finds that out, so the
+// second must count the claim it saw on the first's Lease as a peer's
+// would, until a lease duration after it last saw it.
+func TestWaitingIncarnationCountsTheFirstsClaimOnceItsLeaseIsDeleted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, lg := newCluster(), &logs{}
+		a1 := start(t, c, lg, "a")
+		covered(t, 3*testLease, a1)
+		renewed := func() {
+			for n := len(c.writesOf(testRing + "-a")); len(c.writesOf(testRing+"-a")) == n; {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		// Half a renew period after a1's renewals, so that a2 tries
+		// its Lease again half a renew period before a1 renews it.
+		renewed()
+		time.Sleep(testRenew / 2)
+		a2 := start(t, c, lg, "a")
+		a1.id, a2.id = "a (first)", "a (second)"
+		watchWriters(t, 2*testLease, a1, a2)
+		renewed()
+		if err := c.cs.CoordinationV1().Leases(testNS).Delete(context.Background(), testRing+"-a", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		watchWriters(t, 2*testLease, a1, a2)
+		covered(t, testLease, a2)
+	})
+}
