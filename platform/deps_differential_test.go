@@ -16,6 +16,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"leasekit.dev/internal/testkit/depth"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
@@ -319,7 +320,9 @@ func TestMemoDependenciesDifferential(t *testing.T) {
 		})
 	})
 	t.Logf("%d steps, %d evaluations, %d memo hits, %d results that name the directory", steps.Load(), evals.Load(), hits.Load(), bounds.Load())
-	if hits.Load() == 0 || evals.Load() == 0 || bounds.Load() == 0 {
+	// Results that name the directory are rarer: whether the generator
+	// met one is judged at rapid's default depth or more (.ci/run's).
+	if hits.Load() == 0 || evals.Load() == 0 || depth.AtLeast(100) && bounds.Load() == 0 {
 		t.Fatalf("%d hits, %d evaluations, %d results that name the directory: the memo was not exercised", hits.Load(), evals.Load(), bounds.Load())
 	}
 	if n := steps.Load(); n < int64(*depsMinSteps) {

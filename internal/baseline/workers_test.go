@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"leasekit.dev/internal/testkit/depth"
 	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
 	"pgregory.net/rapid"
@@ -95,7 +96,10 @@ func TestWorkersMatchKernel(t *testing.T) {
 		}
 	})
 	t.Logf("%d rendered, %d failed, alike in process and in workers", rendered, failed)
-	if rendered == 0 || failed == 0 {
+	// Whether the drawn inputs both render and fail is judged at rapid's
+	// default depth or more (.ci/run's); a run of fewer cases may miss
+	// one by chance.
+	if depth.AtLeast(100) && (rendered == 0 || failed == 0) {
 		t.Error("the drawn inputs did not both render and fail")
 	}
 	if s := ws.Stats(); s.Crashed+s.KilledTime+s.KilledMemory+s.Cancelled != 0 {
