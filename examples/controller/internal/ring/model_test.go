@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -395,14 +396,27 @@ func (w *world) judgeable(s seen, id string) bool {
 	if ok && s.rv != l.rv {
 		return true
 	}
-	holder := w.gone[id]
 	if ok {
-		holder = l.holder
+		if l.holder == "" {
+			return !l.huge || fixBoundedLease
+		}
+		return w.stopped(l.holder)
 	}
-	if holder == "" {
-		return !ok || !l.huge || fixBoundedLease
+	return w.released(id, w.gone[id])
+}
+
+// released reports whether holder, the last holder of the deleted Lease
+// name (or of the earlier incarnation's claim a ghost name stands for),
+// writes no more for what that Lease claimed: it stopped, or it holds
+// the Lease of that identity again, which it could only take once it
+// had found it lost, stopped writing and landed its writes in flight.
+func (w *world) released(name, holder string) bool {
+	if holder == "" || w.stopped(holder) {
+		return true
 	}
-	return w.stopped(holder)
+	id, _, _ := strings.Cut(name, "~")
+	l, back := w.server[id]
+	return back && l.holder == holder
 }
 
 // TestRingModel drives members through any sequence of joins, leaves,
@@ -703,10 +717,8 @@ func (w *world) mature(m *modelMember) bool {
 		return false
 	}
 	for name, holder := range w.gone {
-		if _, seen := m.view[name]; !seen && !w.stopped(holder) {
-			if _, back := w.server[name]; !back || w.server[name].holder != holder {
-				return false
-			}
+		if _, seen := m.view[name]; !seen && !w.released(name, holder) {
+			return false
 		}
 	}
 	m.young = false
