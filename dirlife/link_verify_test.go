@@ -8,17 +8,24 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/fstest"
 	"testing/synctest"
 	"time"
 
 	"leasekit.dev/dirlife/internal/rootlock"
+	"leasekit.dev/dirlife/internal/sys"
 	"leasekit.dev/dirlife/internal/tree"
+	"pgregory.net/rapid"
 )
 
 // corruptInPlace rewrites the file name under dir with data of the same
@@ -467,5 +474,313 @@ func TestVerifyCancelledTellsNothing(t *testing.T) {
 		if got := x.held()["gen-1"]; !slices.Equal(got, before) {
 			t.Fatalf("after a Verify that ctx ended, Link holds %v for gen-1, want %v as before", got, before)
 		}
+	}
+}
+
+// The stamp Verify keeps of a file, by which a later write links it
+// unread, is that of the inode whose bytes it read: a directory of the
+// tree swapped for another between the walk's stat of a file and the read
+// of its bytes (which a walk that hashes several files at once opens by
+// path) and swapped back after, leaves the walk with the stamp of one
+// inode and the bytes of another. A write then links that file only once
+// it has read and compared it, and publishes the bytes it was given.
+func TestVerifyStampIsOfTheBytesRead(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // Verify hashes files aside
+	l := genLayout(t)
+	l.Link = new(testLinker)
+	files := Files{"sub/c": []byte("good")}
+	for i := range maxHashers {
+		files["sub/a"+string(rune('1'+i))] = []byte("same")
+	}
+	dir1, err := l.Write(1, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := l.DigestFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gen-1/sub/c becomes another inode, with other bytes; elsewhere on
+	// the filesystem, a copy of gen-1/sub holds the published bytes.
+	tmp := t.TempDir()
+	evil := filepath.Join(tmp, "evil")
+	if err := os.WriteFile(evil, []byte("EVIL"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir1, "sub")
+	if err := os.Rename(evil, filepath.Join(sub, "c")); err != nil {
+		t.Fatal(err)
+	}
+	good, held := filepath.Join(tmp, "good"), filepath.Join(tmp, "held")
+	if err := os.Mkdir(good, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(good, filepath.Base(name)), data, 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The filesystem's clock past the evil file's change time, so that a
+	// walk that stamps it may know its bytes by its stamp.
+	fi, err := os.Lstat(filepath.Join(sub, "c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := os.Open(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ctime := sys.StampOf(fi).Ctime; ; {
+		now, ok := sys.FSClock(d)
+		if !ok {
+			d.Close()
+			t.Skip("the filesystem's clock cannot be read")
+		}
+		if now > ctime {
+			break
+		}
+	}
+	d.Close()
+	swap := func(out, in string) {
+		if err := os.Rename(sub, out); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(in, sub); err != nil {
+			t.Error(err)
+		}
+	}
+	// The walk stats gen-1/sub's files through its descriptor of the
+	// directory. Once it hashes sub/a1, gen-1/sub is swapped for the good
+	// copy; sub/c is opened only once a hasher of an a file is done, so
+	// after the swap, and once it is open, the swap is undone.
+	swapped := make(chan struct{})
+	var once sync.Once
+	l.faults = func(step, name string) error {
+		if step != stepHash {
+			return nil
+		}
+		switch {
+		case name == "gen-1/sub/a1":
+			once.Do(func() { swap(held, good); close(swapped) })
+		case name == "gen-1/sub/c":
+			swap(good, held)
+		case strings.HasPrefix(name, "gen-1/sub/a"):
+			<-swapped
+		}
+		return nil
+	}
+	if err := l.Verify(context.Background(), 1, want, nil); err != nil {
+		t.Fatalf("Verify read the good copy of gen-1/sub/c and found %v", err)
+	}
+	l.faults = nil
+	if got, err := os.ReadFile(filepath.Join(sub, "c")); err != nil || string(got) != "EVIL" {
+		t.Fatalf("gen-1/sub/c holds %q (%v), want the evil file back", got, err)
+	}
+	dir2, err := l.Write(2, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir2, "sub", "c")); err != nil || !bytes.Equal(got, files["sub/c"]) {
+		t.Fatalf("gen-2/sub/c holds %q (%v), want %q: linked unread from a stamp of bytes not read", got, err, files["sub/c"])
+	}
+}
+
+// A file Verify found of one size, that grew to the published content
+// while it was read, and was cut back to its first size after, is a
+// source whose bytes differ: a CopyFS of a file past linkBufSize, written
+// and then replaced by a link to a source whose bytes it compares with
+// its own, falls back to writing, and publishes the content it was given
+// (neither the shorter source nor a failure).
+func TestLinkComparesWholeFilesOfAGrownSource(t *testing.T) {
+	l := genLayout(t)
+	l.Link = new(testLinker)
+	content := bytes.Repeat([]byte("long content;"), linkBufSize/8) // past linkBufSize
+	short := content[:len(content)/2]
+	files := Files{"f": content}
+	dir1, err := l.Write(1, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := l.DigestFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir1, "f")
+	setTo := func(data []byte) {
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(p, data, 0); err != nil {
+			t.Error(err)
+		}
+		if err := os.Chmod(p, 0o444); err != nil {
+			t.Error(err)
+		}
+	}
+	setTo(short)
+	// Verify stamps f short; once it has opened it, f grows back, and
+	// Verify reads the whole content.
+	l.faults = func(step, name string) error {
+		if step == stepHash && name == "gen-1/f" {
+			setTo(content)
+		}
+		return nil
+	}
+	if err := l.Verify(context.Background(), 1, want, nil); err != nil {
+		t.Fatalf("Verify read the whole content of gen-1/f and found %v", err)
+	}
+	l.faults = nil
+	setTo(short)
+	w, err := l.CopyFS(context.Background(), 2, treeFS(treeOf(files)), StreamOptions{})
+	if err != nil {
+		t.Fatalf("CopyFS with a shorter source of f: %v, want it written", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(w.Dir, "f")); err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("gen-2/f holds %d bytes (%v), want the %d given: linked to a source compared in part", len(got), err, len(content))
+	}
+}
+
+// verifyAccidents are what TestVerifyWithFilesAgrees does to a written
+// directory before both verifications; "none" does nothing.
+var verifyAccidents = []string{"none", "flip", "truncate", "grow", "add-file", "add-dir", "remove", "rename", "mode", "dir-mode", "setuid", "symlink", "hard-link",
+	"fifo", "setgid-dir", "outside-link", "swap", "dir-symlink"}
+
+// TestVerifyWithFilesAgrees: Verify with files of a directory against the files a
+// Write wrote there, after a random accident to it (or none), agrees with
+// Verify against their digest: both match an intact directory, both
+// refuse with a NameError what a write would refuse, and both report a
+// mismatch for anything else, under Link too. A match under Link tells
+// the Linker of the directory with the files' hashes: a Write of the
+// same files links them all.
+func TestVerifyWithFilesAgrees(t *testing.T) {
+	ctx := context.Background()
+	rapid.Check(t, func(t *rapid.T) {
+		dir, err := os.MkdirTemp("", "verify-files-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		l := Layout[int64]{Root: filepath.Join(dir, "root"), Codec: IntCodec[int64]{Prefix: "gen-"}, NoSync: true}
+		if rapid.Bool().Draw(t, "link") {
+			l.Link = new(testLinker)
+		}
+		names := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"a", "b.txt", "sub/c", "sub/deep/d", "x/y"}), 1, 5, rapid.ID).Draw(t, "names")
+		files := Files{}
+		for _, n := range names {
+			files[n] = rapid.SliceOfN(rapid.Byte(), 1, 300_000).Draw(t, "bytes of "+n)
+		}
+		if _, err := l.Write(1, files); err != nil {
+			t.Fatal(err)
+		}
+		want, err := l.DigestFiles(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A fresh Linker, as in a process that did not write the directory.
+		if l.Link != nil {
+			l.Link = new(testLinker)
+		}
+		name := rapid.SampledFrom(slices.Sorted(maps.Keys(files))).Draw(t, "file")
+		f := filepath.Join(l.Dir(1), filepath.FromSlash(name))
+		kind := rapid.SampledFrom(verifyAccidents).Draw(t, "accident")
+		makeWritable := func() {
+			if err := os.Chmod(f, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var aerr error
+		switch kind {
+		case "none":
+		case "flip":
+			makeWritable()
+			data := slices.Clone(files[name])
+			data[rapid.IntRange(0, len(data)-1).Draw(t, "byte")] ^= 1 << rapid.IntRange(0, 7).Draw(t, "bit")
+			aerr = os.WriteFile(f, data, 0)
+		case "truncate":
+			makeWritable()
+			aerr = os.Truncate(f, int64(rapid.IntRange(0, len(files[name])-1).Draw(t, "size")))
+		case "grow":
+			makeWritable()
+			aerr = os.WriteFile(f, append(slices.Clone(files[name]), 'x'), 0)
+		case "add-file":
+			aerr = os.WriteFile(filepath.Join(filepath.Dir(f), "added"), []byte("x"), l.filePerm())
+		case "add-dir":
+			aerr = os.Mkdir(filepath.Join(filepath.Dir(f), "added"), 0o755)
+		case "remove":
+			aerr = os.Remove(f)
+		case "rename":
+			aerr = os.Rename(f, filepath.Join(filepath.Dir(f), path.Base(name)+"-renamed"))
+		case "mode":
+			aerr = os.Chmod(f, 0o600)
+		case "dir-mode":
+			aerr = os.Chmod(filepath.Dir(f), 0o700)
+		case "setuid":
+			aerr = os.Chmod(f, 0o755|fs.ModeSetuid)
+		case "symlink":
+			aerr = errors.Join(os.Remove(f), os.Symlink(".", f))
+		case "hard-link":
+			aerr = os.Link(f, filepath.Join(filepath.Dir(f), "linked"))
+		case "fifo":
+			aerr = errors.Join(os.Remove(f), syscall.Mkfifo(f, 0o644))
+		case "setgid-dir":
+			aerr = os.Chmod(filepath.Dir(f), 0o755|fs.ModeSetgid)
+		case "outside-link": // another link to the file, out of the tree
+			aerr = os.Link(f, filepath.Join(dir, "outside"))
+		case "swap": // two files trade places
+			other := rapid.SampledFrom(slices.Sorted(maps.Keys(files))).Draw(t, "other")
+			g := filepath.Join(l.Dir(1), filepath.FromSlash(other))
+			if other != name {
+				tmp := filepath.Join(dir, "swap")
+				aerr = errors.Join(os.Rename(f, tmp), os.Rename(g, f), os.Rename(tmp, g))
+			}
+		case "dir-symlink": // the file's directory, a link to itself moved
+			p := filepath.Dir(f)
+			if p == l.Dir(1) {
+				p = f
+			}
+			aerr = errors.Join(os.Rename(p, p+"-real"), os.Symlink(filepath.Base(p)+"-real", p))
+		}
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+
+		byDigest := l.Verify(ctx, 1, want, nil)
+		if l.Link != nil {
+			l.Link = new(testLinker)
+		}
+		byFiles := l.Verify(ctx, 1, want, files)
+		_, nameA := errors.AsType[*NameError](byDigest)
+		_, nameB := errors.AsType[*NameError](byFiles)
+		if (byDigest == nil) != (byFiles == nil) || nameA != nameB || errors.Is(byDigest, ErrDigestMismatch) != errors.Is(byFiles, ErrDigestMismatch) {
+			t.Fatalf("after %s of %s: Verify = %v, Verify with files = %v", kind, name, byDigest, byFiles)
+		}
+		if kind == "none" && byFiles != nil {
+			t.Fatalf("Verify with files of an intact directory: %v", byFiles)
+		}
+		if byFiles != nil && !nameB && !errors.Is(byFiles, ErrDigestMismatch) {
+			t.Fatalf("after %s: Verify with files = %v, want a NameError or a mismatch", kind, byFiles)
+		}
+		if byFiles == nil && l.Link != nil {
+			if _, err := l.Write(2, files); err != nil {
+				t.Fatal(err)
+			}
+			if n, _, _ := l.Link.(*testLinker).linked("gen-2"); n != len(files) {
+				t.Fatalf("a Write of the files Verify with files matched linked %d of %d", n, len(files))
+			}
+		}
+	})
+	l := genLayout(t)
+	files := Files{"f": []byte("x")}
+	mustWrite(t, l, 1, files)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := l.Verify(cctx, 1, Digest{}, files); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Verify with files with an ended context: %v", err)
+	}
+	if err := l.Verify(ctx, 2, Digest{}, files); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Verify with files of a missing directory: %v", err)
+	}
+	if err := l.Verify(ctx, 1, Digest{}, Files{"../x": nil}); !errors.As(err, new(*NameError)) {
+		t.Fatalf("Verify with files of a refused name: %v", err)
 	}
 }
