@@ -84,11 +84,26 @@ func leftovers(t tb, root string) []string {
 	return out
 }
 
-func mustWrite(t tb, l Layout[int64], id int64, files Files) {
+// mustWrite writes files as id and returns the directory.
+func mustWrite(t tb, l Layout[int64], id int64, files Files) string {
 	t.Helper()
-	if _, err := l.Write(id, files); err != nil {
+	dir, err := l.Write(id, files)
+	if err != nil {
 		t.Fatalf("Write(%d): %v", id, err)
 	}
+	return dir
+}
+
+// writeDigested writes files as id, and returns the directory and the
+// Digest DigestFiles gives files.
+func writeDigested(t tb, l Layout[int64], id int64, files Files) (string, Digest) {
+	t.Helper()
+	dir := mustWrite(t, l, id, files)
+	want, err := l.DigestFiles(files)
+	if err != nil {
+		t.Fatalf("DigestFiles: %v", err)
+	}
+	return dir, want
 }
 
 // versionFiles is version v of ID id: a manifest naming every file, and a

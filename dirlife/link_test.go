@@ -36,14 +36,8 @@ func TestWriteLinksUnchanged(t *testing.T) {
 	l.Link = new(testLinker)
 	one := Files{"a": []byte("same"), "sub/b": []byte("old"), "c": bytes.Repeat([]byte("x"), 3<<20)}
 	two := Files{"a": []byte("same"), "sub/b": []byte("new"), "c": one["c"]}
-	dir1, err := l.Write(1, one)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir2, err := l.Write(2, two)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir1 := mustWrite(t, l, 1, one)
+	dir2 := mustWrite(t, l, 2, two)
 	for _, name := range []string{"a", "c"} {
 		i1, n, mode := stat(t, dir1, name)
 		i2, _, _ := stat(t, dir2, name)
@@ -94,10 +88,7 @@ func TestWriteWithoutLinkSharesNothing(t *testing.T) {
 	l := genLayout(t)
 	files := Files{"a": []byte("same")}
 	for id := int64(1); id <= 2; id++ {
-		dir, err := l.Write(id, files)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dir := mustWrite(t, l, id, files)
 		if _, n, mode := stat(t, dir, "a"); n != 1 || mode&0o200 == 0 {
 			t.Fatalf("gen-%d/a: %d links, mode %v", id, n, mode)
 		}
@@ -151,20 +142,14 @@ func TestLinkFailureWrites(t *testing.T) {
 		}
 		return nil
 	}
-	dir, err := l.Write(2, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := mustWrite(t, l, 2, files)
 	if _, n, _ := stat(t, dir, "a"); n != 1 {
 		t.Fatalf("gen-2/a has %d links after a failed link", n)
 	}
 	// The file written in its place is the one linked to next: an inode
 	// with too many links is left behind.
 	l.faults = nil
-	dir3, err := l.Write(3, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir3 := mustWrite(t, l, 3, files)
 	i2, _, _ := stat(t, dir, "a")
 	if i3, _, _ := stat(t, dir3, "a"); i3 != i2 {
 		t.Fatalf("gen-3/a is inode %d, want gen-2/a's %d", i3, i2)
@@ -185,10 +170,7 @@ func TestLinkOnlyFromVerified(t *testing.T) {
 	if err != nil || !recorded {
 		t.Skipf("no digest records here: %v", err)
 	}
-	dir, err := l.Write(2, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := mustWrite(t, l, 2, files)
 	if _, n, _ := stat(t, dir, "a"); n != 1 {
 		t.Fatal("a write linked from a kept directory not verified")
 	}

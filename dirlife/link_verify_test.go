@@ -61,14 +61,7 @@ func TestVerifyMismatchIsGone(t *testing.T) {
 	l := genLayout(t)
 	l.Link = new(testLinker)
 	files := Files{"f": []byte("good content"), "g": []byte("other")}
-	dir1, err := l.Write(1, files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := l.DigestFiles(files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir1, want := writeDigested(t, l, 1, files)
 	corruptInPlace(t, dir1, "f", []byte("BAD! content"))
 	if err := l.Verify(context.Background(), 1, want, nil); !errors.Is(err, ErrDigestMismatch) {
 		t.Fatalf("Verify of a corrupted directory: %v, want ErrDigestMismatch", err)
@@ -76,10 +69,7 @@ func TestVerifyMismatchIsGone(t *testing.T) {
 	if _, _, ok := l.Link.(*testLinker).linked("gen-1"); ok {
 		t.Fatal("the Linker still holds a directory Verify found corrupted")
 	}
-	dir2, err := l.Write(2, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir2 := mustWrite(t, l, 2, files)
 	if got := readTree(t, dir2); !equalFiles(got, files) {
 		t.Fatalf("a write after a failed Verify published %q", got)
 	}
@@ -100,10 +90,7 @@ func TestLinkSkipsASourceWrittenInPlace(t *testing.T) {
 			l := genLayout(t)
 			l.Link = new(testLinker)
 			files := Files{"f": []byte("good content"), "g": []byte("other")}
-			dir1, err := l.Write(1, files)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir1 := mustWrite(t, l, 1, files)
 			p := filepath.Join(dir1, "f")
 			fi, err := os.Lstat(p)
 			if err != nil {
@@ -117,10 +104,7 @@ func TestLinkSkipsASourceWrittenInPlace(t *testing.T) {
 			if err := os.Chtimes(p, mtime, mtime); err != nil {
 				t.Fatal(err)
 			}
-			dir2, err := l.Write(2, files)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir2 := mustWrite(t, l, 2, files)
 			if got := readTree(t, dir2); !equalFiles(got, files) {
 				t.Fatalf("a write after a source changed in place published %q", got)
 			}
@@ -147,17 +131,11 @@ func TestLinkSkipsASourceChmoddedSinceFound(t *testing.T) {
 	l := genLayout(t)
 	l.Link = new(testLinker)
 	files := Files{"f": []byte("content")}
-	dir1, err := l.Write(1, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir1 := mustWrite(t, l, 1, files)
 	if err := os.Chmod(filepath.Join(dir1, "f"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir2, err := l.Write(2, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir2 := mustWrite(t, l, 2, files)
 	i1, _, _ := stat(t, dir1, "f")
 	i2, n, mode := stat(t, dir2, "f")
 	if i1 == i2 || n != 1 || mode != 0o444 {
@@ -388,10 +366,7 @@ func TestLinkFromADirectoryRewrittenMeanwhile(t *testing.T) {
 		}
 		return nil
 	}
-	dir2, err := l.Write(2, old)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir2 := mustWrite(t, l, 2, old)
 	if got := readTree(t, dir2); !equalFiles(got, old) {
 		t.Fatalf("gen-2 holds %q", got)
 	}
@@ -416,10 +391,7 @@ func TestLinkUnderSetgidRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := Files{"a": []byte("same"), "d/b": []byte("other")}
-	dir1, err := l.Write(1, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir1 := mustWrite(t, l, 1, files)
 	fsys := fstest.MapFS{"a": {Data: files["a"], Mode: 0o644}, "d/b": {Data: files["d/b"], Mode: 0o644}}
 	w, err := l.CopyFS(context.Background(), 2, fsys, StreamOptions{})
 	if err != nil {
@@ -492,14 +464,7 @@ func TestVerifyStampIsOfTheBytesRead(t *testing.T) {
 	for i := range maxHashers {
 		files["sub/a"+string(rune('1'+i))] = []byte("same")
 	}
-	dir1, err := l.Write(1, files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := l.DigestFiles(files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir1, want := writeDigested(t, l, 1, files)
 	// gen-1/sub/c becomes another inode, with other bytes; elsewhere on
 	// the filesystem, a copy of gen-1/sub holds the published bytes.
 	tmp := t.TempDir()
@@ -576,10 +541,7 @@ func TestVerifyStampIsOfTheBytesRead(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(sub, "c")); err != nil || string(got) != "EVIL" {
 		t.Fatalf("gen-1/sub/c holds %q (%v), want the evil file back", got, err)
 	}
-	dir2, err := l.Write(2, files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir2 := mustWrite(t, l, 2, files)
 	if got, err := os.ReadFile(filepath.Join(dir2, "sub", "c")); err != nil || !bytes.Equal(got, files["sub/c"]) {
 		t.Fatalf("gen-2/sub/c holds %q (%v), want %q: linked unread from a stamp of bytes not read", got, err, files["sub/c"])
 	}
@@ -597,14 +559,7 @@ func TestLinkComparesWholeFilesOfAGrownSource(t *testing.T) {
 	content := bytes.Repeat([]byte("long content;"), linkBufSize/8) // past linkBufSize
 	short := content[:len(content)/2]
 	files := Files{"f": content}
-	dir1, err := l.Write(1, files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := l.DigestFiles(files)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir1, want := writeDigested(t, l, 1, files)
 	p := filepath.Join(dir1, "f")
 	setTo := func(data []byte) {
 		if err := os.Chmod(p, 0o644); err != nil {

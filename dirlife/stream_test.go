@@ -209,15 +209,7 @@ func TestDigestDifferential(t *testing.T) {
 func TestStreamUnchangedDiscards(t *testing.T) {
 	for _, k := range streamKinds[1:] {
 		t.Run(k.name, func(t *testing.T) {
-			l := genLayout(t)
-			first, err := k.write(l, 5, artifact, StreamOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			before, err := os.Stat(l.Dir(5))
-			if err != nil {
-				t.Fatal(err)
-			}
+			l, first, before := writeArtifact(t, k)
 			rec := newRecorder()
 			l.faults = rec.hook
 			again, err := k.write(l, 5, artifact, StreamOptions{Current: first.Digest})
@@ -225,10 +217,8 @@ func TestStreamUnchangedDiscards(t *testing.T) {
 			if err != nil || again.Published || again.Digest != first.Digest {
 				t.Fatalf("identical re-publish = %+v, %v; want unpublished, digest %v", again, err, first.Digest)
 			}
-			for _, e := range rec.events {
-				if strings.HasPrefix(e, "sync") || strings.HasPrefix(e, stepRename) || strings.HasPrefix(e, stepExchange) {
-					t.Fatalf("an identical re-publish took step %q: %v", e, rec.events)
-				}
+			if e, ok := rec.took("sync", stepRename, stepExchange); ok {
+				t.Fatalf("an identical re-publish took step %q: %v", e, rec.events)
 			}
 			after, err := os.Stat(l.Dir(5))
 			if err != nil || !os.SameFile(before, after) {
@@ -660,15 +650,7 @@ func TestMakeRemovable(t *testing.T) {
 func TestStreamExisting(t *testing.T) {
 	for _, k := range streamKinds[1:] {
 		t.Run(k.name, func(t *testing.T) {
-			l := genLayout(t)
-			first, err := k.write(l, 5, artifact, StreamOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			before, err := os.Stat(l.Dir(5))
-			if err != nil {
-				t.Fatal(err)
-			}
+			l, first, before := writeArtifact(t, k)
 			var offered Digest
 			var verified []error
 			existing := func(names ...string) func(Digest, func(string) error) (bool, error) {
@@ -692,10 +674,8 @@ func TestStreamExisting(t *testing.T) {
 			if err != nil || w.Published || w.Digest != first.Digest || offered != first.Digest || len(verified) != 1 || verified[0] != nil {
 				t.Fatalf("a write of gen-5's content as 9 = %+v, %v (offered %v, verified %v); want it unpublished", w, err, offered, verified)
 			}
-			for _, e := range rec.events {
-				if strings.HasPrefix(e, "sync") || strings.HasPrefix(e, stepRename) || strings.HasPrefix(e, stepExchange) || strings.HasPrefix(e, stepDigestAttr) {
-					t.Fatalf("a write found existing took step %q: %v", e, rec.events)
-				}
+			if e, ok := rec.took("sync", stepRename, stepExchange, stepDigestAttr); ok {
+				t.Fatalf("a write found existing took step %q: %v", e, rec.events)
 			}
 			settle(t, l)
 			if got := rootEntries(t, l.Root); !slices.Equal(got, []string{"gen-5"}) {
