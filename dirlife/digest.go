@@ -55,6 +55,23 @@ func (l Layout[ID]) DigestFiles(files Files) (Digest, error) {
 // with files sets beside a walk that compared the bytes instead of hashing them.
 func (l Layout[ID]) digestPlan(p *names.Plan, files Files, hash bool) Digest {
 	filePerm := l.filePerm()
+	data := make([][]byte, len(p.Names))
+	for i := range p.Names {
+		data[i] = files[p.From[i]]
+	}
+	sums := make([][sha256.Size]byte, len(data))
+	if hash {
+		sums = tree.SumAll(data, min(runtime.GOMAXPROCS(0), maxHashers))
+	}
+	return digestPlanned(p, func(dg *tree.Digester, name string, i int) {
+		dg.File(name, filePerm, int64(len(data[i])), sums[i])
+	})
+}
+
+// digestPlanned returns the Digest of the tree planned as p: each
+// directory of p.Dirs with the mode Write gives it, and each entry
+// p.Names[i] as file enters it into dg, in the Digest's order.
+func digestPlanned(p *names.Plan, file func(dg *tree.Digester, name string, i int)) Digest {
 	type entry struct {
 		name string
 		file int // index in p.Names; -1 for a directory
@@ -67,14 +84,6 @@ func (l Layout[ID]) digestPlan(p *names.Plan, files Files, hash bool) Digest {
 		entries = append(entries, entry{name, i})
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return tree.ComparePaths(a.name, b.name) })
-	data := make([][]byte, len(p.Names))
-	for i := range p.Names {
-		data[i] = files[p.From[i]]
-	}
-	sums := make([][sha256.Size]byte, len(data))
-	if hash {
-		sums = tree.SumAll(data, min(runtime.GOMAXPROCS(0), maxHashers))
-	}
 	var dg tree.Digester
 	dg.Init()
 	for _, e := range entries {
@@ -82,7 +91,7 @@ func (l Layout[ID]) digestPlan(p *names.Plan, files Files, hash bool) Digest {
 			dg.Dir(e.name, defaultDirPerm)
 			continue
 		}
-		dg.File(e.name, filePerm, int64(len(data[e.file])), sums[e.file])
+		file(&dg, e.name, e.file)
 	}
 	return Digest(dg.Sum())
 }

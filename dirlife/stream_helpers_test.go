@@ -60,7 +60,9 @@ func filesOf(tree Tree) (Files, bool) {
 }
 
 // treeDigest is the Digest of t as the tests expect it, computed from
-// the description alone: the model the writers' digests are held to. It
+// the description alone (each entry's kind, mode and bytes, entered in
+// the order DigestFiles enters its plan, which the streamed writers'
+// walk does not share): the model the writers' digests are held to. It
 // refuses the names Write refuses.
 func treeDigest(t Tree) (Digest, error) {
 	given := make([]string, 0, len(t))
@@ -71,33 +73,14 @@ func treeDigest(t Tree) (Digest, error) {
 	if err != nil {
 		return Digest{}, err
 	}
-	type entry struct {
-		name string
-		file int // index in p.Names; -1 for a directory
-	}
-	var entries []entry
-	for _, d := range p.Dirs {
-		entries = append(entries, entry{d, -1})
-	}
-	for i, name := range p.Names {
-		entries = append(entries, entry{name, i})
-	}
-	slices.SortFunc(entries, func(a, b entry) int { return tree.ComparePaths(a.name, b.name) })
-	var dg tree.Digester
-	dg.Init()
-	for _, e := range entries {
-		if e.file < 0 {
-			dg.Dir(e.name, defaultDirPerm)
-			continue
-		}
-		f := t[p.From[e.file]]
+	return digestPlanned(p, func(dg *tree.Digester, name string, i int) {
+		f := t[p.From[i]]
 		if f.Mode&fs.ModeSymlink != 0 {
-			dg.Link(e.name, string(f.Data))
-			continue
+			dg.Link(name, string(f.Data))
+			return
 		}
-		dg.File(e.name, f.perm(), int64(len(f.Data)), sha256.Sum256(f.Data))
-	}
-	return Digest(dg.Sum()), nil
+		dg.File(name, f.perm(), int64(len(f.Data)), sha256.Sum256(f.Data))
+	}), nil
 }
 
 // treeMode returns the mode f is on disk, under umask 022.
