@@ -75,19 +75,28 @@ func newFaulty(t fataler, root string, opts publish.Options[int64, dirlife.Diges
 
 func content(n string) dirlife.Files { return dirlife.Files{"a": []byte(n)} }
 
+// faultyWithOne returns newFaulty's Publisher on a new Root, and its Root,
+// once key 1 is published with content("1"), and that publication's
+// Record.
+func faultyWithOne(t *testing.T) (string, *testPublisher, *faultDisk, publish.Record[int64, dirlife.Digest, int]) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "root")
+	p, disk := newFaulty(t, root, publish.Options[int64, dirlife.Digest, int]{})
+	rec, err := p.Publish(context.Background(), 1, content("1"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, p, disk, rec
+}
+
 // A write that fails after it made the directory (one it published but
 // could not sync) loses nothing: the new directory, of a new key or a
 // changed content of the current one, is removed, and the current record
 // and its directory stay as they were; the current directory is never
 // written again.
 func TestWriteFailingAfterPublication(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "root")
-	p, disk := newFaulty(t, root, publish.Options[int64, dirlife.Digest, int]{})
+	root, p, disk, rec := faultyWithOne(t)
 	ctx := context.Background()
-	rec, err := p.Publish(ctx, 1, content("1"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	errSync := errors.New("sync failed after publication")
 	var writes int
 	disk.set(func(d *faultDisk) {
@@ -127,13 +136,8 @@ func TestWriteFailingAfterPublication(t *testing.T) {
 // the Publisher's (a staging leftover) has it removed by the failed
 // Publish's own removal pass, not left for a later one.
 func TestFailedWriteLeftoverIsRemoved(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "root")
-	p, disk := newFaulty(t, root, publish.Options[int64, dirlife.Digest, int]{})
+	root, p, disk, rec := faultyWithOne(t)
 	ctx := context.Background()
-	rec, err := p.Publish(ctx, 1, content("1"), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	errDisk := errors.New("disk full")
 	disk.set(func(d *faultDisk) {
 		d.write = func(string, dirlife.Files) (string, error) {
