@@ -9,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"testing"
 	"testing/fstest"
 
 	"leasekit.dev/dirlife/internal/names"
@@ -220,24 +219,6 @@ var streamKinds = []streamKind{
 	{"copy", false, func(l Layout[int64], id int64, tree Tree, opts StreamOptions) (Written, error) {
 		return l.CopyFS(context.Background(), id, treeFS(tree), opts)
 	}},
-}
-
-// writeArtifact writes artifact as ID 5 with k on a new Layout, for a
-// test that then writes that content again: it returns the Layout, what
-// the write reported, and the directory's FileInfo, to tell whether a
-// later write replaced it.
-func writeArtifact(t *testing.T, k streamKind) (Layout[int64], Written, fs.FileInfo) {
-	t.Helper()
-	l := genLayout(t)
-	first, err := k.write(l, 5, artifact, StreamOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before, err := os.Stat(l.Dir(5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l, first, before
 }
 
 // kindsFor returns the streamKinds that can write tree.

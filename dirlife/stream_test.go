@@ -202,6 +202,24 @@ func TestDigestDifferential(t *testing.T) {
 	}
 }
 
+// writeArtifact writes artifact as ID 5 with k on a new Layout, for a
+// test that then writes that content again: it returns the Layout, what
+// the write reported, and the directory's FileInfo, to tell whether a
+// later write replaced it.
+func writeArtifact(t *testing.T, k streamKind) (Layout[int64], Written, fs.FileInfo) {
+	t.Helper()
+	l := genLayout(t)
+	first, err := k.write(l, 5, artifact, StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(l.Dir(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, first, before
+}
+
 // TestStreamUnchangedDiscards: a streamed write whose content has the
 // digest given as Current publishes nothing, and leaves the directory
 // (the same inode) and Root as they were, syncing and renaming nothing;
