@@ -517,17 +517,35 @@ func TestVerifyStampIsOfTheBytesRead(t *testing.T) {
 	// The walk stats gen-1/sub's files through its descriptor of the
 	// directory. Once it hashes sub/a1, gen-1/sub is swapped for the good
 	// copy; sub/c is opened only once a hasher of an a file is done, so
-	// after the swap, and once it is open, the swap is undone.
+	// after the swap, and once it is open, the swap is undone. A swap is
+	// two renames, between which gen-1/sub is absent, so each waits until
+	// no hasher can open a file across it: the first until the other
+	// files of the first hashers' wave are open (the hook runs once its
+	// file is), the second until every a file is.
+	hashers := min(runtime.GOMAXPROCS(0), maxHashers)
+	opened := map[string]chan struct{}{}
+	for i := range maxHashers {
+		opened["gen-1/sub/a"+string(rune('1'+i))] = make(chan struct{})
+	}
 	swapped := make(chan struct{})
-	var once sync.Once
 	l.faults = func(step, name string) error {
 		if step != stepHash {
 			return nil
 		}
+		if ch, ok := opened[name]; ok {
+			close(ch)
+		}
 		switch {
 		case name == "gen-1/sub/a1":
-			once.Do(func() { swap(held, good); close(swapped) })
+			for i := 1; i < hashers; i++ {
+				<-opened["gen-1/sub/a"+string(rune('1'+i))]
+			}
+			swap(held, good)
+			close(swapped)
 		case name == "gen-1/sub/c":
+			for _, ch := range opened {
+				<-ch
+			}
 			swap(good, held)
 		case strings.HasPrefix(name, "gen-1/sub/a"):
 			<-swapped
