@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -95,7 +96,7 @@ func TestAdoptCrash(t *testing.T) {
 			}
 			key, _ := strconv.ParseInt(m[0], 10, 64)
 			v, _ := strconv.Atoi(m[1])
-			if want := crashFiles(key, v); key != d.Identity.Key || !sameContent(files, want) {
+			if want := crashFiles(key, v); key != d.Identity.Key || !maps.EqualFunc(files, want, bytes.Equal) {
 				t.Fatalf("kill %d: kept %s is not a complete version (%d files, manifest %q)", i, d.Name, len(files), files["MANIFEST"])
 			}
 			if got := publish.DigestFiles(files); got != d.Identity.Digest {
@@ -131,16 +132,4 @@ func TestAdoptCrash(t *testing.T) {
 	if keptAny == 0 {
 		t.Error("no kill left a directory to keep")
 	}
-}
-
-func sameContent(a, b dirlife.Files) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for n, d := range a {
-		if e, ok := b[n]; !ok || !bytes.Equal(d, e) {
-			return false
-		}
-	}
-	return true
 }
