@@ -3,14 +3,14 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"leasekit.dev/internal/baseline"
+	"leasekit.dev/internal/testkit/cputime"
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
@@ -24,15 +24,7 @@ var kernelComponents = []int{0, 1, 10, 20}
 func writeDir(t testing.TB, files map[string][]byte) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dirtree.MustWrite(t, dir, files)
 	return dir
 }
 
@@ -174,7 +166,7 @@ func TestNaiveKernelMatches(t *testing.T) {
 // reportCPU reports the process's CPU time per operation, as cpu-ns/op,
 // for a benchmark that called it with the loop's start.
 func reportCPU(b *testing.B, start time.Duration) {
-	if end, ok := processCPU(); ok && b.N > 0 {
+	if end, ok := cputime.Process(); ok && b.N > 0 {
 		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 	}
 }
@@ -193,7 +185,7 @@ func BenchmarkBuildPlatform(b *testing.B) {
 	b.Run("catalogs=20/impl=leasekit", func(b *testing.B) {
 		k := kernel.New()
 		b.ReportAllocs()
-		start, _ := processCPU()
+		start, _ := cputime.Process()
 		for b.Loop() {
 			if _, err := k.BuildPlatform(ctx, dir); err != nil {
 				b.Fatal(err)
@@ -203,7 +195,7 @@ func BenchmarkBuildPlatform(b *testing.B) {
 	})
 	b.Run("catalogs=20/impl=naive", func(b *testing.B) {
 		b.ReportAllocs()
-		start, _ := processCPU()
+		start, _ := cputime.Process()
 		for b.Loop() {
 			if _, err := (baseline.NaiveKernel{}).BuildPlatform(ctx, dir); err != nil {
 				b.Fatal(err)
@@ -226,7 +218,7 @@ func BenchmarkRender(b *testing.B) {
 			k := kernel.New()
 			in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Dir: inst}}
 			b.ReportAllocs()
-			start, _ := processCPU()
+			start, _ := cputime.Process()
 			for b.Loop() {
 				if _, err := k.Render(ctx, in); err != nil {
 					b.Fatal(err)
@@ -244,7 +236,7 @@ func BenchmarkRender(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
-			start, _ := processCPU()
+			start, _ := cputime.Process()
 			for b.Loop() {
 				if _, err := k.Render(ctx, in); err != nil {
 					b.Fatal(err)
@@ -254,7 +246,7 @@ func BenchmarkRender(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("components=%d/impl=naive", n), func(b *testing.B) {
 			b.ReportAllocs()
-			start, _ := processCPU()
+			start, _ := cputime.Process()
 			for b.Loop() {
 				if _, _, err := (baseline.NaiveKernel{}).Render(ctx, np, inst); err != nil {
 					b.Fatal(err)

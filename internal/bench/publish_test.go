@@ -11,6 +11,7 @@ import (
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/internal/baseline"
+	"leasekit.dev/internal/testkit/cputime"
 	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/publish"
@@ -27,7 +28,7 @@ func BenchmarkRepublishOneCatalog(b *testing.B) {
 	b.Run("impl=leasekit", func(b *testing.B) {
 		p := bootedPlatform(b, files)
 		b.ReportAllocs()
-		start, _ := processCPU()
+		start, _ := cputime.Process()
 		for b.Loop() {
 			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
 				b.Fatal(err)
@@ -46,7 +47,7 @@ func BenchmarkRepublishOneCatalog(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
-		start, _ := processCPU()
+		start, _ := cputime.Process()
 		for b.Loop() {
 			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
 				b.Fatal(err)
@@ -60,7 +61,7 @@ func BenchmarkRepublishOneCatalog(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
-		start, _ := processCPU()
+		start, _ := cputime.Process()
 		for b.Loop() {
 			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
 				b.Fatal(err)
