@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,6 +16,13 @@ import (
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 )
+
+// TestMain serves as a kernel worker when the Workers of a benchmark
+// start this binary as one.
+func TestMain(m *testing.M) {
+	isolate.Main()
+	os.Exit(m.Run())
+}
 
 // kernelComponents are the instance sizes the render benchmarks measure.
 var kernelComponents = []int{0, 1, 10, 20}
