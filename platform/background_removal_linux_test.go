@@ -14,7 +14,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 )
 
 // A superseded generation whose removal fails in the layout's background
@@ -42,13 +44,13 @@ func TestRunRetriesBackgroundRemovalFailure(t *testing.T) {
 		ran := make(chan error, 1)
 		go func() { ran <- p.Run(ctx) }()
 
-		rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+		rec, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		mountTmpfsIn(t, rec.Dir, root)
 
-		if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
+		if _, err := p.Publish(ctx, 2, moduletest.Variant(1), 0); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -95,7 +97,7 @@ func TestRunRetriesBackgroundFailureOfForget(t *testing.T) {
 		defer cancel()
 		ran := make(chan error, 1)
 		go func() { ran <- p.Run(ctx) }()
-		rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+		rec, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +112,7 @@ func TestRunRetriesBackgroundFailureOfForget(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if got := strayEntries(t, root); len(got) != 0 || len(generations(t, p)) != 0 {
-			t.Fatalf("after the retry, Root holds %v", rootEntries(t, root))
+			t.Fatalf("after the retry, Root holds %v", dirtree.MustNames(t, root))
 		}
 		cancel()
 		if err := <-ran; err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 )
@@ -25,7 +26,7 @@ import (
 func published(t *testing.T, opts platform.PublisherOptions) *platform.Publisher {
 	t.Helper()
 	p := newBooted(t, opts)
-	if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), kernel.SkewWarn); err != nil {
+	if _, err := p.Publish(context.Background(), 1, moduletest.Variant(0), kernel.SkewWarn); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -300,13 +301,13 @@ func TestMemoHitIsACopy(t *testing.T) {
 // next one changes nothing the render reads: the generation's reclaim
 // drops nothing, and the next render hits.
 func TestMemoEntriesOutliveTheirGeneration(t *testing.T) {
-	p := published(t, platform.PublisherOptions{}) // generation 1: moduleFiles(t, 0)
+	p := published(t, platform.PublisherOptions{}) // generation 1: moduletest.Variant(0)
 	ctx := context.Background()
 	want, _, err := p.Render(ctx, renderInstance(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := moduleFiles(t, 0)
+	files := moduletest.Variant(0)
 	files["extra.cue"] = []byte("package platform\n\n_unread: 1\n") // a change the render does not read
 	if _, err := p.Publish(ctx, 2, files, kernel.SkewWarn); err != nil {
 		t.Fatal(err)
@@ -486,7 +487,7 @@ func TestRenderLeased(t *testing.T) {
 	if k, kerr := p.Key(ctx, rec, renderInstance(t)); err != nil || kerr != nil || k != wantKey {
 		t.Fatalf("RenderLeased: %v, key %v; Key %v, %v", err, wantKey, k, kerr)
 	}
-	if _, err := p.Publish(ctx, 2, moduleFiles(t, 2), kernel.SkewWarn); err != nil {
+	if _, err := p.Publish(ctx, 2, moduletest.Variant(2), kernel.SkewWarn); err != nil {
 		t.Fatal(err)
 	}
 	got, key, err := p.RenderLeased(ctx, rec, renderInstance(t))
