@@ -39,16 +39,7 @@ func TestRunRetriesBackgroundRemovalFailure(t *testing.T) {
 			},
 		})
 		root := p.Layout().Root
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		ran := make(chan error, 1)
-		go func() { ran <- p.Run(ctx) }()
-
-		rec, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mountTmpfsIn(t, rec.Dir, root)
+		ctx, stop := runWithGenerationMounted(t, p)
 
 		if _, err := p.Publish(ctx, 2, moduletest.Variant(1), 0); err != nil {
 			t.Fatal(err)
@@ -78,10 +69,7 @@ func TestRunRetriesBackgroundRemovalFailure(t *testing.T) {
 		if st := p.Stats(); st.LastError != nil {
 			t.Fatalf("after the retry succeeded, Stats().LastError = %v", st.LastError)
 		}
-		cancel()
-		if err := <-ran; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 	})
 }
 
@@ -93,15 +81,7 @@ func TestRunRetriesBackgroundFailureOfForget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newBooted(t, platform.PublisherOptions{RetryMin: time.Second, RetryMax: time.Second})
 		root := p.Layout().Root
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		ran := make(chan error, 1)
-		go func() { ran <- p.Run(ctx) }()
-		rec, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mountTmpfsIn(t, rec.Dir, root)
+		_, stop := runWithGenerationMounted(t, p)
 
 		p.Forget()
 		synctest.Wait()
@@ -114,11 +94,31 @@ func TestRunRetriesBackgroundFailureOfForget(t *testing.T) {
 		if got := strayEntries(t, root); len(got) != 0 || len(generations(t, p)) != 0 {
 			t.Fatalf("after the retry, Root holds %v", dirtree.MustNames(t, root))
 		}
+		stop()
+	})
+}
+
+// runWithGenerationMounted starts p.Run, publishes generation 1 and mounts
+// a tmpfs inside its directory, so that its removal fails. stop ends Run
+// and fails t on Run's error; Run also ends when the test does.
+func runWithGenerationMounted(t *testing.T, p *platform.Publisher) (ctx context.Context, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx) }()
+	rec, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mountTmpfsIn(t, rec.Dir, p.Layout().Root)
+	return ctx, func() {
+		t.Helper()
 		cancel()
 		if err := <-ran; err != nil {
 			t.Fatal(err)
 		}
-	})
+	}
 }
 
 // unmountUnder detaches every mount under root: a prune moves a mount
