@@ -17,6 +17,7 @@ require (
 	k8s.io/client-go v0.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	leasekit.dev/dirlife v0.0.0-00010101000000-000000000000
+	leasekit.dev/internal/testkit v0.0.0-00010101000000-000000000000
 	leasekit.dev/platform v0.0.0-00010101000000-000000000000
 	leasekit.dev/publish v0.0.0-00010101000000-000000000000
 	pgregory.net/rapid v1.3.0

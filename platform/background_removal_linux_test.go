@@ -14,7 +14,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 )
 
 // A superseded generation whose removal fails in the layout's background
@@ -37,18 +39,9 @@ func TestRunRetriesBackgroundRemovalFailure(t *testing.T) {
 			},
 		})
 		root := p.Layout().Root
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		ran := make(chan error, 1)
-		go func() { ran <- p.Run(ctx) }()
+		ctx, stop := runWithGenerationMounted(t, p)
 
-		rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mountTmpfsIn(t, rec.Dir, root)
-
-		if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
+		if _, err := p.Publish(ctx, 2, moduletest.Variant(1), 0); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -76,10 +69,7 @@ func TestRunRetriesBackgroundRemovalFailure(t *testing.T) {
 		if st := p.Stats(); st.LastError != nil {
 			t.Fatalf("after the retry succeeded, Stats().LastError = %v", st.LastError)
 		}
-		cancel()
-		if err := <-ran; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 	})
 }
 
@@ -91,15 +81,7 @@ func TestRunRetriesBackgroundFailureOfForget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := newBooted(t, platform.PublisherOptions{RetryMin: time.Second, RetryMax: time.Second})
 		root := p.Layout().Root
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		ran := make(chan error, 1)
-		go func() { ran <- p.Run(ctx) }()
-		rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mountTmpfsIn(t, rec.Dir, root)
+		_, stop := runWithGenerationMounted(t, p)
 
 		p.Forget()
 		synctest.Wait()
@@ -110,13 +92,33 @@ func TestRunRetriesBackgroundFailureOfForget(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		if got := strayEntries(t, root); len(got) != 0 || len(generations(t, p)) != 0 {
-			t.Fatalf("after the retry, Root holds %v", rootEntries(t, root))
+			t.Fatalf("after the retry, Root holds %v", dirtree.MustNames(t, root))
 		}
+		stop()
+	})
+}
+
+// runWithGenerationMounted starts p.Run, publishes generation 1 and mounts
+// a tmpfs inside its directory, so that its removal fails. stop ends Run
+// and fails t on Run's error; Run also ends when the test does.
+func runWithGenerationMounted(t *testing.T, p *platform.Publisher) (ctx context.Context, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(ctx) }()
+	rec, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mountTmpfsIn(t, rec.Dir, p.Layout().Root)
+	return ctx, func() {
+		t.Helper()
 		cancel()
 		if err := <-ran; err != nil {
 			t.Fatal(err)
 		}
-	})
+	}
 }
 
 // unmountUnder detaches every mount under root: a prune moves a mount

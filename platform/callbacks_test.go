@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/publish"
 )
 
@@ -23,7 +24,7 @@ func TestCallbacksRunOutsideLocks(t *testing.T) {
 		var outcomes []publish.Outcome
 		var reclaimed []int64
 		var mu sync.Mutex
-		files := moduleFiles(t, 0)
+		files := moduletest.Variant(0)
 		p = newBooted(t, platform.PublisherOptions{
 			OnPublish: func(ev platform.PublishEvent) {
 				mu.Lock()
@@ -67,9 +68,9 @@ func TestLogger(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	p := newBooted(t, platform.PublisherOptions{Logger: log})
 	ctx := context.Background()
-	p.Publish(ctx, 1, moduleFiles(t, 0), 0)
-	p.Publish(ctx, 2, moduleFiles(t, 1), 0)
-	p.Publish(ctx, 1, moduleFiles(t, 1), 0)
+	p.Publish(ctx, 1, moduletest.Variant(0), 0)
+	p.Publish(ctx, 2, moduletest.Variant(1), 0)
+	p.Publish(ctx, 1, moduletest.Variant(1), 0)
 	for _, want := range []string{
 		"outcome=published", "key=2", "identity=2@sha256:", "removed a directory",
 		// A stale publish is expected: Info, in the words of the caller's error.

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"leasekit.dev/internal/testkit/crash"
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 )
 
 const envCrashChild = "PLATFORM_TEST_CRASH_CHILD" // Root; the child publishes until killed
@@ -31,7 +33,7 @@ func TestCrashChild(t *testing.T) {
 	var release func()
 	for i := 0; ; i++ {
 		gen := int64(1 + i/2)
-		if _, err := p.Publish(ctx, gen, moduleFiles(t, i%4), 0); err != nil {
+		if _, err := p.Publish(ctx, gen, moduletest.Variant(i%4), 0); err != nil {
 			t.Fatal(err)
 		}
 		crash.Ready()
@@ -61,7 +63,7 @@ func TestCrash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	variants := make([]map[string][]byte, 4)
 	for v := range variants {
-		variants[v] = moduleFiles(t, v)
+		variants[v] = moduletest.Variant(v)
 	}
 	var dirsChecked int
 	for i := range kills {
@@ -94,17 +96,17 @@ func TestCrash(t *testing.T) {
 		if err := (platform.Layout{Root: root}).Prune(gens...); err != nil {
 			t.Fatalf("kill %d: Prune(%v): %v", i, gens, err)
 		}
-		if got := rootEntries(t, root); !slices.Equal(got, want) {
+		if got := dirtree.MustNames(t, root); !slices.Equal(got, want) {
 			t.Fatalf("kill %d: right after Prune(%v), Root holds %v, want %v", i, gens, got, want)
 		}
 		if err := p.Boot(); err != nil {
 			t.Fatalf("kill %d: Boot: %v", i, err)
 		}
-		if got := rootEntries(t, root); len(got) != 0 {
+		if got := dirtree.MustNames(t, root); len(got) != 0 {
 			t.Fatalf("kill %d: right after Boot, Root holds %v", i, got)
 		}
 		if stray := strayEntries(t, root); len(stray) != 0 || len(generations(t, p)) != 0 {
-			t.Fatalf("kill %d: after Boot, Root holds %v", i, rootEntries(t, root))
+			t.Fatalf("kill %d: after Boot, Root holds %v", i, dirtree.MustNames(t, root))
 		}
 		if _, err := p.Publish(context.Background(), 1, variants[i%4], 0); err != nil {
 			t.Fatalf("kill %d: publish after the crash: %v", i, err)

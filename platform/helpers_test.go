@@ -2,9 +2,7 @@ package platform_test
 
 import (
 	"bytes"
-	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,35 +11,16 @@ import (
 
 	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 )
-
-// moduleFiles is variant v of a small platform module: one or two catalogs
-// whose versions depend on v, so that variants differ byte for byte.
-func moduleFiles(t tb, v int) platformmodule.Files {
-	t.Helper()
-	in := platformmodule.Input{
-		Name: "acme",
-		Catalogs: []platformmodule.Catalog{
-			{Path: "example.com/catalogs/web@v1", Version: fmt.Sprintf("v1.%d.0", v), Kinds: []string{"Deployment", "Service"}},
-		},
-	}
-	if v%2 == 1 {
-		in.Catalogs = append(in.Catalogs, platformmodule.Catalog{Path: "example.com/catalogs/db@v2", Version: fmt.Sprintf("v2.0.%d", v), Kinds: []string{"Database"}})
-	}
-	files, err := platformmodule.Generate(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
 
 // brokenFiles is a module the kernel refuses: a syntax error when syntax is
 // true, else a value the platform schema rejects.
 func brokenFiles(t tb, syntax bool) platformmodule.Files {
 	t.Helper()
-	files := moduleFiles(t, 0)
+	files := moduletest.Variant(0)
 	if syntax {
 		files[platformmodule.PlatformFile] = append(bytes.Clone(files[platformmodule.PlatformFile]), "\nname: {\n"...)
 	} else {
@@ -72,20 +51,6 @@ func checkTree(t tb, dir string, want platformmodule.Files) {
 	}
 }
 
-// rootEntries lists the names in root.
-func rootEntries(t tb, root string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 // newBooted returns a booted Publisher over a fresh root, without syncing.
 func newBooted(t testing.TB, opts platform.PublisherOptions) *platform.Publisher {
 	t.Helper()
@@ -100,7 +65,7 @@ func newBooted(t testing.TB, opts platform.PublisherOptions) *platform.Publisher
 func generations(t tb, p *platform.Publisher) []int64 {
 	t.Helper()
 	var gens []int64
-	for _, name := range rootEntries(t, p.Layout().Root) {
+	for _, name := range dirtree.MustNames(t, p.Layout().Root) {
 		rest, ok := strings.CutPrefix(name, "gen-")
 		if !ok {
 			continue
@@ -124,16 +89,13 @@ func generations(t tb, p *platform.Publisher) []int64 {
 func genDirs(t tb, root string) []string {
 	t.Helper()
 	var dirs []string
-	for _, name := range rootEntries(t, root) {
+	for _, name := range dirtree.MustNames(t, root) {
 		if strings.HasPrefix(name, "gen-") {
 			dirs = append(dirs, filepath.Join(root, name))
 		}
 	}
 	return dirs
 }
-
-func osMkdirTemp() (string, error) { return os.MkdirTemp("", "platform-model-") }
-func osRemoveAll(dir string)       { _ = os.RemoveAll(dir) }
 
 // tb is what the helpers need of a *testing.T or a *rapid.T.
 type tb interface {
@@ -151,7 +113,7 @@ func strayEntries(t tb, root string) []string {
 		t.Fatalf("Settle: %v", err)
 	}
 	var stray []string
-	for _, name := range rootEntries(t, root) {
+	for _, name := range dirtree.MustNames(t, root) {
 		if !strings.HasPrefix(name, "gen-") {
 			stray = append(stray, name)
 		}

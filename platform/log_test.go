@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/publish"
 )
 
@@ -36,10 +37,10 @@ func TestStalePublishLoggedInTheCallersWords(t *testing.T) {
 	rec := &records{}
 	p := newBooted(t, platform.PublisherOptions{Logger: slog.New(rec)})
 	ctx := context.Background()
-	if _, err := p.Publish(ctx, 5, moduleFiles(t, 0), 0); err != nil {
+	if _, err := p.Publish(ctx, 5, moduletest.Variant(0), 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := p.Publish(ctx, 4, moduleFiles(t, 1), 0)
+	_, err := p.Publish(ctx, 4, moduletest.Variant(1), 0)
 	if _, ok := errors.AsType[*publish.StaleError[int64]](err); !ok || !strings.HasPrefix(err.Error(), "platform: ") {
 		t.Fatalf("Publish(4) = %v, want a *publish.StaleError[int64]", err)
 	}

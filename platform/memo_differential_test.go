@@ -16,7 +16,9 @@ import (
 
 	"pgregory.net/rapid"
 
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/publish"
 )
@@ -73,15 +75,7 @@ func writeInstance(t *rapid.T, dir string, files map[string][]byte) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dirtree.MustWrite(t, dir, files)
 }
 
 // sameError reports whether two renders' errors are the same: nil both,
@@ -137,11 +131,7 @@ func scribble(out kernel.RenderOutput) {
 func TestMemoDifferential(t *testing.T) {
 	var steps, hits, misses atomic.Int64
 	rapid.Check(t, func(t *rapid.T) {
-		tmp, err := osMkdirTemp()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer osRemoveAll(tmp)
+		tmp := dirtree.TempDir(t)
 		limits := kernel.Limits{}
 		if rapid.Bool().Draw(t, "smallLimits") {
 			limits.MaxComponents = 3
@@ -249,7 +239,7 @@ func TestMemoDifferential(t *testing.T) {
 				if gen == 0 || rapid.Bool().Draw(t, "newGeneration") {
 					gen++
 				}
-				files := moduleFiles(t, rapid.IntRange(0, 3).Draw(t, "variant"))
+				files := moduletest.Variant(rapid.IntRange(0, 3).Draw(t, "variant"))
 				skew := rapid.SampledFrom([]kernel.SkewPolicy{kernel.SkewWarn, kernel.SkewRefuse}).Draw(t, "skew")
 				if _, err := p.Publish(ctx, gen, files, skew); err != nil {
 					t.Fatalf("Publish(%d): %v", gen, err)

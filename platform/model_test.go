@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 	"leasekit.dev/publish"
@@ -38,7 +40,7 @@ type modelLease struct {
 // exactly the current generation.
 func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		root := filepath.Join(tempDir(t), "platform")
+		root := filepath.Join(dirtree.TempDir(t), "platform")
 		ctx := context.Background()
 		newPublisher := func() *platform.Publisher {
 			p := platform.NewPublisher(root, platform.PublisherOptions{NoSync: true})
@@ -75,7 +77,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 		t.Repeat(map[string]func(*rapid.T){
 			"publish new generation": func(t *rapid.T) {
 				gen := cur + rapid.Int64Range(1, 2).Draw(t, "step")
-				files := moduleFiles(t, rapid.IntRange(0, 3).Draw(t, "variant"))
+				files := moduletest.Variant(rapid.IntRange(0, 3).Draw(t, "variant"))
 				skew := kernel.SkewPolicy(rapid.IntRange(0, 1).Draw(t, "skew"))
 				rec, err := publishGen(gen, files, skew, ctx)
 				if err != nil {
@@ -108,7 +110,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				if cur == 0 {
 					t.Skip("nothing held")
 				}
-				files := moduleFiles(t, rapid.IntRange(0, 3).Draw(t, "variant"))
+				files := moduletest.Variant(rapid.IntRange(0, 3).Draw(t, "variant"))
 				if sameFiles(files, curFiles) {
 					t.Skip("same files")
 				}
@@ -131,7 +133,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 					t.Skip("no older generation")
 				}
 				gen := rapid.Int64Range(1, cur-1).Draw(t, "gen")
-				_, err := publishGen(gen, moduleFiles(t, 0), 0, ctx)
+				_, err := publishGen(gen, moduletest.Variant(0), 0, ctx)
 				var se *publish.StaleError[int64]
 				if !errors.As(err, &se) || !errors.Is(err, publish.ErrStale) || se.Key != gen || se.Current != cur {
 					t.Fatalf("Publish(%d) with %d current: %v, want a StaleError", gen, cur, err)
@@ -209,7 +211,7 @@ func TestModelLeasedGenerationIsNeverPrunedOrChanged(t *testing.T) {
 				}
 				p = newPublisher()
 				if got := strayEntries(t, root); len(got) != 0 || len(generations(t, p)) != 0 {
-					t.Fatalf("after Boot, Root holds %v", rootEntries(t, root))
+					t.Fatalf("after Boot, Root holds %v", dirtree.MustNames(t, root))
 				}
 				cur, curFiles, curDir = 0, nil, ""
 				leases = nil
@@ -262,15 +264,4 @@ func inGeneration(rec platform.Generated, root string) bool {
 	name := filepath.Base(rec.Dir)
 	suffix, ok := strings.CutPrefix(name, plain+"-")
 	return name == plain || ok && len(suffix) >= 12 && strings.HasPrefix(rec.Identity.Digest.String(), suffix)
-}
-
-// tempDir is a temporary directory removed when the test ends; rapid.T
-// has no TempDir of its own.
-func tempDir(t *rapid.T) string {
-	dir, err := osMkdirTemp()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { osRemoveAll(dir) })
-	return dir
 }

@@ -12,6 +12,7 @@ import (
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 	"leasekit.dev/publish"
@@ -23,7 +24,7 @@ func TestNotBootedIsRefused(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "platform")
 	p := platform.NewPublisher(root, platform.PublisherOptions{NoSync: true})
 	ctx := context.Background()
-	if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); !errors.Is(err, platform.ErrNotBooted) {
+	if _, err := p.Publish(ctx, 1, moduletest.Variant(0), 0); !errors.Is(err, platform.ErrNotBooted) {
 		t.Errorf("Publish before Boot: %v", err)
 	}
 	if _, _, err := p.Render(ctx, renderInstance(t)); !errors.Is(err, platform.ErrNotBooted) {
@@ -48,7 +49,7 @@ func TestBootEmptiesRootOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for g := int64(1); g <= 3; g++ {
-		if _, err := old.Publish(context.Background(), g, moduleFiles(t, int(g)), 0); err != nil {
+		if _, err := old.Publish(context.Background(), g, moduletest.Variant(int(g)), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +60,7 @@ func TestBootEmptiesRootOnce(t *testing.T) {
 	if g := generations(t, p); len(g) != 0 {
 		t.Fatalf("after Boot, Generations() = %v", g)
 	}
-	if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+	if _, err := p.Publish(context.Background(), 1, moduletest.Variant(0), 0); err != nil {
 		t.Fatal(err)
 	}
 	_, release, _ := p.Store().Lease()
@@ -67,7 +68,7 @@ func TestBootEmptiesRootOnce(t *testing.T) {
 	if err := p.Boot(); err != nil {
 		t.Fatal(err)
 	}
-	checkTree(t, p.Layout().Dir(1), moduleFiles(t, 0))
+	checkTree(t, p.Layout().Dir(1), moduletest.Variant(0))
 }
 
 // Boot refuses a Root the layout never claimed, deleting nothing.
@@ -85,7 +86,7 @@ func TestBootRefusesForeignRoot(t *testing.T) {
 	if data, err := os.ReadFile(precious); err != nil || string(data) != "five years" {
 		t.Fatalf("Boot touched a foreign file: %q, %v", data, err)
 	}
-	if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); !errors.Is(err, platform.ErrNotBooted) {
+	if _, err := p.Publish(context.Background(), 1, moduletest.Variant(0), 0); !errors.Is(err, platform.ErrNotBooted) {
 		t.Fatalf("Publish after a failed Boot: %v, want ErrNotBooted", err)
 	}
 }
@@ -94,7 +95,7 @@ func TestBootRefusesForeignRoot(t *testing.T) {
 func TestPublishRefusals(t *testing.T) {
 	p := newBooted(t, platform.PublisherOptions{})
 	ctx := context.Background()
-	rec, err := p.Publish(ctx, 5, moduleFiles(t, 0), 0)
+	rec, err := p.Publish(ctx, 5, moduletest.Variant(0), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,10 +107,10 @@ func TestPublishRefusals(t *testing.T) {
 		if g := generations(t, p); !slices.Equal(g, []int64{5}) {
 			t.Fatalf("Generations() = %v, want [5]", g)
 		}
-		checkTree(t, rec.Dir, moduleFiles(t, 0))
+		checkTree(t, rec.Dir, moduletest.Variant(0))
 	}
 	for _, g := range []int64{0, -1} {
-		_, err := p.Publish(ctx, g, moduleFiles(t, 1), 0)
+		_, err := p.Publish(ctx, g, moduletest.Variant(1), 0)
 		var ge *platform.GenerationError
 		if !errors.As(err, &ge) || ge.Generation != g {
 			t.Errorf("Publish(%d): %v, want a GenerationError naming it", g, err)
@@ -122,13 +123,13 @@ func TestPublishRefusals(t *testing.T) {
 		}
 		unchanged(t)
 	}
-	_, err = p.Publish(ctx, 4, moduleFiles(t, 1), 0)
+	_, err = p.Publish(ctx, 4, moduletest.Variant(1), 0)
 	var se *publish.StaleError[int64]
 	if !errors.As(err, &se) || se.Key != 4 || se.Current != 5 || !errors.Is(err, publish.ErrStale) {
 		t.Errorf("Publish(4) with 5 current: %v, want a StaleError", err)
 	}
 	unchanged(t)
-	bad := moduleFiles(t, 1)
+	bad := moduletest.Variant(1)
 	bad["/etc/passwd"] = []byte("x")
 	_, err = p.Publish(ctx, 6, bad, 0)
 	var ne *dirlife.NameError
@@ -147,7 +148,7 @@ func TestFailedBuildOfNewGenerationKeepsCurrent(t *testing.T) {
 	for _, syntax := range []bool{true, false} {
 		p := newBooted(t, platform.PublisherOptions{})
 		ctx := context.Background()
-		rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+		rec, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,12 +166,12 @@ func TestFailedBuildOfNewGenerationKeepsCurrent(t *testing.T) {
 		if stray := strayEntries(t, p.Layout().Root); len(stray) != 0 {
 			t.Fatalf("a failed build left %v", stray)
 		}
-		checkTree(t, rec.Dir, moduleFiles(t, 0))
+		checkTree(t, rec.Dir, moduletest.Variant(0))
 		if st := p.Stats(); st.FailedBuilds != 1 || st.LastError == nil {
 			t.Fatalf("stats %+v", st)
 		}
 		// The next good generation still publishes.
-		if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
+		if _, err := p.Publish(ctx, 2, moduletest.Variant(1), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,7 +182,7 @@ func TestFailedBuildOfNewGenerationKeepsCurrent(t *testing.T) {
 func TestFailedRewriteRestoresOldFiles(t *testing.T) {
 	p := newBooted(t, platform.PublisherOptions{})
 	ctx := context.Background()
-	rec, err := p.Publish(ctx, 3, moduleFiles(t, 0), kernel.SkewRefuse)
+	rec, err := p.Publish(ctx, 3, moduletest.Variant(0), kernel.SkewRefuse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestFailedRewriteRestoresOldFiles(t *testing.T) {
 	if _, ok := errors.AsType[*kernel.Error](err); !ok {
 		t.Fatalf("rewrite with a broken module: %v, want a kernel.Error", err)
 	}
-	checkTree(t, rec.Dir, moduleFiles(t, 0))
+	checkTree(t, rec.Dir, moduletest.Variant(0))
 	if got, ok := p.Store().Generated(); !ok || got != rec {
 		t.Fatalf("after a failed rewrite the store holds %+v, %v; want %+v", got, ok, rec)
 	}
@@ -197,7 +198,7 @@ func TestFailedRewriteRestoresOldFiles(t *testing.T) {
 		t.Fatalf("render after a failed rewrite: %+v, %v", out, err)
 	}
 	// The restored files are the published ones: re-publishing them is free.
-	if _, err := p.Publish(ctx, 3, moduleFiles(t, 0), kernel.SkewRefuse); err != nil {
+	if _, err := p.Publish(ctx, 3, moduletest.Variant(0), kernel.SkewRefuse); err != nil {
 		t.Fatal(err)
 	}
 	if st := p.Stats(); st.Unchanged != 1 || st.FailedBuilds != 1 || st.Publishes != 1 {
@@ -211,12 +212,12 @@ func TestIdenticalRepublishIsFree(t *testing.T) {
 	var events []platform.PublishEvent
 	p := newBooted(t, platform.PublisherOptions{OnPublish: func(ev platform.PublishEvent) { events = append(events, ev) }})
 	ctx := context.Background()
-	files := moduleFiles(t, 0)
+	files := moduletest.Variant(0)
 	rec, err := p.Publish(ctx, 1, files, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	again, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
 	if err != nil || again != rec {
 		t.Fatalf("identical re-publish = %+v, %v; want %+v", again, err, rec)
 	}
@@ -225,7 +226,7 @@ func TestIdenticalRepublishIsFree(t *testing.T) {
 	}
 
 	// A new skew with the same files changes the record, not the disk.
-	skewed, err := p.Publish(ctx, 1, moduleFiles(t, 0), kernel.SkewRefuse)
+	skewed, err := p.Publish(ctx, 1, moduletest.Variant(0), kernel.SkewRefuse)
 	if err != nil || skewed.Skew != kernel.SkewRefuse || skewed.Platform != rec.Platform {
 		t.Fatalf("re-publish with a new skew = %+v, %v", skewed, err)
 	}
@@ -257,7 +258,7 @@ func TestRender(t *testing.T) {
 		t.Fatalf("Render with nothing published: %v, want ErrNotReady", err)
 	}
 	// The instance requires web v1.0.0; variant 0 carries exactly that.
-	if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), kernel.SkewRefuse); err != nil {
+	if _, err := p.Publish(ctx, 1, moduletest.Variant(0), kernel.SkewRefuse); err != nil {
 		t.Fatal(err)
 	}
 	out, rec, err := p.Render(ctx, renderInstance(t))
@@ -275,7 +276,7 @@ func TestRender(t *testing.T) {
 	if _, _, err := p.Render(ctx, newer); !errors.As(err, new(*kernel.SkewError)) {
 		t.Fatalf("skewed render under SkewRefuse: %v, want a SkewError", err)
 	}
-	if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), kernel.SkewWarn); err != nil {
+	if _, err := p.Publish(ctx, 1, moduletest.Variant(0), kernel.SkewWarn); err != nil {
 		t.Fatal(err)
 	}
 	if out, _, err := p.Render(ctx, newer); err != nil || len(out.Diagnostics) != 1 {
@@ -287,14 +288,14 @@ func TestRender(t *testing.T) {
 func TestCancelledContextWritesNothing(t *testing.T) {
 	var events []platform.PublishEvent
 	p := newBooted(t, platform.PublisherOptions{OnPublish: func(ev platform.PublishEvent) { events = append(events, ev) }})
-	rec, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0)
+	rec, err := p.Publish(context.Background(), 1, moduletest.Variant(0), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, gen := range []int64{2, 1} { // a new generation; a changed current one
-		if _, err := p.Publish(ctx, gen, moduleFiles(t, 1), 0); !errors.Is(err, context.Canceled) {
+		if _, err := p.Publish(ctx, gen, moduletest.Variant(1), 0); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Publish(%d) with a cancelled context: %v", gen, err)
 		}
 		if ev := events[len(events)-1]; ev.Outcome != publish.Failed || ev.Timings.Write != 0 {
@@ -306,10 +307,10 @@ func TestCancelledContextWritesNothing(t *testing.T) {
 		if g := generations(t, p); !slices.Equal(g, []int64{1}) {
 			t.Fatalf("Generations() = %v", g)
 		}
-		checkTree(t, rec.Dir, moduleFiles(t, 0))
+		checkTree(t, rec.Dir, moduletest.Variant(0))
 	}
 	// An identical re-publish needs no context time: it still answers.
-	if got, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil || got != rec {
+	if got, err := p.Publish(ctx, 1, moduletest.Variant(0), 0); err != nil || got != rec {
 		t.Fatalf("identical re-publish with a cancelled context: %+v, %v", got, err)
 	}
 }
@@ -320,7 +321,7 @@ func TestZeroPublisherPanics(t *testing.T) {
 	var p platform.Publisher
 	for name, f := range map[string]func(){
 		"Boot":    func() { p.Boot() },
-		"Publish": func() { p.Publish(context.Background(), 1, moduleFiles(t, 0), 0) },
+		"Publish": func() { p.Publish(context.Background(), 1, moduletest.Variant(0), 0) },
 		"Forget":  func() { p.Forget() },
 		"Store":   func() { p.Store() },
 		"Stats":   func() { p.Stats() },

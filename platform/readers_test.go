@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 )
 
 // TestConcurrentReadersSeeStableDirectories: readers lease, read the whole
@@ -32,7 +33,7 @@ func TestConcurrentReadersSeeStableDirectories(t *testing.T) {
 
 	variants := make([]map[string][]byte, 4)
 	for v := range variants {
-		variants[v] = moduleFiles(t, v)
+		variants[v] = moduletest.Variant(v)
 	}
 	variantOf := func(files map[string][]byte) int {
 		for v, want := range variants {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/publish"
 )
@@ -21,7 +22,7 @@ import (
 func warmKernel(t *testing.T) {
 	t.Helper()
 	p := newBooted(t, platform.PublisherOptions{})
-	if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+	if _, err := p.Publish(context.Background(), 1, moduletest.Variant(0), 0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -32,7 +33,7 @@ type publishResult struct {
 }
 
 func publishAsync(p *platform.Publisher, ctx context.Context, gen int64, v int, t *testing.T) <-chan publishResult {
-	files := moduleFiles(t, v)
+	files := moduletest.Variant(v)
 	done := make(chan publishResult, 1)
 	go func() {
 		rec, err := p.Publish(ctx, gen, files, 0)
@@ -49,7 +50,7 @@ func heldTurn(t *testing.T) (p *platform.Publisher, release func(), rewrite <-ch
 	t.Helper()
 	ev := &gatedBuild{Kernel: kernel.New(), gate: make(chan struct{})}
 	p = newBooted(t, platform.PublisherOptions{Evaluator: ev})
-	if _, err := p.Publish(context.Background(), 1, moduleFiles(t, 0), 0); err != nil {
+	if _, err := p.Publish(context.Background(), 1, moduletest.Variant(0), 0); err != nil {
 		t.Fatal(err)
 	}
 	ev.armed.Store(true)
@@ -85,29 +86,29 @@ func TestRewriteBesideLeasedGeneration(t *testing.T) {
 		OnReclaim: func(ev platform.ReclaimEvent) { reclaims = append(reclaims, ev) },
 	})
 	ctx := context.Background()
-	old, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	old, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, release1, _ := p.Store().Lease()
 	_, release2, _ := p.Store().Lease()
 
-	rec, err := p.Publish(ctx, 1, moduleFiles(t, 1), 0) // returns: nothing to wait for
+	rec, err := p.Publish(ctx, 1, moduletest.Variant(1), 0) // returns: nothing to wait for
 	if err != nil || rec.Generation != 1 || rec.Dir == old.Dir || rec.Identity == old.Identity {
 		t.Fatalf("rewrite of a leased generation = %+v, %v; want generation 1 in a directory beside %s", rec, err, old.Dir)
 	}
 	if got, _, ok := p.Store().Lease(); !ok || got != rec {
 		t.Fatalf("after the rewrite, Lease() = %+v, %v; want the new record", got, ok)
 	}
-	checkTree(t, old.Dir, moduleFiles(t, 0))
-	checkTree(t, rec.Dir, moduleFiles(t, 1))
+	checkTree(t, old.Dir, moduletest.Variant(0))
+	checkTree(t, rec.Dir, moduletest.Variant(1))
 	if n := len(events); n != 2 || events[1].Outcome != publish.Changed || events[1].Identity != rec.Identity {
 		t.Fatalf("events = %+v, want published then changed", events)
 	}
 
 	release1()
 	p.ReclaimNow()
-	checkTree(t, old.Dir, moduleFiles(t, 0)) // still leased once
+	checkTree(t, old.Dir, moduletest.Variant(0)) // still leased once
 	release2()
 	p.ReclaimNow()
 	if _, err := os.Lstat(old.Dir); !errors.Is(err, os.ErrNotExist) {
@@ -126,19 +127,19 @@ func TestRewriteBesideLeasedGeneration(t *testing.T) {
 func TestPublishOfForgottenLeasedGeneration(t *testing.T) {
 	p := newBooted(t, platform.PublisherOptions{})
 	ctx := context.Background()
-	old, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	old, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, release, _ := p.Store().Lease()
 	p.Forget()
-	checkTree(t, old.Dir, moduleFiles(t, 0))
-	rec, err := p.Publish(ctx, 1, moduleFiles(t, 1), 0)
+	checkTree(t, old.Dir, moduletest.Variant(0))
+	rec, err := p.Publish(ctx, 1, moduletest.Variant(1), 0)
 	if err != nil || rec.Dir == old.Dir {
 		t.Fatalf("publish over a leased forgotten generation = %+v, %v", rec, err)
 	}
-	checkTree(t, old.Dir, moduleFiles(t, 0))
-	checkTree(t, rec.Dir, moduleFiles(t, 1))
+	checkTree(t, old.Dir, moduletest.Variant(0))
+	checkTree(t, rec.Dir, moduletest.Variant(1))
 	release()
 	p.ReclaimNow()
 	if dirs := genDirs(t, p.Layout().Root); !slices.Equal(dirs, []string{rec.Dir}) {
@@ -157,11 +158,11 @@ func TestRunReclaimsOnRelease(t *testing.T) {
 		ran := make(chan error, 1)
 		go func() { ran <- p.Run(ctx) }()
 
-		if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
+		if _, err := p.Publish(ctx, 1, moduletest.Variant(0), 0); err != nil {
 			t.Fatal(err)
 		}
 		_, release, _ := p.Store().Lease()
-		if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
+		if _, err := p.Publish(ctx, 2, moduletest.Variant(1), 0); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -203,7 +204,7 @@ func TestForgetRemovesAfterLastLease(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go p.Run(ctx)
-		if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
+		if _, err := p.Publish(ctx, 1, moduletest.Variant(0), 0); err != nil {
 			t.Fatal(err)
 		}
 		rec, release, _ := p.Store().Lease()
@@ -215,7 +216,7 @@ func TestForgetRemovesAfterLastLease(t *testing.T) {
 			t.Fatalf("Render after Forget: %v, want ErrNotReady", err)
 		}
 		synctest.Wait()
-		checkTree(t, rec.Dir, moduleFiles(t, 0))
+		checkTree(t, rec.Dir, moduletest.Variant(0))
 		release()
 		synctest.Wait()
 		if gens := generations(t, p); len(gens) != 0 {
@@ -237,7 +238,7 @@ func TestRunTakesOverPruningWithoutPileUp(t *testing.T) {
 		go func() { ran <- p.Run(ctx) }()
 		synctest.Wait()
 		for gen := int64(1); gen <= 12; gen++ {
-			if _, err := p.Publish(ctx, gen, moduleFiles(t, int(gen)%4), 0); err != nil {
+			if _, err := p.Publish(ctx, gen, moduletest.Variant(int(gen)%4), 0); err != nil {
 				t.Fatal(err)
 			}
 			if gens := generations(t, p); len(gens) > 2 || gens[len(gens)-1] != gen {
@@ -264,7 +265,7 @@ func TestPublishWaitingForItsTurnIsCancellable(t *testing.T) {
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if _, err := p.Publish(ctx, 2, moduleFiles(t, 2), 0); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := p.Publish(ctx, 2, moduletest.Variant(2), 0); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Publish behind a draining rewrite: %v, want context.DeadlineExceeded", err)
 		}
 		if g := generations(t, p); !slices.Equal(g, []int64{1}) {

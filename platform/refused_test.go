@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/publish"
 )
@@ -44,11 +45,11 @@ func TestContentRefusalIsAFailedBuild(t *testing.T) {
 				mu.Unlock()
 			}})
 			ctx := context.Background()
-			rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+			rec, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			files := moduleFiles(t, 1)
+			files := moduletest.Variant(1)
 			files[tc.file] = []byte(tc.data)
 			_, err = p.Publish(ctx, 2, files, 0)
 			if !tc.check(err) {
@@ -69,12 +70,12 @@ func TestContentRefusalIsAFailedBuild(t *testing.T) {
 			if cur, _ := p.Store().Generated(); cur != rec {
 				t.Fatalf("after the refusal the store holds %+v, want %+v", cur, rec)
 			}
-			checkTree(t, rec.Dir, moduleFiles(t, 0))
+			checkTree(t, rec.Dir, moduletest.Variant(0))
 			if g := generations(t, p); !slices.Equal(g, []int64{1}) {
 				t.Fatalf("Generations() = %v, want [1]", g)
 			}
 			// Other files of the same generation build.
-			if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
+			if _, err := p.Publish(ctx, 2, moduletest.Variant(1), 0); err != nil {
 				t.Fatal(err)
 			}
 		})

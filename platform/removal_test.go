@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/platformmodule"
 )
 
@@ -15,7 +16,7 @@ import (
 // a while.
 func bulky(t tb, v, n int) platformmodule.Files {
 	t.Helper()
-	files := moduleFiles(t, v)
+	files := moduletest.Variant(v)
 	for i := range n {
 		files[fmt.Sprintf("data/d%02d/f%05d.txt", i%50, i)] = nil
 	}
@@ -34,16 +35,16 @@ func TestStrayFileNamedLikeGenerationNeverCostsTheCurrent(t *testing.T) {
 	if _, err := p.Publish(ctx, 1, bulky(t, 0, 5_000), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Publish(ctx, 2, moduleFiles(t, 1), 0); err != nil {
+	if _, err := p.Publish(ctx, 2, moduletest.Variant(1), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(root, "gen-4"), []byte("stray"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Publish(ctx, 3, moduleFiles(t, 2), 0); err != nil {
+	if _, err := p.Publish(ctx, 3, moduletest.Variant(2), 0); err != nil {
 		t.Fatal(err)
 	}
-	want := moduleFiles(t, 3)
+	want := moduletest.Variant(3)
 	if _, err := p.Publish(ctx, 4, want, 0); err != nil {
 		t.Fatal(err)
 	}

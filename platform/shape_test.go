@@ -10,6 +10,7 @@ import (
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/publish"
 )
@@ -23,7 +24,7 @@ func TestZeroPublisherNeverBlocks(t *testing.T) {
 		"Start": func(p *platform.Publisher) { _ = p.Start(context.Background()) },
 		"Run":   func(p *platform.Publisher) { _ = p.Run(context.Background()) },
 		"Publish": func(p *platform.Publisher) {
-			_, _ = p.Publish(context.Background(), 1, moduleFiles(t, 0), kernel.SkewWarn)
+			_, _ = p.Publish(context.Background(), 1, moduletest.Variant(0), kernel.SkewWarn)
 		},
 		"Render":  func(p *platform.Publisher) { _, _, _ = p.Render(context.Background(), kernel.Instance{}) },
 		"Forget":  func(p *platform.Publisher) { p.Forget() },
@@ -99,19 +100,19 @@ func TestZeroOutcome(t *testing.T) {
 func TestPublishErrorPrefixes(t *testing.T) {
 	p := newBooted(t, platform.PublisherOptions{})
 	ctx := context.Background()
-	if _, err := p.Publish(ctx, 5, moduleFiles(t, 0), kernel.SkewWarn); err != nil {
+	if _, err := p.Publish(ctx, 5, moduletest.Variant(0), kernel.SkewWarn); err != nil {
 		t.Fatal(err)
 	}
-	bad := moduleFiles(t, 1)
+	bad := moduletest.Variant(1)
 	bad["/etc/passwd"] = nil
 	cases := map[string]func() error{
-		"generation 0": func() error { _, err := p.Publish(ctx, 0, moduleFiles(t, 1), kernel.SkewWarn); return err },
+		"generation 0": func() error { _, err := p.Publish(ctx, 0, moduletest.Variant(1), kernel.SkewWarn); return err },
 		"no files":     func() error { _, err := p.Publish(ctx, 6, nil, kernel.SkewWarn); return err },
-		"skew":         func() error { _, err := p.Publish(ctx, 6, moduleFiles(t, 1), kernel.SkewPolicy(9)); return err },
-		"stale":        func() error { _, err := p.Publish(ctx, 4, moduleFiles(t, 1), kernel.SkewWarn); return err },
+		"skew":         func() error { _, err := p.Publish(ctx, 6, moduletest.Variant(1), kernel.SkewPolicy(9)); return err },
+		"stale":        func() error { _, err := p.Publish(ctx, 4, moduletest.Variant(1), kernel.SkewWarn); return err },
 		"name":         func() error { _, err := p.Publish(ctx, 6, bad, kernel.SkewWarn); return err },
 		"not booted": func() error {
-			_, err := platform.NewPublisher(t.TempDir(), platform.PublisherOptions{}).Publish(ctx, 1, moduleFiles(t, 1), kernel.SkewWarn)
+			_, err := platform.NewPublisher(t.TempDir(), platform.PublisherOptions{}).Publish(ctx, 1, moduletest.Variant(1), kernel.SkewWarn)
 			return err
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/kernel"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestPublishRefusesUnknownSkew(t *testing.T) {
 	p := newBooted(t, platform.PublisherOptions{})
 	ctx := context.Background()
-	rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), kernel.SkewRefuse)
+	rec, err := p.Publish(ctx, 1, moduletest.Variant(0), kernel.SkewRefuse)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestPublishRefusesUnknownSkew(t *testing.T) {
 		variant int
 	}{{2, 1}, {1, 0}, {1, 1}} {
 		for _, skew := range []kernel.SkewPolicy{-1, 2, 7} {
-			_, err := p.Publish(ctx, c.gen, moduleFiles(t, c.variant), skew)
+			_, err := p.Publish(ctx, c.gen, moduletest.Variant(c.variant), skew)
 			var se *platform.SkewPolicyError
 			if !errors.As(err, &se) || !errors.Is(err, platform.ErrInvalidSkew) || se.Policy != skew || se.Generation != c.gen ||
 				!strings.Contains(err.Error(), skew.String()) {
@@ -34,7 +35,7 @@ func TestPublishRefusesUnknownSkew(t *testing.T) {
 			if got, ok := p.Store().Generated(); !ok || got != rec {
 				t.Fatalf("after the refusal the store holds %+v, want %+v", got, rec)
 			}
-			checkTree(t, rec.Dir, moduleFiles(t, 0))
+			checkTree(t, rec.Dir, moduletest.Variant(0))
 			if g := generations(t, p); len(g) != 1 || g[0] != 1 {
 				t.Fatalf("Generations() = %v, want [1]", g)
 			}

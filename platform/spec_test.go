@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	"leasekit.dev/dirlife"
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/kernel"
 )
 
@@ -195,7 +197,7 @@ func TestSpecStore(t *testing.T) {
 
 // TestSpecLayout checks the specification of Layout sentence by sentence.
 func TestSpecLayout(t *testing.T) {
-	files := moduleFiles(t, 0)
+	files := moduletest.Variant(0)
 	newLayout := func(t *testing.T) platform.Layout {
 		return platform.Layout{Root: filepath.Join(t.TempDir(), "platform"), NoSync: true}
 	}
@@ -249,7 +251,7 @@ func TestSpecLayout(t *testing.T) {
 			}
 			// At the instant Prune returns: nothing is left to a
 			// background removal.
-			if names := rootEntries(t, l.Root); !slices.Equal(names, []string{"gen-2"}) {
+			if names := dirtree.MustNames(t, l.Root); !slices.Equal(names, []string{"gen-2"}) {
 				t.Fatalf("right after Prune, Root holds %v, want [gen-2]", names)
 			}
 			checkTree(t, l.Dir(2), files)
@@ -270,7 +272,7 @@ func TestSpecLayout(t *testing.T) {
 			if err := l.Reset(); err != nil {
 				t.Fatal(err)
 			}
-			if names := rootEntries(t, l.Root); len(names) != 0 {
+			if names := dirtree.MustNames(t, l.Root); len(names) != 0 {
 				t.Fatalf("after Reset, Root holds %v", names)
 			}
 		}},
@@ -285,7 +287,7 @@ func TestSpecLayout(t *testing.T) {
 			}
 		}},
 		{"a failure at any point leaves never a generation directory", func(t *testing.T, l platform.Layout) {
-			bad := moduleFiles(t, 0)
+			bad := moduletest.Variant(0)
 			bad["../escape.cue"] = []byte("x: 1")
 			_, err := l.Write(5, bad)
 			var ne *dirlife.NameError
@@ -298,12 +300,12 @@ func TestSpecLayout(t *testing.T) {
 		}},
 		{"An existing directory for the same generation is moved aside before the swap and removed after it", func(t *testing.T, l platform.Layout) {
 			write(t, l, 5)
-			other := moduleFiles(t, 1)
+			other := moduletest.Variant(1)
 			if _, err := l.Write(5, other); err != nil {
 				t.Fatal(err)
 			}
 			checkTree(t, l.Dir(5), other)
-			if names := rootEntries(t, l.Root); !slices.Equal(names, []string{"gen-5"}) {
+			if names := dirtree.MustNames(t, l.Root); !slices.Equal(names, []string{"gen-5"}) {
 				t.Fatalf("right after the rewrite, Root holds %v, want [gen-5]: the replaced directory was left", names)
 			}
 		}},

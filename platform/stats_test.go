@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 )
 
 // Stats reports the current generation, the disk, the leases and the
@@ -17,12 +18,12 @@ func TestStats(t *testing.T) {
 	if st := p.Stats(); st.Current.Key != 0 || len(onDisk(st)) != 0 || len(leased(st)) != 0 || st.Publishes != 0 {
 		t.Fatalf("fresh stats %+v", st)
 	}
-	p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	p.Publish(ctx, 1, moduletest.Variant(0), 0)
 	_, r1, _ := p.Store().Lease()
 	_, r2, _ := p.Store().Lease()
-	p.Publish(ctx, 2, moduleFiles(t, 1), 0)
+	p.Publish(ctx, 2, moduletest.Variant(1), 0)
 	_, r3, _ := p.Store().Lease()
-	p.Publish(ctx, 2, moduleFiles(t, 1), 0)
+	p.Publish(ctx, 2, moduletest.Variant(1), 0)
 	p.Publish(ctx, 3, brokenFiles(t, true), 0)
 
 	st := p.Stats()
@@ -40,7 +41,7 @@ func TestStats(t *testing.T) {
 	r2()
 	r3()
 	p.ReclaimNow()
-	p.Publish(ctx, 3, moduleFiles(t, 2), 0)
+	p.Publish(ctx, 3, moduletest.Variant(2), 0)
 	st = p.Stats()
 	if st.LastError != nil || st.Reclaims != 3 || !slices.Equal(onDisk(st), []int64{3}) || len(leaseCounts(st)) != 0 {
 		t.Fatalf("after releases, a reclaim and a publish: %+v", st)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/publish"
 )
 
@@ -24,7 +25,7 @@ func TestEverythingAtOnce(t *testing.T) {
 	defer cancel()
 	variants := [4]map[string][]byte{}
 	for v := range variants {
-		variants[v] = moduleFiles(t, v)
+		variants[v] = moduletest.Variant(v)
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = p.Run(ctx) })
@@ -133,7 +134,7 @@ func TestRendersNeverRefusedDuringChanges(t *testing.T) {
 	p := newBooted(t, platform.PublisherOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0); err != nil {
+	if _, err := p.Publish(ctx, 1, moduletest.Variant(0), 0); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -154,7 +155,7 @@ func TestRendersNeverRefusedDuringChanges(t *testing.T) {
 		})
 	}
 	for i := 1; i <= 20; i++ {
-		if _, err := p.Publish(ctx, 1, moduleFiles(t, i%4), 0); err != nil {
+		if _, err := p.Publish(ctx, 1, moduletest.Variant(i%4), 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"leasekit.dev/dirlife"
 	"leasekit.dev/platform"
+	"leasekit.dev/platform/internal/moduletest"
 )
 
 // A changed current generation whose file names the layout refuses is
@@ -18,7 +19,7 @@ import (
 func TestRewriteWithRefusedNameDrainsNothing(t *testing.T) {
 	p := newBooted(t, platform.PublisherOptions{})
 	ctx := context.Background()
-	rec, err := p.Publish(ctx, 1, moduleFiles(t, 0), 0)
+	rec, err := p.Publish(ctx, 1, moduletest.Variant(0), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func TestRewriteWithRefusedNameDrainsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := moduleFiles(t, 1)
+	bad := moduletest.Variant(1)
 	bad["../escape.cue"] = []byte("package x\n")
 	refused := func(t *testing.T, pctx context.Context) {
 		t.Helper()
@@ -42,7 +43,7 @@ func TestRewriteWithRefusedNameDrainsNothing(t *testing.T) {
 		if err != nil || !os.SameFile(before, after) {
 			t.Fatalf("the refusal replaced the directory of generation 1 (%v)", err)
 		}
-		checkTree(t, rec.Dir, moduleFiles(t, 0))
+		checkTree(t, rec.Dir, moduletest.Variant(0))
 		if st := p.Stats(); st.Publishes != 1 {
 			t.Fatalf("Stats().Publishes = %d after a refusal, want 1", st.Publishes)
 		}

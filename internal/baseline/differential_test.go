@@ -34,12 +34,7 @@ func TestKernelMatchesNaive(t *testing.T) {
 	ctx := context.Background()
 	var rendered, refused, failed int
 	rapid.Check(t, func(t *rapid.T) {
-		g := &gen{t: t}
-		pm := g.platform()
-		im := g.instance()
-		pdir, idir := writeModule(t, pm.files()), writeModule(t, im.files())
-		defer os.RemoveAll(pdir)
-		defer os.RemoveAll(idir)
+		g, pm, im, pdir, idir := drawModules(t)
 
 		k := &kernel.Kernel{}
 		limit := ""
@@ -187,13 +182,8 @@ func naivePlatformJSON(p *baseline.NaivePlatform) string {
 }
 
 func writeModule(t *rapid.T, files map[string]string) string {
-	dir, err := os.MkdirTemp("", "differential")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dirtree.Write(dir, files); err != nil {
-		t.Fatal(err)
-	}
+	dir := dirtree.TempDir(t)
+	dirtree.MustWrite(t, dir, files)
 	// Empty directories, in cue.mod and elsewhere: CUE finds no package
 	// in them, and the kernel reads them as absent.
 	for range rapid.IntRange(0, 2).Draw(t, "emptyDirs") {
@@ -203,6 +193,15 @@ func writeModule(t *rapid.T, files map[string]string) string {
 		}
 	}
 	return dir
+}
+
+// drawModules draws a platform module and an instance module and writes
+// each with writeModule into a directory of its own, removed when t ends.
+func drawModules(t *rapid.T) (g *gen, pm *platformModule, im *instanceModule, pdir, idir string) {
+	g = &gen{t: t}
+	pm = g.platform()
+	im = g.instance()
+	return g, pm, im, writeModule(t, pm.files()), writeModule(t, im.files())
 }
 
 // The catalogs a drawn platform may carry and an instance may require.

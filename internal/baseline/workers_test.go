@@ -34,12 +34,7 @@ func TestWorkersMatchKernel(t *testing.T) {
 	defer ws.Close()
 	var rendered, failed int
 	rapid.Check(t, func(t *rapid.T) {
-		g := &gen{t: t}
-		pm := g.platform()
-		im := g.instance()
-		pdir, idir := writeModule(t, pm.files()), writeModule(t, im.files())
-		defer os.RemoveAll(pdir)
-		defer os.RemoveAll(idir)
+		g, _, im, pdir, idir := drawModules(t)
 
 		inproc := &kernel.Kernel{}
 		if g.rare("limited", 10) {

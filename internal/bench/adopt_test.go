@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"leasekit.dev/dirlife"
+	"leasekit.dev/internal/testkit/cputime"
 	"leasekit.dev/publish"
 )
 
@@ -230,6 +231,6 @@ func writtenBytes() int64 {
 // cpuNow returns the process's CPU time so far, or zero where it is not
 // known.
 func cpuNow() time.Duration {
-	t, _ := processCPU()
+	t, _ := cputime.Process()
 	return t
 }

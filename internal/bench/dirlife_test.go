@@ -24,6 +24,13 @@ func moduleFiles() map[string][]byte {
 	return files
 }
 
+// syncModes are the two ways the write benchmarks write, by the name
+// their sub-benchmarks carry: durably, and with NoSync.
+var syncModes = []struct {
+	name   string
+	noSync bool
+}{{"durable", false}, {"nosync", true}}
+
 func newLayout(b *testing.B, noSync bool) dirlife.Layout[int64] {
 	return dirlife.Layout[int64]{
 		Root:   filepath.Join(b.TempDir(), "root"),
@@ -50,14 +57,10 @@ func BenchmarkWrite32x4K(b *testing.B) {
 		{"case=new", func(i int64) int64 { return i }},
 		{"case=rewrite", func(int64) int64 { return 1 }},
 	} {
-		for _, noSync := range []bool{false, true} {
-			name := c.name + "/impl=leasekit/durable"
-			if noSync {
-				name = c.name + "/impl=leasekit/nosync"
-			}
-			b.Run(name, func(b *testing.B) {
-				l := newLayout(b, noSync)
-				benchWrite(b, leasekitLayout{l, !noSync}, c.id, files)
+		for _, mode := range syncModes {
+			b.Run(c.name+"/impl=leasekit/"+mode.name, func(b *testing.B) {
+				l := newLayout(b, mode.noSync)
+				benchWrite(b, leasekitLayout{l, !mode.noSync}, c.id, files)
 			})
 		}
 		b.Run(c.name+"/impl=baseline", func(b *testing.B) {

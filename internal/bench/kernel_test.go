@@ -4,17 +4,23 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"leasekit.dev/internal/baseline"
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform/isolate"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 )
+
+// TestMain serves as a kernel worker when the Workers of a benchmark
+// start this binary as one.
+func TestMain(m *testing.M) {
+	isolate.Main()
+	os.Exit(m.Run())
+}
 
 // kernelComponents are the instance sizes the render benchmarks measure.
 var kernelComponents = []int{0, 1, 10, 20}
@@ -24,15 +30,7 @@ var kernelComponents = []int{0, 1, 10, 20}
 func writeDir(t testing.TB, files map[string][]byte) string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dirtree.MustWrite(t, dir, files)
 	return dir
 }
 
@@ -171,14 +169,6 @@ func TestNaiveKernelMatches(t *testing.T) {
 	}
 }
 
-// reportCPU reports the process's CPU time per operation, as cpu-ns/op,
-// for a benchmark that called it with the loop's start.
-func reportCPU(b *testing.B, start time.Duration) {
-	if end, ok := processCPU(); ok && b.N > 0 {
-		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
-	}
-}
-
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -190,27 +180,15 @@ func btoi(b bool) int {
 func BenchmarkBuildPlatform(b *testing.B) {
 	ctx := context.Background()
 	dir := platform20(b)
-	b.Run("catalogs=20/impl=leasekit", func(b *testing.B) {
-		k := kernel.New()
-		b.ReportAllocs()
-		start, _ := processCPU()
-		for b.Loop() {
-			if _, err := k.BuildPlatform(ctx, dir); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportCPU(b, start)
-	})
-	b.Run("catalogs=20/impl=naive", func(b *testing.B) {
-		b.ReportAllocs()
-		start, _ := processCPU()
-		for b.Loop() {
-			if _, err := (baseline.NaiveKernel{}).BuildPlatform(ctx, dir); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportCPU(b, start)
-	})
+	measure(b, "catalogs=20/",
+		impl{"leasekit", func(*testing.B) func() error {
+			k := kernel.New()
+			return func() error { _, err := k.BuildPlatform(ctx, dir); return err }
+		}},
+		impl{"naive", func(*testing.B) func() error {
+			return func() error { _, err := (baseline.NaiveKernel{}).BuildPlatform(ctx, dir); return err }
+		}},
+	)
 }
 
 // BenchmarkRender renders instances of 0 to 20 components, from their
@@ -222,45 +200,25 @@ func BenchmarkRender(b *testing.B) {
 	p, np := builtPlatform20(b)
 	for _, n := range kernelComponents {
 		inst := shopDir(b, n, false)
-		b.Run(fmt.Sprintf("components=%d/impl=leasekit", n), func(b *testing.B) {
-			k := kernel.New()
-			in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Dir: inst}}
-			b.ReportAllocs()
-			start, _ := processCPU()
-			for b.Loop() {
+		in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Dir: inst}}
+		measure(b, fmt.Sprintf("components=%d/", n),
+			impl{"leasekit", func(*testing.B) func() error {
+				k := kernel.New()
+				return func() error { _, err := k.Render(ctx, in); return err }
+			}},
+			impl{"worker", func(b *testing.B) func() error {
+				// A render through a warm worker: the instance read here and
+				// sent, the platform read and the render evaluated there.
+				k := &isolate.Workers{Size: 1}
+				b.Cleanup(func() { k.Close() })
 				if _, err := k.Render(ctx, in); err != nil {
 					b.Fatal(err)
 				}
-			}
-			reportCPU(b, start)
-		})
-		b.Run(fmt.Sprintf("components=%d/impl=worker", n), func(b *testing.B) {
-			// A render through a warm worker: the instance read here and
-			// sent, the platform read and the render evaluated there.
-			k := &isolate.Workers{Size: 1}
-			defer k.Close()
-			in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Dir: inst}}
-			if _, err := k.Render(ctx, in); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			start, _ := processCPU()
-			for b.Loop() {
-				if _, err := k.Render(ctx, in); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, start)
-		})
-		b.Run(fmt.Sprintf("components=%d/impl=naive", n), func(b *testing.B) {
-			b.ReportAllocs()
-			start, _ := processCPU()
-			for b.Loop() {
-				if _, _, err := (baseline.NaiveKernel{}).Render(ctx, np, inst); err != nil {
-					b.Fatal(err)
-				}
-			}
-			reportCPU(b, start)
-		})
+				return func() error { _, err := k.Render(ctx, in); return err }
+			}},
+			impl{"naive", func(*testing.B) func() error {
+				return func() error { _, _, err := (baseline.NaiveKernel{}).Render(ctx, np, inst); return err }
+			}},
+		)
 	}
 }

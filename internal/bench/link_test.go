@@ -11,6 +11,7 @@ import (
 	"testing/fstest"
 
 	"leasekit.dev/dirlife"
+	"leasekit.dev/internal/testkit/cputime"
 	"leasekit.dev/publish"
 )
 
@@ -94,7 +95,7 @@ func BenchmarkLinkUnchanged200x64K(b *testing.B) {
 			before, wcharBefore := p.Stats().BytesWritten, writtenBytes()
 			b.ReportAllocs()
 			b.SetBytes(200 << 16)
-			start, _ := processCPU()
+			start, _ := cputime.Process()
 			for b.Loop() {
 				key++
 				publishGen(key)
@@ -125,7 +126,7 @@ func BenchmarkLinkUnchanged200x64K(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(200 << 16)
 		var sink [sha256.Size]byte
-		start, _ := processCPU()
+		start, _ := cputime.Process()
 		for b.Loop() {
 			for _, f := range tree {
 				sink = sha256.Sum256(f.Data)

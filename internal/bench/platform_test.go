@@ -18,51 +18,32 @@ func storeRecord() platform.Generated {
 	return platform.Generated{Generation: 7, Dir: "/var/lib/op/gen-7", Platform: &kernel.Platform{Name: "acme"}}
 }
 
-func BenchmarkStoreLeaseRelease(b *testing.B) {
-	b.Run("impl=leasekit", func(b *testing.B) {
+// storeImpls are the stores the lease benchmarks measure, each holding
+// storeRecord: each op leases the current record and releases it.
+var storeImpls = []impl{
+	{"leasekit", func(*testing.B) func() error {
 		var s platform.Store
 		s.SetGenerated(storeRecord())
-		b.ReportAllocs()
-		for b.Loop() {
+		return func() error {
 			_, release, _ := s.Lease()
 			release()
+			return nil
 		}
-	})
-	b.Run("impl=baseline", func(b *testing.B) {
+	}},
+	{"baseline", func(*testing.B) func() error {
 		var s baseline.Store[int64, platform.Generated]
 		s.Set(7, storeRecord())
-		b.ReportAllocs()
-		for b.Loop() {
+		return func() error {
 			_, _, release, _ := s.Lease()
 			release()
+			return nil
 		}
-	})
+	}},
 }
 
-func BenchmarkStoreLeaseReleaseParallel(b *testing.B) {
-	b.Run("impl=leasekit", func(b *testing.B) {
-		var s platform.Store
-		s.SetGenerated(storeRecord())
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				_, release, _ := s.Lease()
-				release()
-			}
-		})
-	})
-	b.Run("impl=baseline", func(b *testing.B) {
-		var s baseline.Store[int64, platform.Generated]
-		s.Set(7, storeRecord())
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				_, _, release, _ := s.Lease()
-				release()
-			}
-		})
-	})
-}
+func BenchmarkStoreLeaseRelease(b *testing.B) { measure(b, "", storeImpls...) }
+
+func BenchmarkStoreLeaseReleaseParallel(b *testing.B) { measureParallel(b, storeImpls...) }
 
 // bootedPlatform returns a platform Publisher booted on a fresh Root, with
 // files published as generation 1.
@@ -73,6 +54,17 @@ func bootedPlatform(b *testing.B, files platformmodule.Files) *platform.Publishe
 		b.Fatal(err)
 	}
 	if _, err := p.Publish(context.Background(), 1, files, 0); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// baselinePublisher returns the baseline's Publisher on a fresh, reset
+// Root.
+func baselinePublisher(b *testing.B) *baseline.Publisher {
+	b.Helper()
+	p := &baseline.Publisher{Layout: platform.Layout{Root: filepath.Join(b.TempDir(), "platform")}, Kernel: kernel.New()}
+	if err := p.Layout.Reset(); err != nil {
 		b.Fatal(err)
 	}
 	return p
@@ -143,20 +135,15 @@ func BenchmarkPublish(b *testing.B) {
 			}
 		})
 	}
-	b.Run("impl=baseline", func(b *testing.B) {
-		p := &baseline.Publisher{Layout: platform.Layout{Root: filepath.Join(b.TempDir(), "platform")}, Kernel: kernel.New()}
-		if err := p.Layout.Reset(); err != nil {
-			b.Fatal(err)
-		}
+	measure(b, "", impl{"baseline", func(b *testing.B) func() error {
+		p := baselinePublisher(b)
 		gen := int64(0)
-		b.ReportAllocs()
-		for b.Loop() {
+		return func() error {
 			gen++
-			if _, err := p.Publish(ctx, gen, files, 0); err != nil {
-				b.Fatal(err)
-			}
+			_, err := p.Publish(ctx, gen, files, 0)
+			return err
 		}
-	})
+	}})
 }
 
 // BenchmarkRepublish publishes the current generation again with
@@ -165,25 +152,14 @@ func BenchmarkPublish(b *testing.B) {
 func BenchmarkRepublish(b *testing.B) {
 	files := platformFiles(b, 20)
 	ctx := context.Background()
-	b.Run("impl=leasekit", func(b *testing.B) {
-		p := bootedPlatform(b, files)
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("impl=baseline", func(b *testing.B) {
-		p := &baseline.Publisher{Layout: platform.Layout{Root: filepath.Join(b.TempDir(), "platform")}, Kernel: kernel.New()}
-		if err := p.Layout.Reset(); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	measure(b, "",
+		impl{"leasekit", func(b *testing.B) func() error {
+			p := bootedPlatform(b, files)
+			return func() error { _, err := p.Publish(ctx, 1, files, 0); return err }
+		}},
+		impl{"baseline", func(b *testing.B) func() error {
+			p := baselinePublisher(b)
+			return func() error { _, err := p.Publish(ctx, 1, files, 0); return err }
+		}},
+	)
 }

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"leasekit.dev/dirlife"
-	"leasekit.dev/internal/baseline"
-	"leasekit.dev/platform"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/publish"
 )
@@ -24,50 +22,28 @@ import (
 func BenchmarkRepublishOneCatalog(b *testing.B) {
 	files := platformFiles(b, 1)
 	ctx := context.Background()
-	b.Run("impl=leasekit", func(b *testing.B) {
-		p := bootedPlatform(b, files)
-		b.ReportAllocs()
-		start, _ := processCPU()
-		for b.Loop() {
+	measure(b, "",
+		impl{"leasekit", func(b *testing.B) func() error {
+			p := bootedPlatform(b, files)
+			return func() error { _, err := p.Publish(ctx, 1, files, 0); return err }
+		}},
+		impl{"generic", func(b *testing.B) func() error {
+			k := kernel.New()
+			p := publish.New(filepath.Join(b.TempDir(), "platform"), dirlife.IntCodec[int64]{Prefix: "gen-"}, k.BuildPlatform,
+				publish.Options[int64, *kernel.Platform, kernel.SkewPolicy]{})
+			if err := p.Boot(); err != nil {
+				b.Fatal(err)
+			}
 			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
 				b.Fatal(err)
 			}
-		}
-		reportCPU(b, start)
-	})
-	b.Run("impl=generic", func(b *testing.B) {
-		k := kernel.New()
-		p := publish.New(filepath.Join(b.TempDir(), "platform"), dirlife.IntCodec[int64]{Prefix: "gen-"}, k.BuildPlatform,
-			publish.Options[int64, *kernel.Platform, kernel.SkewPolicy]{})
-		if err := p.Boot(); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := p.Publish(ctx, 1, files, 0); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		start, _ := processCPU()
-		for b.Loop() {
-			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportCPU(b, start)
-	})
-	b.Run("impl=baseline", func(b *testing.B) {
-		p := &baseline.Publisher{Layout: platform.Layout{Root: filepath.Join(b.TempDir(), "platform")}, Kernel: kernel.New()}
-		if err := p.Layout.Reset(); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		start, _ := processCPU()
-		for b.Loop() {
-			if _, err := p.Publish(ctx, 1, files, 0); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportCPU(b, start)
-	})
+			return func() error { _, err := p.Publish(ctx, 1, files, 0); return err }
+		}},
+		impl{"baseline", func(b *testing.B) func() error {
+			p := baselinePublisher(b)
+			return func() error { _, err := p.Publish(ctx, 1, files, 0); return err }
+		}},
+	)
 }
 
 // BenchmarkChangeWhileLeased publishes a changed one-catalog module at the

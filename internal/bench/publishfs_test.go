@@ -55,14 +55,10 @@ func BenchmarkPublishFS(b *testing.B) {
 		{"publish", false, func(p *filePublisher, key int64) error { _, err := p.Publish(ctx, key, files, 0); return err }},
 		{"publishfs-unchanged", true, func(p *filePublisher, key int64) error { _, err := p.PublishFS(ctx, key, tree, 0); return err }},
 	}
-	for _, noSync := range []bool{false, true} {
-		mode := "durable"
-		if noSync {
-			mode = "nosync"
-		}
+	for _, mode := range syncModes {
 		for _, k := range kinds {
-			b.Run("impl=leasekit/"+mode+"/kind="+k.name, func(b *testing.B) {
-				p := newFilePublisher(b, noSync)
+			b.Run("impl=leasekit/"+mode.name+"/kind="+k.name, func(b *testing.B) {
+				p := newFilePublisher(b, mode.noSync)
 				key := int64(1)
 				if k.unchanged {
 					if err := k.publish(p, key); err != nil {

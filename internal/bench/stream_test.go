@@ -46,14 +46,10 @@ func BenchmarkWriteKinds32x4K(b *testing.B) {
 			return err
 		}},
 	}
-	for _, noSync := range []bool{false, true} {
-		mode := "durable"
-		if noSync {
-			mode = "nosync"
-		}
+	for _, mode := range syncModes {
 		for _, k := range kinds {
-			b.Run("impl=leasekit/"+mode+"/kind="+k.name, func(b *testing.B) {
-				l := newLayout(b, noSync)
+			b.Run("impl=leasekit/"+mode.name+"/kind="+k.name, func(b *testing.B) {
+				l := newLayout(b, mode.noSync)
 				settle()
 				b.ReportAllocs()
 				var id int64
@@ -70,8 +66,8 @@ func BenchmarkWriteKinds32x4K(b *testing.B) {
 				}
 			})
 		}
-		b.Run("impl=leasekit/"+mode+"/kind=stream-unchanged", func(b *testing.B) {
-			l := newLayout(b, noSync)
+		b.Run("impl=leasekit/"+mode.name+"/kind=stream-unchanged", func(b *testing.B) {
+			l := newLayout(b, mode.noSync)
 			w, err := l.WriteStream(context.Background(), 1, fill, dirlife.StreamOptions{})
 			if err != nil {
 				b.Fatal(err)

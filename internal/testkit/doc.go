@@ -3,8 +3,9 @@
 // kills a test's child process at a point it names,
 // [leasekit.dev/internal/testkit/gentree] is a large generated tree for
 // benchmarks, [leasekit.dev/internal/testkit/memstat] reads the memory
-// figures they report, [leasekit.dev/internal/testkit/dirtree] reads a
-// written tree back and [leasekit.dev/internal/testkit/depth] tells a
+// figures they report, [leasekit.dev/internal/testkit/cputime] the CPU
+// time, [leasekit.dev/internal/testkit/dirtree] writes a test's tree and
+// reads it back and [leasekit.dev/internal/testkit/depth] tells a
 // property test how many cases the run draws.
 //
 // It is a module of its own, on the standard library alone, so that every

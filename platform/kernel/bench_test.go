@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"leasekit.dev/internal/testkit/cputime"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 )
@@ -80,13 +81,13 @@ func BenchmarkRenderPaths(b *testing.B) {
 		}{{"fast", false, false}, {"loader-reads", true, false}, {"evaluated", false, true}} {
 			b.Run(fmt.Sprintf("components=10/instance=%s/path=%s", inst.form, path.name), func(b *testing.B) {
 				b.ReportAllocs()
-				start, _ := processCPU()
+				start, _ := cputime.Process()
 				for b.Loop() {
 					if _, err := k.RenderSlowly(context.Background(), in, path.loaderReads, path.evaluated); err != nil {
 						b.Fatal(err)
 					}
 				}
-				if end, ok := processCPU(); ok {
+				if end, ok := cputime.Process(); ok {
 					b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 				}
 			})

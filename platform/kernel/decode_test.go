@@ -3,9 +3,7 @@ package kernel
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	"cuelang.org/go/cue"
@@ -23,33 +21,10 @@ func TestDecodeMatchesExport(t *testing.T) {
 	rendered := 0
 	rapid.Check(t, func(t *rapid.T) {
 		p := platforms[rapid.SampledFrom([]string{"bare", "labeled", "typed"}).Draw(t, "platform")]
-		var b strings.Builder
-		b.WriteString("package shop\n\nname: \"shop\"\nrequires: \"example.com/catalogs/web@v1\": \"v1.0.0\"\n")
-		if rapid.Bool().Draw(t, "namespace") {
-			b.WriteString("namespace: \"prod\"\n")
-		}
-		fmt.Fprintf(&b, "labels: %s\n", labelsJSON(t, "instanceLabels"))
-		for i := range rapid.IntRange(0, 4).Draw(t, "components") {
-			fmt.Fprintf(&b, "components: c%d: {\n\tkind: %q, catalog: \"example.com/catalogs/web@v1\"\n",
-				i, rapid.SampledFrom([]string{"Deployment", "Service"}).Draw(t, "kind"))
-			if rapid.Bool().Draw(t, "replicas") {
-				fmt.Fprintf(&b, "\treplicas: %d\n", rapid.IntRange(0, 5).Draw(t, "n"))
-			}
-			if rapid.Bool().Draw(t, "hasLabels") {
-				fmt.Fprintf(&b, "\tlabels: %s\n", labelsJSON(t, "componentLabels"))
-			}
-			if rapid.Bool().Draw(t, "hasSpec") {
-				spec, err := json.Marshal(jsonStruct(t, 2))
-				if err != nil {
-					t.Fatal(err)
-				}
-				fmt.Fprintf(&b, "\tspec: %s\n", spec)
-			}
-			b.WriteString("}\n")
-		}
+		body, _ := drawInstance(t)
 		in := RenderInput{Platform: p, Instance: Instance{Files: map[string][]byte{
 			modread.ModuleFile: []byte("module: \"example.com/shop@v0\"\nlanguage: version: \"v0.14.0\"\n"),
-			"shop.cue":         []byte(b.String()),
+			"shop.cue":         []byte(body),
 		}}}
 		e, err := evaluate(context.Background(), Limits{}.mustResolve(), in)
 		if err != nil {
@@ -58,7 +33,7 @@ func TestDecodeMatchesExport(t *testing.T) {
 		rendered++
 		got, err := decodeResources(e.render, e.written)
 		if err != nil {
-			t.Fatalf("decodeResources: %v\n%s", err, b.String())
+			t.Fatalf("decodeResources: %v\n%s", err, body)
 		}
 		data, err := e.render.LookupPath(cue.ParsePath("resources")).MarshalJSON()
 		if err != nil {
@@ -74,7 +49,7 @@ func TestDecodeMatchesExport(t *testing.T) {
 		}
 		if !reflect.DeepEqual(want, gotObjects) {
 			gotJSON, _ := json.Marshal(gotObjects)
-			t.Fatalf("decoded resources differ from the export\nexport:  %s\ndecoded: %s\ninstance:\n%s", data, gotJSON, b.String())
+			t.Fatalf("decoded resources differ from the export\nexport:  %s\ndecoded: %s\ninstance:\n%s", data, gotJSON, body)
 		}
 	})
 	if rendered == 0 {

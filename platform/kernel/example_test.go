@@ -28,6 +28,17 @@ func writeTemp(files map[string][]byte) string {
 	return dir
 }
 
+// buildTemp writes files into a new temporary directory, for the caller to
+// remove, and builds the platform there with k.
+func buildTemp(k *kernel.Kernel, files map[string][]byte) (*kernel.Platform, string) {
+	dir := writeTemp(files)
+	p, err := k.BuildPlatform(context.Background(), dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return p, dir
+}
+
 func ExampleKernel_BuildPlatform() {
 	files, err := platformmodule.Generate(platformmodule.Input{
 		Name: "acme",
@@ -60,13 +71,9 @@ func ExampleKernel_Render() {
 		Labels:   map[string]string{"team": "platform"},
 		Catalogs: []platformmodule.Catalog{{Path: "example.com/catalogs/web@v1", Version: "v1.4.0", Kinds: []string{"Deployment"}}},
 	})
-	dir := writeTemp(files)
-	defer os.RemoveAll(dir)
 	k := kernel.New()
-	p, err := k.BuildPlatform(context.Background(), dir)
-	if err != nil {
-		log.Fatal(err)
-	}
+	p, dir := buildTemp(k, files)
+	defer os.RemoveAll(dir)
 
 	out, err := k.Render(context.Background(), kernel.RenderInput{
 		Platform: p,
@@ -103,13 +110,9 @@ func ExampleContentError() {
 		Name:     "acme",
 		Catalogs: []platformmodule.Catalog{{Path: "example.com/catalogs/web@v1", Version: "v1.4.0", Kinds: []string{"Deployment"}}},
 	})
-	dir := writeTemp(files)
-	defer os.RemoveAll(dir)
 	k := kernel.New()
-	p, err := k.BuildPlatform(context.Background(), dir)
-	if err != nil {
-		log.Fatal(err)
-	}
+	p, dir := buildTemp(k, files)
+	defer os.RemoveAll(dir)
 	in := kernel.RenderInput{Platform: p, Instance: kernel.Instance{Files: map[string][]byte{
 		"cue.mod/module.cue": []byte(`module: "example.com/shop@v0", language: version: "v0.14.0"`),
 		"shop.cue":           []byte("package shop\nname: \"shop\"\n"),
@@ -117,7 +120,7 @@ func ExampleContentError() {
 
 	// Another file in the platform's directory.
 	os.WriteFile(filepath.Join(dir, "extra.cue"), []byte("package platform\nlabels: extra: \"x\"\n"), 0o644)
-	_, err = k.Render(context.Background(), in)
+	_, err := k.Render(context.Background(), in)
 	var ce *kernel.ContentError
 	fmt.Println(errors.As(err, &ce), ce.Want == p.Digest)
 

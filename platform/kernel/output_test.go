@@ -65,20 +65,31 @@ func renderOutput() *rapid.Generator[kernel.RenderOutput] {
 	})
 }
 
+// roundTrip returns out's binary encoding and what it decodes to, failing
+// t at an error of either.
+func roundTrip(t interface {
+	Helper()
+	Fatal(args ...any)
+}, out kernel.RenderOutput) ([]byte, kernel.RenderOutput) {
+	t.Helper()
+	data, err := out.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got kernel.RenderOutput
+	if err := got.UnmarshalBinary(data); err != nil {
+		t.Fatal(err)
+	}
+	return data, got
+}
+
 // TestRenderOutputBinaryRoundTrip: every output decodes to one deeply
 // equal to it, nil and empty told apart, and no prefix of its encoding
 // decodes, each leaving the output it decodes into as it was.
 func TestRenderOutputBinaryRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		out := renderOutput().Draw(t, "out")
-		data, err := out.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got kernel.RenderOutput
-		if err := got.UnmarshalBinary(data); err != nil {
-			t.Fatal(err)
-		}
+		data, got := roundTrip(t, out)
 		if !reflect.DeepEqual(got, out) {
 			t.Fatalf("decoded %#v, want %#v", got, out)
 		}
@@ -109,14 +120,7 @@ func TestRenderOutputBinaryOfARender(t *testing.T) {
 	if len(out.Diagnostics) == 0 {
 		t.Fatal("no diagnostic to encode")
 	}
-	data, err := out.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got kernel.RenderOutput
-	if err := got.UnmarshalBinary(data); err != nil {
-		t.Fatal(err)
-	}
+	data, got := roundTrip(t, out)
 	clear(data)
 	if !reflect.DeepEqual(got, out) {
 		t.Fatalf("decoded %#v, want %#v", got, out)
@@ -224,14 +228,7 @@ func FuzzRenderOutputUnmarshal(f *testing.F) {
 func TestRenderOutputClone(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		out := renderOutput().Draw(t, "out")
-		data, err := out.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var was kernel.RenderOutput // out as it is, shared with nothing
-		if err := was.UnmarshalBinary(data); err != nil {
-			t.Fatal(err)
-		}
+		_, was := roundTrip(t, out) // out as it is, shared with nothing
 		c := out.Clone()
 		if !reflect.DeepEqual(c, out) {
 			t.Fatalf("cloned %#v, want %#v", c, out)

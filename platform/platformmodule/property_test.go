@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
 
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 	"pgregory.net/rapid"
@@ -171,22 +171,10 @@ func buildFiles(t *rapid.T, k *kernel.Kernel, tmp string, files platformmodule.F
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, dir, files)
+	dirtree.MustWrite(t, dir, files)
 	p, err := k.BuildPlatform(context.Background(), dir)
 	if err != nil {
 		t.Fatalf("BuildPlatform of the generated module %s: %v", files[platformmodule.PlatformFile], err)
 	}
 	return p
-}
-
-func writeFiles(t interface{ Fatal(...any) }, dir string, files platformmodule.Files) {
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

@@ -63,3 +63,56 @@ func Write[D ~string | ~[]byte](dir string, files map[string]D) error {
 	}
 	return nil
 }
+
+// Names returns the names of dir's entries, sorted, as os.ReadDir lists
+// them.
+func Names(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names, err
+}
+
+// TB is what the helpers below need of a *testing.T, a *testing.B or a
+// *rapid.T.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+// MustWrite is [Write] in a test: it ends the test with t.Fatal at the
+// first error.
+func MustWrite[D ~string | ~[]byte](t TB, dir string, files map[string]D) {
+	t.Helper()
+	if err := Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// MustNames is [Names] in a test: it ends the test with t.Fatal on error.
+func MustNames(t TB, dir string) []string {
+	t.Helper()
+	names, err := Names(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TempDir is t.TempDir for a test without one, a *rapid.T: a new
+// directory under os.TempDir, removed with what it holds when the test and
+// its subtests end. It ends the test with t.Fatal if it cannot make one.
+func TempDir(t interface {
+	TB
+	Cleanup(func())
+}) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "dirtree-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -76,5 +77,105 @@ func TestWalk(t *testing.T) {
 	}
 	if err := dirtree.Walk(filepath.Join(dir, "missing"), func(string, fs.FileInfo) error { return nil }); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Walk of a missing directory = %v", err)
+	}
+}
+
+// fakeTB records what a helper asks of its test: Fatal ends the
+// goroutine, as testing's does, and cleanups run when run is done.
+type fakeTB struct {
+	fatal    []any
+	cleanups []func()
+}
+
+func (f *fakeTB) Helper()           {}
+func (f *fakeTB) Fatal(args ...any) { f.fatal = args; runtime.Goexit() }
+func (f *fakeTB) Cleanup(c func())  { f.cleanups = append(f.cleanups, c) }
+
+// run calls body with f on a goroutine of its own, as a test runs, then
+// runs f's cleanups, last first, and reports whether body returned.
+func (f *fakeTB) run(body func(*fakeTB)) (returned bool) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body(f)
+		returned = true
+	}()
+	<-done
+	for i := len(f.cleanups) - 1; i >= 0; i-- {
+		f.cleanups[i]()
+	}
+	return returned
+}
+
+// TestNames: Names lists a directory's entries, files and directories
+// alike, sorted, and fails on a missing directory; MustNames returns the
+// same or ends the test.
+func TestNames(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"b": "", "a/x": "", "c": ""})
+	want := []string{"a", "b", "c"}
+	if got, err := dirtree.Names(dir); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Names = %q, %v; want %q", got, err, want)
+	}
+	if got := dirtree.MustNames(t, dir); !slices.Equal(got, want) {
+		t.Fatalf("MustNames = %q, want %q", got, want)
+	}
+	missing := filepath.Join(dir, "missing")
+	if _, err := dirtree.Names(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Names of a missing directory = %v", err)
+	}
+	var f fakeTB
+	if f.run(func(t *fakeTB) { dirtree.MustNames(t, missing) }) || len(f.fatal) == 0 {
+		t.Fatalf("MustNames of a missing directory returned (Fatal %v)", f.fatal)
+	}
+}
+
+// TestMustWrite: MustWrite writes what Write writes, bytes or strings,
+// and ends the test where Write fails: under a regular file.
+func TestMustWrite(t *testing.T) {
+	dir := t.TempDir()
+	dirtree.MustWrite(t, dir, map[string][]byte{"a": []byte("1"), "sub/b": []byte("2")})
+	got, err := dirtree.Read(dir)
+	if err != nil || len(got) != 2 || string(got["a"]) != "1" || string(got["sub/b"]) != "2" {
+		t.Fatalf("after MustWrite, Read = %q, %v", got, err)
+	}
+	var f fakeTB
+	if f.run(func(t *fakeTB) { dirtree.MustWrite(t, dir, map[string]string{"a/under-a-file": "x"}) }) || len(f.fatal) == 0 {
+		t.Fatalf("MustWrite under a regular file returned (Fatal %v)", f.fatal)
+	}
+}
+
+// TestTempDir: TempDir is a new empty directory, another each call, that
+// the test's cleanup removes with what it holds.
+func TestTempDir(t *testing.T) {
+	var f fakeTB
+	var dirs []string
+	if !f.run(func(t *fakeTB) {
+		dirs = append(dirs, dirtree.TempDir(t), dirtree.TempDir(t))
+	}) {
+		t.Fatalf("TempDir ended the test: %v", f.fatal)
+	}
+	if dirs[0] == dirs[1] {
+		t.Fatalf("TempDir returned %s twice", dirs[0])
+	}
+	if len(f.cleanups) != 2 {
+		t.Fatalf("TempDir registered %d cleanups for two directories", len(f.cleanups))
+	}
+	for _, dir := range dirs {
+		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after the cleanups: %v, want it removed", dir, err)
+		}
+	}
+	var g fakeTB
+	var dir string
+	g.run(func(t *fakeTB) {
+		dir = dirtree.TempDir(t)
+		dirtree.MustWrite(t, dir, map[string]string{"sub/file": "x"})
+	})
+	if len(g.fatal) != 0 {
+		t.Fatalf("writing into a TempDir: %v", g.fatal)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a TempDir holding files after the cleanups: %v, want it removed", err)
 	}
 }

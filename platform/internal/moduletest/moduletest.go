@@ -118,3 +118,24 @@ func PlatformModule(body string) map[string]string {
 		"platform.cue":       "package platform\n\n" + body,
 	}
 }
+
+// Variant is variant v of a small platform module named acme, for tests
+// that publish one module after another: the web catalog at v1.<v>.0 and,
+// for odd v, the db catalog at v2.0.<v>, so that variants differ byte for
+// byte. It panics if the module does not generate, which is a bug here.
+func Variant(v int) platformmodule.Files {
+	in := platformmodule.Input{
+		Name: "acme",
+		Catalogs: []platformmodule.Catalog{
+			{Path: WebPath, Version: fmt.Sprintf("v1.%d.0", v), Kinds: []string{"Deployment", "Service"}},
+		},
+	}
+	if v%2 == 1 {
+		in.Catalogs = append(in.Catalogs, platformmodule.Catalog{Path: "example.com/catalogs/db@v2", Version: fmt.Sprintf("v2.0.%d", v), Kinds: []string{"Database"}})
+	}
+	files, err := platformmodule.Generate(in)
+	if err != nil {
+		panic(fmt.Sprintf("moduletest: generating variant %d: %v", v, err))
+	}
+	return files
+}

@@ -5,12 +5,10 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/platform/kernel"
-	"leasekit.dev/platform/platformmodule"
 )
 
 func TestStreamIsAFunctionOfItsSeed(t *testing.T) {
@@ -62,7 +60,7 @@ func TestStreamStepsAreWhatTheySay(t *testing.T) {
 	for i := 0; i < 40 || len(broken) < len(breakages) && i < 300; i++ {
 		st := s.Next()
 		dir := t.TempDir()
-		writeFiles(t, dir, st.Files)
+		dirtree.MustWrite(t, dir, st.Files)
 		_, err := k.BuildPlatform(context.Background(), dir)
 		switch st.Kind {
 		case StepBroken:
@@ -111,19 +109,6 @@ func TestDefaultCarriesEveryCatalog(t *testing.T) {
 	for _, c := range def.Input.Catalogs {
 		if c.Disabled {
 			t.Errorf("default disables %s", c.Path)
-		}
-	}
-}
-
-func writeFiles(t testing.TB, dir string, files platformmodule.Files) {
-	t.Helper()
-	for name, data := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
 		}
 	}
 }
