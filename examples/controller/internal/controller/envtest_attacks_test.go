@@ -94,12 +94,7 @@ func startLeaderOn(t *testing.T, s *suite, ev platform.Evaluator) *leader {
 			t.Errorf("the step's manager: %v", err)
 		}
 	})
-	eventually(t, "the step's manager is elected and serves the Platform", func() error {
-		if g := w.Publisher.Store().Generation(); g == 0 {
-			return errors.New("serves nothing")
-		}
-		return nil
-	})
+	waitServes(t, w, "the step's manager is elected and serves the Platform")
 	return l
 }
 

@@ -230,12 +230,7 @@ func testLeaderChangeWritesNothing(t *testing.T, s *suite) {
 	}
 	stopA := startManager(mgrA)
 	t.Cleanup(func() { _ = stopA() })
-	eventually(t, "the first manager is elected and serves the Platform", func() error {
-		if g := wA.Publisher.Store().Generation(); g == 0 {
-			return errors.New("serves nothing")
-		}
-		return nil
-	})
+	waitServes(t, wA, "the first manager is elected and serves the Platform")
 	if err := s.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -306,12 +301,7 @@ func testLeaderChangeWritesNothing(t *testing.T, s *suite) {
 	if err := stopA(); err != nil {
 		t.Fatalf("stop the first manager: %v", err)
 	}
-	eventually(t, "the second manager is elected and serves the Platform", func() error {
-		if g := wB.Publisher.Store().Generation(); g == 0 {
-			return errors.New("serves nothing")
-		}
-		return nil
-	})
+	waitServes(t, wB, "the second manager is elected and serves the Platform")
 	// The new leader holds every Release's verdict, trusted from the
 	// status the first signed, and renders none; a sentinel created after
 	// is rendered and written by it.

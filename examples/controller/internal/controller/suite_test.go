@@ -54,10 +54,7 @@ type suite struct {
 func startSuite() (_ *suite, stop func() error, err error) {
 	t0 := time.Now()
 	s := &suite{
-		testEnv: patient(&envtest.Environment{
-			CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd")},
-			ErrorIfCRDPathMissing: true,
-		}),
+		testEnv:  crdEnvironment(),
 		registry: prometheus.NewRegistry(),
 	}
 	s.cfg, err = s.testEnv.Start()
