@@ -153,15 +153,8 @@ func followed(t *testing.T, ev platform.Evaluator, objs ...client.Object) (*Stan
 	utilruntime.Must(corev1.AddToScheme(scheme)) // the status key's Secret
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(objs, standbyPlatform())...).
 		WithStatusSubresource(&v1alpha1.Platform{}, &v1alpha1.Release{}).Build()
-	pub := platform.NewPublisher(filepath.Join(t.TempDir(), "platform"), platform.PublisherOptions{NoSync: true, Evaluator: ev})
-	if err := pub.Boot(); err != nil {
-		t.Fatal(err)
-	}
-	s := &Standby{client: c, pub: pub, elected: make(chan struct{}), booted: func() bool { return true }, notify: func() {}}
-	if _, err := s.reconcilePlatform(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: v1alpha1.PlatformName}}); err != nil {
-		t.Fatal(err)
-	}
-	if g := pub.Store().Generation(); g != 3 {
+	s := followOn(t, c, ev)
+	if g := s.pub.Store().Generation(); g != 3 {
 		t.Fatalf("the standby serves generation %d, want 3", g)
 	}
 	return s, c
