@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +34,20 @@ func bomb() map[string]string {
 	return files
 }
 
+// bombFixture returns a fixture whose Release is a bomb, its Platform
+// reconciled, rendering in one worker with the time budget timeout and a
+// memory budget out of the bomb's reach; the worker is closed when t ends.
+func bombFixture(t *testing.T, timeout time.Duration) (*fixture, *isolate.Workers) {
+	t.Helper()
+	ws := &isolate.Workers{Size: 1, Timeout: timeout, Memory: 8 << 30}
+	t.Cleanup(func() { _ = ws.Close() })
+	f := newFixtureWith(t, ws, true, newPlatform(acme(), 1), newRelease(bomb(), 1))
+	if _, _, err := f.reconcilePlatform(t); err != nil {
+		t.Fatal(err)
+	}
+	return f, ws
+}
+
 // TestReleaseOverBudgetIsNotRetried: a Release whose render is killed past
 // the time budget gets RenderFailed naming the budget and a terminal
 // error; the same spec is not rendered again against a new platform; a
@@ -41,12 +56,7 @@ func TestReleaseOverBudgetIsNotRetried(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out a time budget")
 	}
-	ws := &isolate.Workers{Size: 1, Timeout: budget, Memory: 8 << 30}
-	defer ws.Close()
-	f := newFixtureWith(t, ws, true, newPlatform(acme(), 1), newRelease(bomb(), 1))
-	if _, _, err := f.reconcilePlatform(t); err != nil {
-		t.Fatal(err)
-	}
+	f, ws := bombFixture(t, budget)
 	reconcileOnce := func() (*v1alpha1.Release, error) {
 		_, err := f.release.Reconcile(context.Background(), ctrl.Request{NamespacedName: releaseKey})
 		var rel v1alpha1.Release

@@ -128,15 +128,8 @@ func testDeployOf(t *testing.T, overlay string) {
 		Set("audit-log-path", audit).
 		Set("audit-log-format", "json").
 		Set("audit-log-mode", "blocking")
-	admin, err := env.Start()
-	if err != nil {
-		t.Fatalf("start the API server: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop the API server: %v", err)
-		}
-	})
+	admin, stopAPIServer := startAPIServer(t, env)
+	t.Cleanup(stopAPIServer)
 
 	objs := kustomizeBuild(t, kustomize, filepath.Join("..", "..", "config", overlay))
 	ns, sa := deployedIdentity(t, objs)
@@ -191,14 +184,7 @@ func testDeployOf(t *testing.T, overlay string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			member, err = shard.New(shard.Config{
-				Ring: "platform", Namespace: ns, Identity: identity,
-				LeaseDuration: ringLease, RenewPeriod: ringRenew, Client: kube,
-				Logger: ctrl.Log.WithName("ring"),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			member = newMember(t, kube, ns, identity, ctrl.Log.WithName("ring"))
 			opts.Cache.NewInformer = controller.RingInformer(member)
 		}
 		mgr, err := ctrl.NewManager(asSA, opts)

@@ -33,6 +33,7 @@ import (
 // in order; a step that fails stops the rest.
 func TestEnvtest(t *testing.T) {
 	skipWithoutEnv(t)
+	t.Run("Harness", testHarness)
 	t.Run("Deploy", testDeploy)
 	t.Run("DeploySharded", testDeploySharded)
 	t.Run("Failover", testFailover)

@@ -12,12 +12,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"leasekit.dev/examples/controller/api/v1alpha1"
 	"leasekit.dev/examples/controller/internal/controller"
@@ -87,43 +85,15 @@ func runFailover(t *testing.T, scenario string, warm bool) failover {
 	t.Helper()
 	ctx := context.Background()
 	n := *failoverReleases
-	env := patient(&envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-	})
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start the API server: %v", err)
-	}
 	// Everything stops when the run returns, so that the next run has the
 	// machine to itself.
-	defer func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop the API server: %v", err)
-		}
-	}()
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, newPlatform(acme(), 0)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: failoverNamespace}}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		rel := &v1alpha1.Release{
-			ObjectMeta: metav1.ObjectMeta{Namespace: failoverNamespace, Name: fmt.Sprintf("r%03d", i)},
-			Spec:       v1alpha1.ReleaseSpec{Files: tenComponents(i)},
-		}
-		if err := c.Create(ctx, rel); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sc := startScenario(t, failoverNamespace, nil)
+	defer sc.stop()
+	c := sc.client
+	sc.createReleases(t, n)
 
 	dir := t.TempDir()
-	mgrA, _, err := newManagerWith(cfg, filepath.Join(dir, "a"), prometheus.NewRegistry(), &isolate.Workers{Timeout: failoverTimeout, Memory: 8 << 30}, warm)
+	mgrA, _, err := newManagerWith(sc.cfg, filepath.Join(dir, "a"), prometheus.NewRegistry(), &isolate.Workers{Timeout: failoverTimeout, Memory: 8 << 30}, warm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +101,7 @@ func runFailover(t *testing.T, scenario string, warm bool) failover {
 	defer func() { _ = stopA() }()
 	waitElected(t, mgrA.Elected(), "A")
 
-	mgrB, wB, err := newManagerWith(cfg, filepath.Join(dir, "b"), prometheus.NewRegistry(), &isolate.Workers{Timeout: failoverTimeout, Memory: 8 << 30}, warm)
+	mgrB, wB, err := newManagerWith(sc.cfg, filepath.Join(dir, "b"), prometheus.NewRegistry(), &isolate.Workers{Timeout: failoverTimeout, Memory: 8 << 30}, warm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +147,7 @@ func runFailover(t *testing.T, scenario string, warm bool) failover {
 		t.Fatal("B's cache did not sync")
 	}
 
-	failoverRendered(t, c, n, 1)
+	failoverRendered(t, sc, n, 1)
 	if warm {
 		standbyCaughtUp(t, wB, n)
 	}
@@ -246,7 +216,7 @@ func runFailover(t *testing.T, scenario string, warm bool) failover {
 	waitLong(t, fmt.Sprintf("%d Releases rendered against generation 2", n), func() error {
 		select {
 		case <-watched: // the watch ended early: list
-			return fleetRendered(c, n, 2)
+			return sc.rendered(n, 2)
 		default:
 		}
 		wmu.Lock()
@@ -333,31 +303,11 @@ func waitElected(t *testing.T, elected <-chan struct{}, who string) {
 }
 
 // failoverRendered waits until n Releases are Rendered against gen.
-func failoverRendered(t *testing.T, c client.Client, n int, gen int64) {
+func failoverRendered(t *testing.T, sc *scenario, n int, gen int64) {
 	t.Helper()
 	waitLong(t, fmt.Sprintf("%d Releases rendered against generation %d", n, gen), func() error {
-		return fleetRendered(c, n, gen)
+		return sc.rendered(n, gen)
 	})
-}
-
-// fleetRendered lists the Releases and returns nil when n are Rendered
-// against gen.
-func fleetRendered(c client.Client, n int, gen int64) error {
-	var list v1alpha1.ReleaseList
-	if err := c.List(context.Background(), &list, client.InNamespace(failoverNamespace)); err != nil {
-		return err
-	}
-	done := 0
-	for _, rel := range list.Items {
-		cond := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
-		if cond != nil && cond.Status == metav1.ConditionTrue && rel.Status.PlatformGeneration == gen {
-			done++
-		}
-	}
-	if done != n {
-		return fmt.Errorf("%d of %d", done, n)
-	}
-	return nil
 }
 
 // standbyCaughtUp waits until the warm standby w has followed the Platform

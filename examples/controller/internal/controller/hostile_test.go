@@ -49,12 +49,7 @@ func TestReleaseDecidedRenderIsNotRunAgainAfterAFailedWrite(t *testing.T) {
 	}
 	// A budget that a worker's start and the platform's build keep well
 	// within on a loaded machine, and the bomb goes far past.
-	ws := &isolate.Workers{Size: 1, Timeout: budget, Memory: 8 << 30}
-	defer ws.Close()
-	f := newFixtureWith(t, ws, true, newPlatform(acme(), 1), newRelease(bomb(), 1))
-	if _, _, err := f.reconcilePlatform(t); err != nil {
-		t.Fatal(err)
-	}
+	f, ws := bombFixture(t, budget)
 	var mu sync.Mutex
 	refuse := true
 	writeFails := func() bool {
@@ -114,12 +109,7 @@ func TestReleaseWorkerKilledFromOutsideIsRetried(t *testing.T) {
 		t.Skip("needs /proc to find the worker process")
 	}
 	// A budget far past the test's life: only the SIGKILL ends the bomb.
-	ws := &isolate.Workers{Size: 1, Timeout: time.Hour, Memory: 8 << 30}
-	defer ws.Close()
-	f := newFixtureWith(t, ws, true, newPlatform(acme(), 1), newRelease(bomb(), 1))
-	if _, _, err := f.reconcilePlatform(t); err != nil {
-		t.Fatal(err)
-	}
+	f, ws := bombFixture(t, time.Hour)
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.release.Reconcile(context.Background(), ctrl.Request{NamespacedName: releaseKey})

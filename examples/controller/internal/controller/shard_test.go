@@ -14,9 +14,6 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -71,45 +68,27 @@ const (
 // The SHARD line also reports moved: the share of the hash space whose
 // owner changed with the kill and with the join.
 func testShard(t *testing.T, serverSide, faults bool) {
-	ctx := context.Background()
 	n := *shardReleases
-	env := patient(&envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-	})
+	var configure func(*envtest.Environment)
 	if serverSide {
-		env.ControlPlane.GetAPIServer().Configure().Append("feature-gates", "ShardedListAndWatch=true")
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("start the API server: %v", err)
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop the API server: %v", err)
+		configure = func(env *envtest.Environment) {
+			env.ControlPlane.GetAPIServer().Configure().Append("feature-gates", "ShardedListAndWatch=true")
 		}
-	}()
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
-	if err != nil {
-		t.Fatal(err)
 	}
-	if err := c.Create(ctx, newPlatform(acme(), 0)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: shardNamespace}}); err != nil {
-		t.Fatal(err)
-	}
+	sc := startScenario(t, shardNamespace, configure)
+	defer sc.stop()
+	c := sc.client
 	log := &statusWrites{releases: map[statusInput][]string{}, platform: map[int64][]string{}}
 	dir := t.TempDir()
 	replicas := map[string]*replica{}
-	mcfg := cfg
+	mcfg := sc.cfg
 	if faults {
 		seed := *faultSeed
 		if seed == 0 {
 			seed = uint64(time.Now().UnixNano())
 		}
 		t.Logf("the managers reach the API server through a fault-injecting proxy, seed %d (-shard.faultseed=%d replays its draws)", seed, seed)
-		mcfg = startFaultProxy(t, cfg, seed)
+		mcfg = startFaultProxy(t, sc.cfg, seed)
 	}
 	startReplica := func(id string) *replica {
 		r := newReplica(t, mcfg, log, filepath.Join(dir, id+fmt.Sprint(len(replicas))), id)
@@ -134,16 +113,8 @@ func testShard(t *testing.T, serverSide, faults bool) {
 		startReplica(id)
 	}
 	stable(t, replicas)
-	for i := range n {
-		rel := &v1alpha1.Release{
-			ObjectMeta: metav1.ObjectMeta{Namespace: shardNamespace, Name: fmt.Sprintf("r%03d", i)},
-			Spec:       v1alpha1.ReleaseSpec{Files: tenComponents(i)},
-		}
-		if err := c.Create(ctx, rel); err != nil {
-			t.Fatal(err)
-		}
-	}
-	written(t, c, log, n, 1)
+	sc.createReleases(t, n)
+	written(t, sc, log, n, 1)
 	gen := int64(1)
 	change := func() (time.Time, time.Duration) {
 		t.Helper()
@@ -154,7 +125,7 @@ func testShard(t *testing.T, serverSide, faults bool) {
 		if got := updateSpecWith(t, c, spec); got != gen {
 			t.Fatalf("the Platform's generation is %d, want %d", got, gen)
 		}
-		return begun, written(t, c, log, n, gen)
+		return begun, written(t, sc, log, n, gen)
 	}
 	var one, three time.Duration
 	var oneRenders, threeRenders renderTime
@@ -272,14 +243,7 @@ func newReplica(t *testing.T, cfg *rest.Config, log *statusWrites, dir, id strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	member, err := shard.New(shard.Config{
-		Ring: ringName, Namespace: leaseNamespace, Identity: id,
-		LeaseDuration: ringLease, RenewPeriod: ringRenew,
-		Client: kube, Logger: testr.New(t).WithName("ring").WithValues("replica", id),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	member := newMember(t, kube, leaseNamespace, id, testr.New(t).WithName("ring").WithValues("replica", id))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 newScheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -393,25 +357,11 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 
 // written waits until n Releases are Rendered against gen, and returns
 // how long that took.
-func written(t *testing.T, c client.Client, log *statusWrites, n int, gen int64) time.Duration {
+func written(t *testing.T, sc *scenario, log *statusWrites, n int, gen int64) time.Duration {
 	t.Helper()
 	start := time.Now()
 	waitLong(t, fmt.Sprintf("%d Releases rendered against generation %d", n, gen), func() error {
-		var list v1alpha1.ReleaseList
-		if err := c.List(context.Background(), &list, client.InNamespace(shardNamespace)); err != nil {
-			return err
-		}
-		done := 0
-		for _, rel := range list.Items {
-			cond := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ReleaseRendered)
-			if cond != nil && cond.Status == metav1.ConditionTrue && rel.Status.PlatformGeneration == gen {
-				done++
-			}
-		}
-		if done != n {
-			return fmt.Errorf("%d of %d", done, n)
-		}
-		return nil
+		return sc.rendered(n, gen)
 	})
 	return log.since(gen, start)
 }
