@@ -81,13 +81,6 @@ requires: "`+webPath+`": "v1.9.0"`, kernel.SkewRefuse), new(*kernel.SkewError)},
 // found it.
 func TestErrorsRetainNothing(t *testing.T) {
 	const n = 200
-	heap := func() uint64 {
-		var m runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
 	for _, f := range failures(t) {
 		t.Run(f.name, func(t *testing.T) {
 			for range 5 { // warm up: lazily built tables, caches of the runtime
@@ -96,11 +89,11 @@ func TestErrorsRetainNothing(t *testing.T) {
 				}
 			}
 			kept := make([]error, 0, n)
-			before := heap()
+			before := heapAfterGC()
 			for range n {
 				kept = append(kept, f.call(t))
 			}
-			after := heap()
+			after := heapAfterGC()
 			per := (int64(after) - int64(before)) / n
 			t.Logf("%d bytes per retained error: %v", per, kept[0])
 			if per > 4<<10 {
@@ -109,6 +102,17 @@ func TestErrorsRetainNothing(t *testing.T) {
 			runtime.KeepAlive(kept)
 		})
 	}
+}
+
+// heapAfterGC returns the bytes of heap the live objects take once
+// garbage collection has run twice (the second frees what the first left
+// to finalizers).
+func heapAfterGC() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
 
 // TestErrorsHoldNoCUE walks each failing call's error, every pointer,

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,25 +233,32 @@ func TestCheckWaitsBounded(t *testing.T) {
 // has passed, and named at the step that hung: a Reconcile slower than the
 // time Check lets leases be held (but finite) is never taken for one in
 // any run after it, whose waits the passed bound would cut at once. The
-// Reconciles turn slow only once a Delete has hung, and the bound is 20
-// seconds away, ten times what a sequence takes to reach its first Delete
-// on a loaded core: only the hang meets the bound.
+// Reconciles turn slow only once a Delete has hung.
+//
+// The bound is given as Check's own is, as a channel closed once it has
+// passed, and passes on an event rather than at a time: once the first
+// hang has lasted 100 milliseconds, ten times the time Check lets leases
+// be held. So only a hang meets it however slow the machine, and the test
+// waits for no clock but that. Every hang notes whether Check gave it up
+// (ended its context) before the bound had passed: a Check that took a
+// long wait for a hang fails here.
 func TestCheckWaitsUntilTheDeadline(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits out a bound of 20 seconds, twice")
-	}
 	for _, tc := range []struct {
 		name   string
 		target *operator
 		want   string
 	}{
-		{"Reconcile hangs", &operator{hang: true}, "has not returned, waited until shortly before the test's deadline"},
-		{"Delete hangs beside a slow Reconcile", &operator{hangDelete: true, slow: 50 * time.Millisecond, hung: new(atomic.Bool)}, "platformtest: delete"},
+		{"Reconcile hangs", &operator{hang: true, hung: newHangSignal(100 * time.Millisecond)}, "has not returned, waited until shortly before the test's deadline"},
+		{"Delete hangs beside a slow Reconcile", &operator{hangDelete: true, slow: 50 * time.Millisecond, hung: newHangSignal(100 * time.Millisecond)}, "platformtest: delete"},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
-			out := mustFail(t, operatorTarget(tc.target), platformtest.HangAt(time.Now().Add(20*time.Second)), platformtest.ReleaseHeldAfter(10*time.Millisecond))
+			hung := tc.target.hung
+			out := mustFail(t, operatorTarget(tc.target), platformtest.DeadlineBound(hung.passed), platformtest.ReleaseHeldAfter(10*time.Millisecond))
 			if !strings.Contains(out, tc.want) || !strings.Contains(out, "the test's deadline is near") {
 				t.Errorf("Check's failure does not say %q, or that the deadline is near:\n%s", tc.want, out)
+			}
+			if hung.givenUpEarly() {
+				t.Errorf("Check gave a hang up before the deadline bound had passed:\n%s", out)
 			}
 		})
 	}

@@ -171,7 +171,7 @@ func bad(what, format string, args ...any) *problem {
 // A violation is a failure of the sequence: what broke and the steps that
 // led there.
 type violation struct {
-	cut    bool   // a wait that the test's deadline ended (see config.hangAt)
+	cut    bool   // a wait that the test's deadline ended (see config.deadline)
 	kind   string // the property broken, the same in every sequence that breaks it
 	msg    string // the same each time its sequence runs
 	detail string // what was seen, which may differ between runs
@@ -621,7 +621,8 @@ func (m *machine) settle() {
 // waitRoot waits, within the bound, until Root holds only the directory of
 // the record the store holds (nothing when it holds none).
 func (m *machine) waitRoot() {
-	deadline, bounded := m.cfg.waitUntil()
+	over, stop := m.cfg.waitBound()
+	defer stop()
 	delay := time.Millisecond
 	for {
 		rec, held := m.store().Generated()
@@ -636,10 +637,12 @@ func (m *machine) waitRoot() {
 		if len(got) == 0 && want == "" || len(got) == 1 && got[0] == want {
 			return
 		}
-		if bounded && time.Now().After(deadline) {
+		select {
+		case <-over:
 			p := bad(prop4, "waited %s after every lease was released and generation %d was reconciled: Root holds %q; the store holds %s", m.cfg.waitWords(), m.gen, got, describe(rec, held))
 			p.cut = m.cfg.reclaimWait == 0
 			m.failWith(p)
+		default:
 		}
 		time.Sleep(delay)
 		delay = min(2*delay, 50*time.Millisecond)
@@ -842,7 +845,7 @@ type opResult struct {
 // readers saw. When f runs longer than releaseAfter, every lease held
 // across steps is checked and released, and the render holding its lease
 // through f releases it too, once it has rendered; when f runs past the
-// bound of config.waitUntil after that, the sequence fails.
+// bound of config.waitBound after that, the sequence fails.
 func (m *machine) op(words, during string, r readers, f func(context.Context) error) *opResult {
 	m.say("%s", words)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -904,12 +907,8 @@ func (m *machine) op(words, during string, r readers, f func(context.Context) er
 			res.early = m.releaseWhileRunning(res.through)
 			m.steps[len(m.steps)-1] += " (held leases released while it ran)"
 		}
-		var hang <-chan time.Time // nil: no bound
-		if at, ok := m.cfg.waitUntil(); ok {
-			t := time.NewTimer(time.Until(at))
-			defer t.Stop()
-			hang = t.C
-		}
+		hang, stopTimer := m.cfg.waitBound()
+		defer stopTimer()
 		select {
 		case err = <-done:
 		case <-hang:

@@ -63,8 +63,10 @@ func Check(t *testing.T, newTarget func(root string) (Target, error), opts ...Op
 		// Past the test's deadline go test ends the process: a target that
 		// has not returned by shortly before it has hung, whatever the
 		// machine's speed. The rest is left to report and shrink.
-		hangAt := d.Add(-time.Until(d) / 10)
-		opts = append([]Option{func(c *config) { c.hangAt = hangAt }}, opts...)
+		passed := make(chan struct{})
+		timer := time.AfterFunc(time.Until(d)*9/10, func() { close(passed) })
+		t.Cleanup(func() { timer.Stop() })
+		opts = append([]Option{func(c *config) { c.deadline = passed }}, opts...)
 	}
 	check(t, t.TempDir(), newTarget, opts...)
 }
@@ -270,8 +272,8 @@ func (r *rapidTB) reproduce() string {
 type Option func(*config)
 
 type config struct {
-	reclaimWait  time.Duration // 0: until hangAt
-	hangAt       time.Time     // zero: no bound
+	reclaimWait  time.Duration   // 0: until the deadline bound passes
+	deadline     <-chan struct{} // closed once the test's deadline bound has passed; nil: no bound
 	releaseAfter time.Duration
 	succeed      bool
 	noop         bool
@@ -285,16 +287,27 @@ var defaults = config{releaseAfter: 500 * time.Millisecond, shrinkRuns: 5000}
 // past reports whether the test's deadline bound has passed: a sequence
 // run now would find every wait for the target cut at once.
 func (c config) past() bool {
-	return c.reclaimWait == 0 && !c.hangAt.IsZero() && time.Now().After(c.hangAt)
+	if c.reclaimWait > 0 {
+		return false
+	}
+	select {
+	case <-c.deadline:
+		return true
+	default:
+		return false // also with no bound: a nil channel is never ready
+	}
 }
 
-// waitUntil returns when a wait for the target that starts now ends in a
-// failure, and false for a wait with no bound.
-func (c config) waitUntil() (time.Time, bool) {
-	if c.reclaimWait > 0 {
-		return time.Now().Add(c.reclaimWait), true
+// waitBound returns a channel closed once a wait for the target that
+// starts now has lasted past its bound (nil, never ready, for a wait with
+// no bound), and a func that stops its timer.
+func (c config) waitBound() (<-chan struct{}, func()) {
+	if c.reclaimWait <= 0 {
+		return c.deadline, func() {}
 	}
-	return c.hangAt, !c.hangAt.IsZero()
+	over := make(chan struct{})
+	timer := time.AfterFunc(c.reclaimWait, func() { close(over) })
+	return over, func() { timer.Stop() }
 }
 
 // waitWords says how long Check waited for the target.

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,8 +64,55 @@ type operator struct {
 	noPrune    bool          // never removes a directory
 	hang       bool          // Reconcile waits for its context to end
 	hangDelete bool          // Delete waits for its context to end
-	slow       time.Duration // each Reconcile sleeps this long first, once hung is set
-	hung       *atomic.Bool  // set by the first Delete that hangs, shared by every target made like this one
+	slow       time.Duration // each Reconcile sleeps this long first, once one has hung
+	hung       *hangSignal   // the hangs of every target made like this one; nil: none watched
+}
+
+// A hangSignal watches the Reconciles and Deletes that hang, for a test
+// that gives Check the deadline bound: that bound passes once the first
+// hang has lasted a while, and a hang Check gives up on before it has
+// passed is noted.
+type hangSignal struct {
+	after  time.Duration // how long the first hang lasts before the bound passes
+	once   sync.Once
+	hung   atomic.Bool
+	passed chan struct{} // the bound: closed once the first hang has lasted after
+	waits  sync.WaitGroup
+	early  atomic.Bool // Check gave a hang up before the bound had passed
+}
+
+func newHangSignal(after time.Duration) *hangSignal {
+	return &hangSignal{after: after, passed: make(chan struct{})}
+}
+
+// hang waits until Check gives the Reconcile or Delete that hangs up,
+// which ends its context.
+func (h *hangSignal) hang(ctx context.Context) error {
+	if h == nil {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	h.waits.Add(1)
+	defer h.waits.Done()
+	h.hung.Store(true)
+	h.once.Do(func() { time.AfterFunc(h.after, func() { close(h.passed) }) })
+	<-ctx.Done()
+	select {
+	case <-h.passed:
+	default:
+		h.early.Store(true)
+	}
+	return ctx.Err()
+}
+
+// hasHung reports whether a Reconcile or Delete has hung.
+func (h *hangSignal) hasHung() bool { return h != nil && h.hung.Load() }
+
+// givenUpEarly waits until every hang has returned, and reports whether
+// Check gave one up before the bound had passed.
+func (h *hangSignal) givenUpEarly() bool {
+	h.waits.Wait()
+	return h.early.Load()
 }
 
 // newOperator returns Check's newTarget for an operator with bug.
@@ -91,10 +139,9 @@ func (o *operator) Store() *platform.Store { return &o.store }
 
 func (o *operator) Reconcile(ctx context.Context, gen int64, files platformmodule.Files) error {
 	if o.hang {
-		<-ctx.Done()
-		return ctx.Err()
+		return o.hung.hang(ctx)
 	}
-	if o.hung != nil && o.hung.Load() {
+	if o.hung.hasHung() {
 		time.Sleep(o.slow) // a slow Reconcile, which no verdict may take for a hang
 	}
 	cur, held := o.store.Generated()
@@ -224,11 +271,7 @@ func (o *operator) prune() error {
 
 func (o *operator) Delete(ctx context.Context) error {
 	if o.hangDelete {
-		if o.hung != nil {
-			o.hung.Store(true)
-		}
-		<-ctx.Done()
-		return ctx.Err()
+		return o.hung.hang(ctx)
 	}
 	o.store.Clear()
 	o.files = nil
