@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -52,16 +50,7 @@ func sameFiles(a, b Files) bool {
 // rootEntries lists the names in root, sorted.
 func rootEntries(t tb, root string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	slices.Sort(names)
-	return names
+	return dirtree.MustNames(t, root)
 }
 
 // settle waits for l's background removals and fails on their errors.

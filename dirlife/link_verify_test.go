@@ -25,6 +25,7 @@ import (
 	"leasekit.dev/dirlife/internal/rootlock"
 	"leasekit.dev/dirlife/internal/sys"
 	"leasekit.dev/dirlife/internal/tree"
+	"leasekit.dev/internal/testkit/dirtree"
 	"pgregory.net/rapid"
 )
 
@@ -32,27 +33,7 @@ import (
 // size, keeping its inode and its mode, as an accident would.
 func corruptInPlace(t *testing.T, dir, name string, data []byte) {
 	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(name))
-	fi, err := os.Lstat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, fi.Mode().Perm()); err != nil {
-		t.Fatal(err)
-	}
+	dirtree.Overwrite(t, filepath.Join(dir, filepath.FromSlash(name)), data)
 }
 
 // A directory Verify finds corrupted is Gone from the Linker, even one

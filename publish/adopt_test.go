@@ -323,34 +323,12 @@ func way(viaFS bool) string {
 // size, inode and modification time: the edit no stat tells.
 func flipInPlace(t fataler, f string) {
 	t.Helper()
-	fi, err := os.Stat(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	data, err := os.ReadFile(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	data[len(data)/2] ^= 0x20
-	if err := os.Chmod(f, 0o644); err != nil { // LinkUnchanged's files are read-only
-		t.Fatal(err)
-	}
-	w, err := os.OpenFile(f, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteAt(data, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(f, fi.Mode()); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(f, fi.ModTime(), fi.ModTime()); err != nil {
-		t.Fatal(err)
-	}
+	dirtree.Overwrite(t, f, data) // LinkUnchanged's files are read-only
 }
 
 // TestAdoptServesOnlyTheVerifiedCopy: PublishFS rewrites a content beside

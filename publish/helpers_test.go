@@ -80,20 +80,8 @@ func onDisk(t fataler, root string) []string {
 // entries (staging and aside) included.
 func rootEntries(t fataler, root string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	slices.Sort(names)
-	return names
+	return dirtree.MustNames(t, root)
 }
-
-func osMkdirTemp() (string, error) { return os.MkdirTemp("", "publish-model-") }
-func osRemoveAll(dir string)       { os.RemoveAll(dir) }
 
 // mapFS returns files as an in-memory tree: each file 0o644, as Publish
 // writes them under the usual umask.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"leasekit.dev/dirlife"
+	"leasekit.dev/internal/testkit/dirtree"
 	"leasekit.dev/publish"
 	"leasekit.dev/slot"
 	"pgregory.net/rapid"
@@ -433,11 +434,4 @@ func checkName(t *rapid.T, rec publish.Record[int64, dirlife.Digest, int], strea
 }
 
 // tempDir is t.TempDir for a rapid.T, which has none.
-func tempDir(t *rapid.T) string {
-	dir, err := osMkdirTemp()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { osRemoveAll(dir) })
-	return dir
-}
+func tempDir(t *rapid.T) string { return dirtree.TempDir(t) }

@@ -116,3 +116,37 @@ func TempDir(t interface {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return dir
 }
+
+// Overwrite writes data over the start of the file at path, in place: the
+// same inode, its size unchanged where data is not longer, its mode (even
+// a read-only one, made writable for the write) and its modification time
+// as they were: the edit no stat tells but the change time. It is how a
+// test corrupts a published file behind a reader's back. It ends the test
+// with t.Fatal at the first error.
+func Overwrite(t TB, path string, data []byte) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, fi.Mode().Perm()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -179,3 +179,32 @@ func TestTempDir(t *testing.T) {
 		t.Fatalf("a TempDir holding files after the cleanups: %v, want it removed", err)
 	}
 }
+
+// TestOverwrite: Overwrite changes a read-only file's bytes where it is:
+// the same inode, mode and modification time, the new bytes read back;
+// and it ends the test on a file that is not there.
+func TestOverwrite(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("good"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirtree.Overwrite(t, p, []byte("EVIL"))
+	after, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(p); err != nil || string(got) != "EVIL" {
+		t.Fatalf("after Overwrite the file holds %q (%v), want EVIL", got, err)
+	}
+	if !os.SameFile(before, after) || after.Mode() != before.Mode() || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("Overwrite changed the file's inode, mode or modification time: %v %v %v, was %v %v", os.SameFile(before, after), after.Mode(), after.ModTime(), before.Mode(), before.ModTime())
+	}
+	var f fakeTB
+	if f.run(func(t *fakeTB) { dirtree.Overwrite(t, p+".missing", []byte("x")) }) || len(f.fatal) == 0 {
+		t.Fatalf("Overwrite of a missing file returned (Fatal %v)", f.fatal)
+	}
+}
