@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"leasekit.dev/platform"
-	"leasekit.dev/platform/internal/moduletest"
 	"leasekit.dev/platform/kernel"
 	"leasekit.dev/platform/platformmodule"
 )
@@ -46,7 +45,20 @@ func (m *machine) drawBroken() module {
 // generated is variant v of a small platform module: one or two catalogs
 // whose versions depend on v, so that variants differ byte for byte.
 func generated(v int) module {
-	return module{files: moduletest.Variant(v), name: fmt.Sprintf("module %d", v), builds: true}
+	in := platformmodule.Input{
+		Name: "acme",
+		Catalogs: []platformmodule.Catalog{
+			{Path: "example.com/catalogs/web@v1", Version: fmt.Sprintf("v1.%d.0", v), Kinds: []string{"Deployment", "Service"}},
+		},
+	}
+	if v%2 == 1 {
+		in.Catalogs = append(in.Catalogs, platformmodule.Catalog{Path: "example.com/catalogs/db@v2", Version: fmt.Sprintf("v2.0.%d", v), Kinds: []string{"Database"}})
+	}
+	files, err := platformmodule.Generate(in)
+	if err != nil {
+		panic(fmt.Sprintf("platformtest: generating module %d: %v", v, err))
+	}
+	return module{files: files, name: fmt.Sprintf("module %d", v), builds: true}
 }
 
 // renderKernel renders the records Check leases, as a render path does.

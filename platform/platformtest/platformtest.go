@@ -64,7 +64,8 @@ func Check(t *testing.T, newTarget func(root string) (Target, error), opts ...Op
 		// has not returned by shortly before it has hung, whatever the
 		// machine's speed. The rest is left to report and shrink.
 		passed := make(chan struct{})
-		timer := time.AfterFunc(time.Until(d)*9/10, func() { close(passed) })
+		left := time.Until(d)
+		timer := time.AfterFunc(left-left/10, func() { close(passed) })
 		t.Cleanup(func() { timer.Stop() })
 		opts = append([]Option{func(c *config) { c.deadline = passed }}, opts...)
 	}

@@ -204,6 +204,14 @@ func (w *world) acquire(m *modelMember) bool {
 	}
 	w.rv++
 	w.server[m.id] = &modelLease{rv: w.rv, holder: m.key, member: true}
+	if holder, ok := w.gone[m.id]; ok && !w.released(m.id, holder) {
+		// The name is taken again while the holder of the Lease deleted
+		// under it may still write for what that Lease claimed: the
+		// deletion stays on record under a name of its own, for a
+		// newcomer that never saw it waits until that holder stopped.
+		ghost := m.id + "~" + holder
+		w.gone[ghost], w.goneRV[ghost] = holder, w.goneRV[m.id]
+	}
 	delete(w.gone, m.id)
 	m.holds, m.fresh, m.claim = true, false, nil
 	m.view[m.id] = seen{rv: w.rv, member: true, holder: m.key}
