@@ -595,7 +595,9 @@ func (m *Member) currentClaim() ring.Set {
 // take claims take, reads every Lease of the ring again from the API
 // server, withdraws what another Lease that counts claims too, and
 // writes for the rest. A Lease this member saw and the read does not
-// hold (deleted) counts as last seen until it expires.
+// hold (deleted) counts as last seen until it expires, and for
+// everything while its deletion is not yet seen here: a version unseen
+// may have claimed anything.
 func (m *Member) take(ctx context.Context, log logr.Logger, take ring.Set) error {
 	claim := m.currentClaim()
 	if err := m.publish(ctx, log, claim.Union(take)); err != nil {
@@ -612,37 +614,8 @@ func (m *Member) take(ctx context.Context, log logr.Logger, take ring.Set) error
 		m.withdraw(ctx, log, take)
 		return m.refusal("list", err)
 	}
-	now := time.Now()
-	var others []ring.Peer
-	listed := map[string]bool{}
-	mine := false
 	m.mu.Lock()
-	published := m.lease.ResourceVersion
-	for i := range list.Items {
-		l := &list.Items[i]
-		if l.Name == m.name {
-			mine = l.ResourceVersion == published
-			continue
-		}
-		listed[l.Name] = true
-		p, ok := m.peers[l.Name]
-		if ok && now.Before(p.prevUntil) {
-			others = append(others, ring.Peer{ID: l.Name, Claim: p.prev}) // an earlier holder's
-		}
-		if ok && p.rv == l.ResourceVersion && !now.Before(m.expiry(p)) {
-			continue // expired as seen, and not renewed since
-		}
-		o := m.shape(l)
-		others = append(others, ring.Peer{ID: l.Name, Claim: o.claim})
-	}
-	for name, p := range m.peers {
-		if !listed[name] && (now.Before(m.expiry(p)) || now.Before(p.prevUntil)) {
-			others = append(others, ring.Peer{ID: name, Claim: p.claims(now)}) // deleted: it counts until it expires
-		}
-	}
-	if now.Before(m.earlierUntil) {
-		others = append(others, ring.Peer{ID: m.name, Claim: m.earlier}) // another incarnation's
-	}
+	others, mine := m.countsLocked(list.Items, time.Now())
 	m.mu.Unlock()
 	if !mine {
 		// Its Lease changed since it published the claim (deleted, taken
@@ -669,6 +642,48 @@ func (m *Member) take(ctx context.Context, log logr.Logger, take ring.Set) error
 	log.Info("took a part", "part", valid.String(), "target", target.String())
 	m.changed(valid, nil)
 	return nil
+}
+
+// countsLocked returns the claims of the other Leases that count against
+// a take, from items, a read of every Lease of the ring at now, and
+// whether items hold this member's Lease as it last published it. m.mu
+// is held.
+func (m *Member) countsLocked(items []coordinationv1.Lease, now time.Time) (others []ring.Peer, mine bool) {
+	listed := map[string]bool{}
+	published := m.lease.ResourceVersion
+	for i := range items {
+		l := &items[i]
+		if l.Name == m.name {
+			mine = l.ResourceVersion == published
+			continue
+		}
+		listed[l.Name] = true
+		p, ok := m.peers[l.Name]
+		if ok && now.Before(p.prevUntil) {
+			others = append(others, ring.Peer{ID: l.Name, Claim: p.prev}) // an earlier holder's
+		}
+		if ok && p.rv == l.ResourceVersion && !now.Before(m.expiry(p)) {
+			continue // expired as seen, and not renewed since
+		}
+		o := m.shape(l)
+		others = append(others, ring.Peer{ID: l.Name, Claim: o.claim})
+	}
+	for name, p := range m.peers {
+		switch {
+		case listed[name]:
+		case !p.deleted:
+			// Deleted, and not yet seen deleted here: a version after the
+			// one seen (even one that expired as seen) may have claimed
+			// anything, and its holder may still write for it.
+			others = append(others, ring.Peer{ID: name, Claim: ring.Full()})
+		case now.Before(m.expiry(p)) || now.Before(p.prevUntil):
+			others = append(others, ring.Peer{ID: name, Claim: p.claims(now)}) // deleted: it counts until it expires
+		}
+	}
+	if now.Before(m.earlierUntil) {
+		others = append(others, ring.Peer{ID: m.name, Claim: m.earlier}) // another incarnation's
+	}
+	return others, mine
 }
 
 // withdraw publishes the claim without part; a failure leaves it to the
@@ -914,6 +929,13 @@ func (m *Member) write(ctx context.Context, log logr.Logger, claim ring.Set, rej
 				m.meet(log, cur, "IncarnationReplaced", fmt.Sprintf("incarnation %s of identity %s found its Lease taken over by incarnation %s: it writes for nothing and waits for that Lease to expire", m.incarnation, m.cfg.Identity, other), other)
 			} else {
 				log.Info("this member's Lease was deleted: it writes for nothing and creates it again", "lease", m.cfg.Namespace+"/"+m.name)
+				// Another incarnation may have held it since this one
+				// last wrote it, and writes until it finds out for what
+				// its versions claimed (anything): that counts as another
+				// incarnation's claim for a lease duration from now.
+				m.mu.Lock()
+				m.earlier, m.earlierUntil = ring.Full(), time.Now().Add(m.cfg.LeaseDuration)
+				m.mu.Unlock()
 			}
 			if !rejoin {
 				return err
@@ -1058,7 +1080,8 @@ func (m *Member) observe(log logr.Logger, obj any, deleted bool) {
 		last := m.shape(l)
 		p.claim, p.rv = last.claim, last.rv
 	}
-	if unknown && known && !p.claim.Empty() {
+	if unknown && known {
+		// Even a claim seen empty: a version after it may claim anything.
 		p.claim = ring.Full()
 	}
 	switch {
