@@ -194,13 +194,20 @@ func (w *world) acquire(m *modelMember) bool {
 			return false // it waits for that Lease to expire
 		}
 	}
-	if s, had := m.view[m.id]; !ok && had && fixIncarnation && s.holder != "" && s.holder != m.key {
-		// The Lease it waited for is gone: its holder writes on until
-		// it finds out, for what its unseen last versions claim
+	if !ok && fixIncarnation {
+		// The Lease it waited for is gone, or its own was deleted and
+		// another incarnation may have held it since: that holder writes
+		// on until it finds out, for what its unseen last versions claim
 		// (anything), which counts as a Lease seen gone until it stopped.
-		ghost := m.id + "~" + s.holder
-		m.view[ghost] = seen{claim: Full(), rv: s.rv, deleted: true}
-		w.gone[ghost] = s.holder
+		s, had := m.view[m.id]
+		for _, holder := range []string{s.holder, w.gone[m.id]} {
+			if (holder == s.holder && !had) || holder == "" || holder == m.key {
+				continue
+			}
+			ghost := m.id + "~" + holder
+			m.view[ghost] = seen{claim: Full(), rv: s.rv, deleted: true}
+			w.gone[ghost] = holder
+		}
 	}
 	w.rv++
 	w.server[m.id] = &modelLease{rv: w.rv, holder: m.key, member: true}
@@ -222,17 +229,21 @@ func (w *world) refresh(obs *modelMember, id string) {
 	l, ok := w.server[id]
 	if !ok {
 		s, had := obs.view[id]
-		if !fixDeletedCounts || !had || s.claim.Empty() || s.expired {
+		final := s.rv == w.goneRV[id] // its last version seen
+		switch {
+		case !had:
+		case !fixDeletedCounts || s.expired && (s.deleted || final) || !s.deleted && final && s.claim.Empty():
 			delete(obs.view, id)
-			return
+		case !s.deleted:
+			if !final {
+				// Found gone by a list: what its unseen versions claimed
+				// is unknown, even where the version seen claimed nothing
+				// or was judged expired.
+				s.claim, s.expired = Full(), false
+			}
+			s.deleted = true
+			obs.view[id] = s
 		}
-		if !s.deleted && s.rv != w.goneRV[id] {
-			// Found gone by a list: what its unseen versions claimed is
-			// unknown.
-			s.claim = Full()
-		}
-		s.deleted = true
-		obs.view[id] = s
 		return
 	}
 	s, had := obs.view[id]
@@ -342,7 +353,15 @@ func (w *world) takeValidate(m *modelMember) bool {
 		peers = append(peers, Peer{ID: id, Claim: l.claim})
 	}
 	for id, s := range m.view {
-		if _, listed := w.server[id]; !listed && id != m.id && !s.expired {
+		if _, listed := w.server[id]; listed || id == m.id {
+			continue
+		}
+		switch {
+		case !s.deleted:
+			// Deleted, not yet seen deleted: a version unseen (even after
+			// one judged expired) may claim anything.
+			peers = append(peers, Peer{ID: id, Claim: Full()})
+		case !s.expired:
 			peers = append(peers, Peer{ID: id, Claim: s.claim}) // seen, deleted since
 		}
 	}
